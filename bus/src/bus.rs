@@ -1,0 +1,342 @@
+//! Publishing and reading messages: validate, then write atomically; read
+//! bounded, never through a symlink, and validated.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::envelope::{WRITE_VERSION, check_envelope, now_timestamp};
+use crate::fsio::{MAX_MESSAGE_BYTES, read_capped, write_atomic};
+use crate::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
+use crate::paths::{check_segment, ensure_private_dir, root_from_env, safe_key};
+use crate::payloads::Payload;
+use crate::registry::{channel_policy, check_payload};
+use crate::{Envelope, Error, Result, retention};
+
+/// A handle on one bus root folder.
+///
+/// ```
+/// use interband::{Bus, payloads::{Checkpoint, Payload}};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let bus = Bus::new(dir.path());
+/// let cp = Checkpoint { trigger: "orange_pressure".into(), ts: 1.0, context_usable: Some(18.0),
+///                       transcript_path: None, cwd: None };
+/// let first = bus.publish_typed("sess-1", "sess-1", &cp).unwrap();
+/// let second = bus.publish_typed("sess-1", "sess-1", &cp).unwrap();
+/// assert_eq!((first.seq, second.seq), (1, 2));
+/// let back = bus.read_typed::<Checkpoint>("sess-1").unwrap();
+/// assert_eq!(back.seq, 2);
+/// assert_eq!(back.payload.context_usable, Some(18.0));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Bus {
+    root: PathBuf,
+}
+
+/// What a publish wrote.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The message file.
+    pub path: PathBuf,
+    /// The sequence number it got.
+    pub seq: u64,
+}
+
+/// A message read from the bus, with where it came from.
+#[derive(Debug, Clone)]
+pub struct Message<P = Value> {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// `namespace/channel/key`, when the file is at a channel path under the root.
+    pub address: Option<Address>,
+    /// The envelope.
+    pub envelope: Envelope<P>,
+}
+
+/// Where a message lives: namespace, channel folder and (safe) key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Address {
+    /// The namespace folder.
+    pub namespace: String,
+    /// The channel folder.
+    pub channel: String,
+    /// The key (the file name without `.json`).
+    pub key: String,
+}
+
+impl std::fmt::Display for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.namespace, self.channel, self.key)
+    }
+}
+
+impl Bus {
+    /// A bus rooted at `root` (nothing is created until the first write).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Bus { root: root.into() }
+    }
+
+    /// The bus at `$INTERBAND_ROOT`, else `~/.interband`.
+    pub fn from_env() -> Result<Self> {
+        root_from_env().map(Bus::new)
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/<namespace>/<channel>`, after checking both are plain names.
+    pub fn channel_dir(&self, namespace: &str, channel: &str) -> Result<PathBuf> {
+        check_segment("namespace", namespace)?;
+        check_segment("channel", channel)?;
+        Ok(self.root.join(namespace).join(channel))
+    }
+
+    /// `<root>/<namespace>/<channel>/<safe key>.json`.
+    pub fn path(&self, namespace: &str, channel: &str, key: &str) -> Result<PathBuf> {
+        Ok(self
+            .channel_dir(namespace, channel)?
+            .join(format!("{}.json", safe_key(key))))
+    }
+
+    /// Validates and publishes a payload: assigns the key's next `seq` under
+    /// its lock, writes the envelope atomically (fsynced on durable channels),
+    /// then prunes the channel if its throttle allows.
+    pub fn publish(
+        &self,
+        namespace: &str,
+        channel: &str,
+        key: &str,
+        msg_type: &str,
+        session_id: &str,
+        payload: Value,
+    ) -> Result<Published> {
+        let path = self.path(namespace, channel, key)?;
+        let address = || format!("{namespace}/{channel}/{}", safe_key(key));
+        let invalid = |reason: String| Error::InvalidPayload {
+            channel: address(),
+            reason,
+        };
+        if msg_type.trim().is_empty() {
+            return Err(invalid("type must not be empty".into()));
+        }
+        check_payload(namespace, msg_type, &payload).map_err(invalid)?;
+        let dir = path.parent().expect("a message path has a folder");
+        ensure_private_dir(dir)?;
+        let policy = channel_policy(namespace, channel);
+
+        let mut envelope = Envelope {
+            version: WRITE_VERSION.to_owned(),
+            namespace: namespace.to_owned(),
+            msg_type: msg_type.to_owned(),
+            session_id: session_id.to_owned(),
+            timestamp: String::new(),
+            seq: 0,
+            payload,
+        };
+        let seq = with_lock(&lock_path_for(&path), DEFAULT_WAIT, |lock| {
+            envelope.seq = last_seq(&path, lock).saturating_add(1);
+            envelope.timestamp = now_timestamp();
+            let mut bytes = serde_json::to_vec(&envelope).map_err(|e| Error::Json {
+                path: path.clone(),
+                source: e,
+            })?;
+            bytes.push(b'\n');
+            if bytes.len() as u64 > MAX_MESSAGE_BYTES {
+                return Err(Error::TooLarge {
+                    path: path.clone(),
+                    size: bytes.len() as u64,
+                    limit: MAX_MESSAGE_BYTES,
+                });
+            }
+            write_atomic(&path, &bytes, policy.durable)?;
+            store_seq(lock, envelope.seq);
+            Ok(envelope.seq)
+        })?;
+        // Retention is housekeeping: it must never fail a publish.
+        let _ = retention::prune_channel(self, namespace, channel, false);
+        Ok(Published { path, seq })
+    }
+
+    /// Publishes a typed payload on its contract's channel.
+    pub fn publish_typed<P: Payload>(&self, key: &str, session_id: &str, payload: &P) -> Result<Published> {
+        let value = serde_json::to_value(payload).map_err(|e| Error::InvalidPayload {
+            channel: format!("{}/{}/{}", P::NAMESPACE, P::CHANNEL, safe_key(key)),
+            reason: e.to_string(),
+        })?;
+        self.publish(P::NAMESPACE, P::CHANNEL, key, P::TYPE, session_id, value)
+    }
+
+    /// Reads and validates the message at `namespace/channel/key`.
+    pub fn read(&self, namespace: &str, channel: &str, key: &str) -> Result<Message> {
+        let mut msg = read_path(&self.path(namespace, channel, key)?)?;
+        msg.address = Some(Address {
+            namespace: namespace.to_owned(),
+            channel: channel.to_owned(),
+            key: safe_key(key),
+        });
+        Ok(msg)
+    }
+
+    /// Reads a typed payload from its contract's channel.
+    pub fn read_typed<P: Payload>(&self, key: &str) -> Result<Envelope<P>> {
+        let msg = self.read(P::NAMESPACE, P::CHANNEL, key)?;
+        decode(msg)
+    }
+
+    /// Reads a message file and fills in its address when it lies under this root.
+    pub fn read_file(&self, path: &Path) -> Result<Message> {
+        let mut msg = read_path(path)?;
+        msg.address = self.address_of(path);
+        Ok(msg)
+    }
+
+    /// The address of a message file under this root, if it is one.
+    pub fn address_of(&self, path: &Path) -> Option<Address> {
+        crate::paths::split_message_path(&self.root, path).map(|(namespace, channel, key)| Address {
+            namespace,
+            channel,
+            key,
+        })
+    }
+}
+
+/// Decodes a validated message's payload into a typed one.
+pub fn decode<P: DeserializeOwned>(msg: Message) -> Result<Envelope<P>> {
+    let Message { path, envelope, .. } = msg;
+    let payload = serde_json::from_value(envelope.payload).map_err(|e| Error::Decode {
+        path: path.clone(),
+        source: e,
+    })?;
+    Ok(Envelope {
+        version: envelope.version,
+        namespace: envelope.namespace,
+        msg_type: envelope.msg_type,
+        session_id: envelope.session_id,
+        timestamp: envelope.timestamp,
+        seq: envelope.seq,
+        payload,
+    })
+}
+
+/// Reads one message file: at most 1 MiB, never through a symlink, the
+/// envelope and (for known contracts) the payload validated.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("m.json");
+/// std::fs::write(&path, "").unwrap();
+/// let err = interband::read_path(&path).unwrap_err();
+/// assert!(err.is_invalid_data());
+/// assert!(err.to_string().contains("m.json"));
+/// ```
+pub fn read_path(path: &Path) -> Result<Message> {
+    let bytes = read_capped(path, MAX_MESSAGE_BYTES)?;
+    parse_message(path, &bytes)
+}
+
+/// Validates message bytes that came from `path`.
+pub fn parse_message(path: &Path, bytes: &[u8]) -> Result<Message> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| Error::Json {
+        path: path.into(),
+        source: e,
+    })?;
+    let invalid = |reason| Error::Invalid {
+        path: path.into(),
+        reason,
+    };
+    check_envelope(&value).map_err(invalid)?;
+    check_payload(
+        value["namespace"].as_str().unwrap_or_default(),
+        value["type"].as_str().unwrap_or_default(),
+        &value["payload"],
+    )
+    .map_err(invalid)?;
+    let envelope: Envelope = serde_json::from_value(value).map_err(|e| Error::Decode {
+        path: path.into(),
+        source: e,
+    })?;
+    Ok(Message {
+        path: path.into(),
+        address: None,
+        envelope,
+    })
+}
+
+/// The highest seq the key has had: the larger of what its lock file
+/// remembers and what the current file says (a v1 writer or a removed lock
+/// file may have left only one of them).
+fn last_seq(path: &Path, lock: &mut File) -> u64 {
+    let mut text = String::new();
+    let remembered = lock
+        .rewind()
+        .and_then(|_| lock.take(32).read_to_string(&mut text))
+        .ok()
+        .and_then(|_| text.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let current = read_path(path).map_or(0, |m| m.envelope.seq);
+    remembered.max(current)
+}
+
+fn store_seq(lock: &mut File, seq: u64) {
+    // Best effort: the message file also carries the seq.
+    let _ = lock
+        .set_len(0)
+        .and_then(|_| lock.rewind())
+        .and_then(|_| lock.write_all(seq.to_string().as_bytes()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn publish_rejects_bad_payloads_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let err = bus
+            .publish("intercheck", "pressure", "s", "context_pressure", "s", json!({"level":"purple"}))
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidPayload { .. }));
+        assert!(err.to_string().contains("intercheck/pressure/s"), "{err}");
+        assert!(!dir.path().join("intercheck").exists());
+        assert!(bus.publish("../x", "c", "k", "t", "", json!({})).is_err());
+        assert!(bus.publish("n", "c", "k", "t", "", json!([])).is_err());
+    }
+
+    #[test]
+    fn seq_survives_a_v1_writer_and_a_lost_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let p = bus.publish("n", "c", "k", "t", "", json!({})).unwrap();
+        assert_eq!(p.seq, 1);
+        // A v1 writer overwrites the file without a seq.
+        std::fs::write(
+            &p.path,
+            r#"{"version":"1.0.0","namespace":"n","type":"t","session_id":"","timestamp":"x","payload":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq, 2);
+        std::fs::remove_file(lock_path_for(&p.path)).unwrap();
+        assert_eq!(bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq, 3);
+    }
+
+    #[test]
+    fn folders_are_private_and_oversized_messages_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path().join("root"));
+        let p = bus.publish("n", "c", "k", "t", "", json!({})).unwrap();
+        for d in [bus.root().to_path_buf(), bus.root().join("n"), bus.root().join("n/c")] {
+            assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700, "{d:?}");
+        }
+        let big = json!({"blob": "x".repeat(MAX_MESSAGE_BYTES as usize)});
+        assert!(matches!(bus.publish("n", "c", "k", "t", "", big), Err(Error::TooLarge { .. })));
+        assert_eq!(bus.read("n", "c", "k").unwrap().envelope.seq, p.seq, "old value kept");
+    }
+}

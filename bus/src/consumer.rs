@@ -1,0 +1,207 @@
+//! The plug-in point: a [`Consumer`] names the keys it wants and handles each
+//! new value; a runner feeds it, once per `(key, seq)`.
+//!
+//! Two modes share one cursor per consumer (`<root>/.consumers/<name>.json`):
+//! [`drain`] is one shot (every value newer than the cursor, for hooks), and
+//! [`watch`] is long-running. A value is offered under the consumer's lock and
+//! the cursor is advanced before the lock is released, so a drain and a watch
+//! running at the same time never both handle it. The value is marked
+//! *pending* before the handler runs: if the process is killed mid-way, the
+//! next run offers it again with `redelivered` set, and a handler whose effect
+//! is keyed by the message's identity (e.g. a file named after key and seq)
+//! makes that effect exactly once.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use globset::GlobSet;
+use serde::{Deserialize, Serialize};
+
+use crate::lock::{DEFAULT_WAIT, lock_path_for, read_json_or_default, with_lock};
+use crate::paths::{check_segment, ensure_private_dir};
+use crate::watch::{WatchOptions, candidate_files, compile_patterns};
+use crate::{Bus, Envelope, Error, Message, Result, Subscription};
+
+/// A handler's error: anything printable.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Attempts before a failing value is given up on (and the cursor moves past it).
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// Something that acts on bus messages.
+pub trait Consumer {
+    /// A unique, plain name (`A-Za-z0-9._-`); it names the cursor file.
+    fn name(&self) -> &str;
+    /// `namespace/channel/key` glob patterns it wants, e.g. `interpulse/checkpoint/*`.
+    fn patterns(&self) -> Vec<String>;
+    /// Acts on one new value. `redelivered` is true when an earlier attempt
+    /// was interrupted or failed, so the effect may already exist.
+    fn handle(&mut self, bus: &Bus, message: &Message, redelivered: bool) -> Result<(), HandlerError>;
+}
+
+/// The position of one key in a consumer's stream: the last value acted on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// The value's seq (0 for v1 writers).
+    pub seq: u64,
+    /// The value's timestamp.
+    pub timestamp: String,
+}
+
+impl Cursor {
+    /// The cursor position of an envelope.
+    pub fn of<P>(e: &Envelope<P>) -> Self {
+        Cursor {
+            seq: e.seq,
+            timestamp: e.timestamp.clone(),
+        }
+    }
+
+    /// True when this value comes after `before`: a higher seq, or a later
+    /// timestamp (a key whose seq restarted after retention removed it, or a
+    /// v1 writer that sets no seq).
+    ///
+    /// ```
+    /// use interband::consumer::Cursor;
+    /// let c = |seq, ts: &str| Cursor { seq, timestamp: ts.into() };
+    /// assert!(c(5, "2026-11-30T00:00:00Z").is_newer_than(&c(4, "2026-11-30T00:00:00Z")));
+    /// assert!(!c(4, "2026-11-30T00:00:00Z").is_newer_than(&c(4, "2026-11-30T00:00:00Z")));
+    /// assert!(c(1, "2026-12-01T00:00:00Z").is_newer_than(&c(9, "2026-11-30T00:00:00Z")));
+    /// ```
+    pub fn is_newer_than(&self, before: &Cursor) -> bool {
+        self.seq > before.seq || self.timestamp > before.timestamp
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Entry {
+    #[serde(flatten)]
+    done: Cursor,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending: Option<Cursor>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    attempts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+type Cursors = BTreeMap<String, Entry>;
+
+/// What one run did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Values handled successfully.
+    pub handled: usize,
+    /// Values handled again after an interrupted or failed attempt.
+    pub redelivered: usize,
+    /// Handler failures (the value is retried up to [`MAX_ATTEMPTS`] times).
+    pub errors: Vec<Error>,
+}
+
+fn cursor_path(bus: &Bus, name: &str) -> Result<PathBuf> {
+    check_segment("consumer name", name)?;
+    Ok(bus.root().join(".consumers").join(format!("{name}.json")))
+}
+
+/// Offers one message to a consumer, under its lock, if the consumer has not
+/// handled that value yet. Returns whether the handler ran.
+pub fn offer(bus: &Bus, consumer: &mut dyn Consumer, message: &Message, report: &mut Report) -> Result<bool> {
+    let Some(addr) = message.address.as_ref().map(ToString::to_string) else {
+        return Ok(false);
+    };
+    let path = cursor_path(bus, consumer.name())?;
+    ensure_private_dir(path.parent().expect("cursor has a folder"))?;
+    let save = |c: &Cursors| -> Result<()> {
+        let bytes = serde_json::to_vec(c).expect("cursors serialize");
+        crate::fsio::write_atomic(&path, &bytes, false)
+    };
+    with_lock(&lock_path_for(&path), DEFAULT_WAIT, |_| {
+        let mut cursors: Cursors = read_json_or_default(&path);
+        let value = Cursor::of(&message.envelope);
+        let entry = cursors.entry(addr.clone()).or_default();
+        if !value.is_newer_than(&entry.done) {
+            return Ok(false);
+        }
+        let redelivered = entry.pending.as_ref() == Some(&value);
+        if !redelivered {
+            entry.attempts = 0;
+        }
+        entry.pending = Some(value.clone());
+        save(&cursors)?;
+
+        let outcome = consumer.handle(bus, message, redelivered);
+        let entry = cursors.get_mut(&addr).expect("entry inserted above");
+        match outcome {
+            Ok(()) => {
+                *entry = Entry { done: value, pending: None, attempts: 0 };
+                report.handled += 1;
+                report.redelivered += usize::from(redelivered);
+            }
+            Err(e) => {
+                entry.attempts += 1;
+                if entry.attempts >= MAX_ATTEMPTS {
+                    *entry = Entry { done: value, pending: None, attempts: 0 };
+                }
+                report.errors.push(Error::Consumer {
+                    consumer: consumer.name().to_owned(),
+                    path: message.path.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        save(&cursors)?;
+        Ok(true)
+    })
+}
+
+/// One shot: offers every matching value newer than the consumer's cursor.
+/// Unreadable files are skipped (treated as absent).
+pub fn drain(bus: &Bus, consumer: &mut dyn Consumer) -> Result<Report> {
+    let patterns = consumer.patterns();
+    let set = compile_patterns(&patterns)?;
+    let mut report = Report::default();
+    for file in candidate_files(bus, &patterns) {
+        let Some(addr) = bus.address_of(&file) else { continue };
+        if !set.is_match(addr.to_string()) {
+            continue;
+        }
+        let Ok(msg) = bus.read_file(&file) else { continue };
+        offer(bus, consumer, &msg, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// Long-running: watches the root for every consumer's patterns and offers
+/// each new value to the consumers that want it, until `keep_going` returns
+/// false (checked at least every `tick`). Existing values newer than each
+/// cursor are offered at start.
+pub fn watch(
+    bus: &Bus,
+    consumers: &mut [Box<dyn Consumer>],
+    opts: WatchOptions,
+    tick: Duration,
+    mut keep_going: impl FnMut(&Report) -> bool,
+) -> Result<Report> {
+    let sets: Vec<GlobSet> = consumers
+        .iter()
+        .map(|c| compile_patterns(&c.patterns()))
+        .collect::<Result<_>>()?;
+    let all: Vec<String> = consumers.iter().flat_map(|c| c.patterns()).collect();
+    let mut sub = Subscription::new(bus, &all, WatchOptions { initial: true, ..opts })?;
+    let mut report = Report::default();
+    while keep_going(&report) {
+        let Some(msg) = sub.next(tick)? else { continue };
+        let Some(addr) = msg.address.as_ref().map(ToString::to_string) else { continue };
+        for (c, set) in consumers.iter_mut().zip(&sets) {
+            if set.is_match(&addr) {
+                if let Err(e) = offer(bus, c.as_mut(), &msg, &mut report) {
+                    report.errors.push(e);
+                }
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,150 @@
+//! The one error type of the bus. Every variant names the file, folder or channel it is about.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What went wrong, and where.
+///
+/// [`Error::is_invalid_data`] separates bad data (a corrupt, oversized or
+/// non-conforming message) from usage and I/O trouble, so a command line can
+/// map them to different exit codes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system call on `path` failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or folder the call was about.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// There is no message at `path`.
+    #[error("{}: no such message", path.display())]
+    NotFound {
+        /// Where the message was expected.
+        path: PathBuf,
+    },
+    /// `path` is a symbolic link; the bus never reads or writes through one.
+    #[error("{}: is a symbolic link; refusing to follow it", path.display())]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+    },
+    /// `path` is not a regular file (a folder, a device, a socket...).
+    #[error("{}: not a regular file", path.display())]
+    NotAFile {
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// The file at `path` (or a message about to be written there) exceeds the size cap.
+    #[error("{}: {size} bytes is over the {limit}-byte limit", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size, or at least this many bytes.
+        size: u64,
+        /// The cap.
+        limit: u64,
+    },
+    /// The file at `path` is not JSON (empty, truncated or corrupt).
+    #[error("{}: not valid JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file at `path` is JSON but not a valid v1 envelope or payload.
+    #[error("{}: {reason}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// A payload offered for publishing on `channel` breaks its contract.
+    #[error("{channel}: invalid payload: {reason}")]
+    InvalidPayload {
+        /// `namespace/channel/key` of the publish.
+        channel: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// A valid message at `path` does not decode into the requested Rust type.
+    #[error("{}: payload does not match the expected type: {source}", path.display())]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A namespace, channel, key or pattern is unusable.
+    #[error("invalid {what} {value:?}: {reason}")]
+    InvalidName {
+        /// "namespace", "channel", "key", "pattern"...
+        what: &'static str,
+        /// The offending value.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// The lock at `path` was still held by someone else after waiting `waited`.
+    #[error("{}: lock still held by another process after {waited:?}", path.display())]
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The file watcher on `path` failed.
+    #[error("{}: file watch failed: {source}", path.display())]
+    Watch {
+        /// The watched folder.
+        path: PathBuf,
+        /// What notify said.
+        #[source]
+        source: notify::Error,
+    },
+    /// No root folder: `INTERBAND_ROOT` is unset and the home folder is unknown.
+    #[error("cannot find the interband root: INTERBAND_ROOT is unset and HOME is not set")]
+    NoRoot,
+    /// A consumer's handler failed on the message at `path`.
+    #[error("consumer {consumer}: {}: {reason}", path.display())]
+    Consumer {
+        /// The consumer's name.
+        consumer: String,
+        /// The message it was handling.
+        path: PathBuf,
+        /// What the handler said.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// True when the error is about the data itself (corrupt, oversized or
+    /// non-conforming), false for usage, I/O, lock and watch trouble.
+    pub fn is_invalid_data(&self) -> bool {
+        matches!(
+            self,
+            Error::TooLarge { .. }
+                | Error::Json { .. }
+                | Error::Invalid { .. }
+                | Error::InvalidPayload { .. }
+                | Error::Decode { .. }
+        )
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// The bus's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,487 @@
+//! Typed payloads for every known contract, with the v1 rules for each.
+//!
+//! Each type knows its namespace, channel folder and message type, checks a raw
+//! JSON payload exactly as protocol v1 does (for the old contracts), and
+//! derives its JSON Schema. Readers ignore unknown fields; optional fields are
+//! `Option`s so new writers can add fields without breaking old readers.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::envelope::kind;
+
+/// A payload type with a known contract.
+pub trait Payload: Serialize + DeserializeOwned + JsonSchema {
+    /// The namespace that writes it, e.g. `interpulse`.
+    const NAMESPACE: &'static str;
+    /// The channel folder it is written to, e.g. `pressure`.
+    const CHANNEL: &'static str;
+    /// The envelope's `type`, e.g. `context_pressure`.
+    const TYPE: &'static str;
+    /// One line for docs and `interband schema`.
+    const ABOUT: &'static str;
+    /// Checks a raw payload object against the contract's rules.
+    fn check(payload: &Map<String, Value>) -> Result<(), String>;
+}
+
+/// Field checks that produce v1-style messages (`field must be ...`).
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl Fields<'_> {
+    fn get(&self, f: &str) -> Option<&Value> {
+        self.0.get(f)
+    }
+    fn fail(&self, f: &str, want: &str) -> Result<(), String> {
+        let got = self.get(f).map_or("missing", kind);
+        Err(format!("{f} must be {want} (got {got})"))
+    }
+    /// A string with at least one non-blank character.
+    fn text(&self, f: &str) -> Result<(), String> {
+        match self.get(f) {
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(()),
+            _ => self.fail(f, "a non-empty string"),
+        }
+    }
+    /// Absent, null, or a string.
+    fn opt_string(&self, f: &str) -> Result<(), String> {
+        match self.get(f) {
+            None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+            _ => self.fail(f, "a string"),
+        }
+    }
+    fn number_in(&self, f: &str, lo: Option<f64>, hi: Option<f64>) -> Result<(), String> {
+        let n = self.get(f).and_then(Value::as_f64);
+        let ok = n.is_some_and(|n| lo.is_none_or(|lo| n >= lo) && hi.is_none_or(|hi| n <= hi));
+        match (ok, lo, hi) {
+            (true, ..) => Ok(()),
+            (false, Some(lo), Some(hi)) => self.fail(f, &format!("a number from {lo} to {hi}")),
+            (false, Some(_), None) => self.fail(f, "a number >= 0"),
+            (false, ..) => self.fail(f, "a number"),
+        }
+    }
+    fn number(&self, f: &str) -> Result<(), String> {
+        self.number_in(f, None, None)
+    }
+    fn non_negative(&self, f: &str) -> Result<(), String> {
+        self.number_in(f, Some(0.0), None)
+    }
+    fn percent(&self, f: &str) -> Result<(), String> {
+        self.number_in(f, Some(0.0), Some(100.0))
+    }
+    fn opt<F: Fn(&Self, &str) -> Result<(), String>>(&self, f: &str, check: F) -> Result<(), String> {
+        match self.get(f) {
+            None | Some(Value::Null) => Ok(()),
+            Some(_) => check(self, f),
+        }
+    }
+    fn one_of(&self, f: &str, allowed: &[&str]) -> Result<(), String> {
+        match self.get(f) {
+            Some(Value::String(s)) if allowed.contains(&s.as_str()) => Ok(()),
+            _ => self.fail(f, &format!("one of {}", allowed.join(", "))),
+        }
+    }
+}
+
+macro_rules! contract {
+    ($ty:ty, $ns:literal, $ch:literal, $t:literal, $about:literal, |$f:ident| $body:block) => {
+        impl Payload for $ty {
+            const NAMESPACE: &'static str = $ns;
+            const CHANNEL: &'static str = $ch;
+            const TYPE: &'static str = $t;
+            const ABOUT: &'static str = $about;
+            fn check(payload: &Map<String, Value>) -> Result<(), String> {
+                let $f = Fields(payload);
+                $body
+                Ok(())
+            }
+        }
+    };
+}
+
+/// The phase a bead (a unit of work) is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum Phase {
+    Brainstorm,
+    BrainstormReviewed,
+    Strategized,
+    Planned,
+    PlanReviewed,
+    Executing,
+    Shipping,
+    Done,
+}
+const PHASES: &[&str] = &[
+    "brainstorm",
+    "brainstorm-reviewed",
+    "strategized",
+    "planned",
+    "plan-reviewed",
+    "executing",
+    "shipping",
+    "done",
+];
+
+/// `interphase/bead_phase`: a bead moved to a new phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BeadPhase {
+    /// The bead's id.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub id: String,
+    /// Its new phase.
+    pub phase: Phase,
+    /// Why, if said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(BeadPhase, "interphase", "bead", "bead_phase", "a bead moved to a new phase", |f| {
+    f.text("id")?;
+    f.one_of("phase", PHASES)?;
+    f.opt_string("reason")?;
+    f.number("ts")?;
+});
+
+/// `clavain/dispatch`: progress of a dispatched agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[allow(missing_docs)]
+pub struct Dispatch {
+    #[schemars(extend("pattern" = r"\S"))]
+    pub name: String,
+    #[schemars(extend("pattern" = r"\S"))]
+    pub workdir: String,
+    #[schemars(extend("pattern" = r"\S"))]
+    pub activity: String,
+    #[schemars(range(min = 0))]
+    pub started: f64,
+    #[schemars(range(min = 0))]
+    pub turns: f64,
+    #[schemars(range(min = 0))]
+    pub commands: f64,
+    #[schemars(range(min = 0))]
+    pub messages: f64,
+}
+contract!(Dispatch, "clavain", "dispatch", "dispatch", "progress of a dispatched agent", |f| {
+    for k in ["name", "workdir", "activity"] {
+        f.text(k)?;
+    }
+    for k in ["started", "turns", "commands", "messages"] {
+        f.non_negative(k)?;
+    }
+});
+
+/// `interlock/coordination_signal`: a signal for the coordination layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[allow(missing_docs)]
+pub struct CoordinationSignal {
+    #[schemars(extend("pattern" = r"\S"))]
+    pub layer: String,
+    #[schemars(extend("pattern" = r"\S"))]
+    pub icon: String,
+    #[schemars(extend("pattern" = r"\S"))]
+    pub text: String,
+    #[schemars(range(min = 0))]
+    pub priority: f64,
+    /// A timestamp string (this contract's `ts` is text, not a number).
+    #[schemars(extend("pattern" = r"\S"))]
+    pub ts: String,
+}
+contract!(CoordinationSignal, "interlock", "coordination", "coordination_signal",
+    "a coordination signal for the statusline", |f| {
+    for k in ["layer", "icon", "text", "ts"] {
+        f.text(k)?;
+    }
+    f.non_negative("priority")?;
+});
+
+/// A context-pressure level, in increasing order of urgency.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Level {
+    #[default]
+    Green,
+    Yellow,
+    Orange,
+    Red,
+}
+const LEVELS: &[&str] = &["green", "yellow", "orange", "red"];
+
+impl Level {
+    /// The level's name as written on the wire.
+    pub fn as_str(self) -> &'static str {
+        LEVELS[self as usize]
+    }
+}
+
+/// `intercheck/context_pressure` (legacy): the old pressure monitor's value,
+/// still read by older statuslines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LegacyPressure {
+    /// The level.
+    pub level: Level,
+    /// Heuristic pressure score.
+    #[schemars(range(min = 0))]
+    pub pressure: f64,
+    /// Estimated tokens.
+    #[schemars(range(min = 0))]
+    pub est_tokens: f64,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+fn check_pressure(f: &Fields) -> Result<(), String> {
+    f.one_of("level", LEVELS)?;
+    f.non_negative("pressure")?;
+    f.non_negative("est_tokens")?;
+    f.number("ts")
+}
+contract!(LegacyPressure, "intercheck", "pressure", "context_pressure",
+    "context pressure (legacy channel, dual-written for older statuslines)", |f| {
+    check_pressure(&f)?;
+});
+
+/// `intercheck/checkpoint_needed` (legacy): the old monitor asked for a checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LegacyCheckpoint {
+    /// What triggered it, e.g. `orange_pressure`.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub trigger: String,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(LegacyCheckpoint, "intercheck", "checkpoint", "checkpoint_needed",
+    "a checkpoint was requested (legacy channel, read for migration)", |f| {
+    f.text("trigger")?;
+    f.number("ts")?;
+});
+
+/// `interstat/budget_alert`: token budget consumption.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BudgetAlert {
+    /// Percent of the budget used.
+    #[schemars(range(min = 0, max = 100))]
+    pub pct_consumed: f64,
+    /// Tokens used.
+    #[schemars(range(min = 0))]
+    pub total_tokens: f64,
+    /// The session the budget belongs to.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub session_id: String,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(BudgetAlert, "interstat", "budget", "budget_alert", "token budget consumption", |f| {
+    f.percent("pct_consumed")?;
+    f.non_negative("total_tokens")?;
+    f.text("session_id")?;
+    f.number("ts")?;
+});
+
+/// `interpulse/context_pressure`: the producer's view of one session, published every tool call.
+///
+/// The first four fields are the legacy contract; the rest are optional so a
+/// reader of the old shape still accepts it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Pressure {
+    /// The level before debouncing.
+    pub level: Level,
+    /// Heuristic pressure score.
+    #[schemars(range(min = 0))]
+    pub pressure: f64,
+    /// Estimated tokens from tool output sizes (the fallback).
+    #[schemars(range(min = 0))]
+    pub est_tokens: f64,
+    /// Unix time, seconds.
+    pub ts: f64,
+    /// Usable context remaining, percent (the autocompact reserve taken out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub context_usable: Option<f64>,
+    /// Raw context remaining, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub context_raw: Option<f64>,
+    /// Tokens in the context window now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_tokens: Option<u64>,
+    /// The context window size, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// Where the context figure came from (e.g. `transcript`, `statusline`, `heuristic`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Tool calls counted in this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    /// Of which heavy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heavy_calls: Option<u64>,
+    /// The session's transcript, so consumers can find it without hook input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
+    /// The session's working folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+contract!(Pressure, "interpulse", "pressure", "context_pressure",
+    "context pressure and usage of one session, every tool call", |f| {
+    check_pressure(&f)?;
+    f.opt("context_usable", Fields::percent)?;
+    f.opt("context_raw", Fields::percent)?;
+    for k in ["used_tokens", "window", "calls", "heavy_calls"] {
+        f.opt(k, Fields::non_negative)?;
+    }
+    for k in ["source", "transcript_path", "cwd"] {
+        f.opt_string(k)?;
+    }
+});
+
+/// `interpulse/checkpoint_needed`: the session should externalize what it knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Checkpoint {
+    /// What triggered it: `orange_pressure` or `red_pressure`.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub trigger: String,
+    /// Unix time, seconds.
+    pub ts: f64,
+    /// Usable context remaining, percent, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub context_usable: Option<f64>,
+    /// The session's transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
+    /// The session's working folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+contract!(Checkpoint, "interpulse", "checkpoint", "checkpoint_needed",
+    "a session should write a memory note (orange and red)", |f| {
+    f.text("trigger")?;
+    f.number("ts")?;
+    f.opt("context_usable", Fields::percent)?;
+    f.opt_string("transcript_path")?;
+    f.opt_string("cwd")?;
+});
+
+/// `interline/context_window`: the context window as the host's statusline reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextWindow {
+    /// The window size in tokens (200000 or 1000000 today).
+    #[schemars(range(min = 1))]
+    pub window: u64,
+    /// Tokens in context (input + cache creation + cache read), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_tokens: Option<u64>,
+    /// Raw used percent as the host computes it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub used_percentage: Option<f64>,
+    /// The model's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The session's transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
+    /// Size of the transcript in bytes when this was observed: freshness by
+    /// position, not by wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_bytes: Option<u64>,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(ContextWindow, "interline", "context", "context_window",
+    "the context window as the statusline input reports it", |f| {
+    f.number_in("window", Some(1.0), None)?;
+    f.opt("used_tokens", Fields::non_negative)?;
+    f.opt("used_percentage", Fields::percent)?;
+    f.opt_string("model")?;
+    f.opt_string("transcript_path")?;
+    f.opt("transcript_bytes", Fields::non_negative)?;
+    f.number("ts")?;
+});
+
+/// `intermem/memory_note`: a memory note was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryNote {
+    /// The note's file.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub path: String,
+    /// Why it was written (`checkpoint_needed`, `pre_compact`, `session_end`...).
+    #[schemars(extend("pattern" = r"\S"))]
+    pub trigger: String,
+    /// Size of the note, bytes.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Usable context remaining when written, percent, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub context_usable: Option<f64>,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(MemoryNote, "intermem", "note", "memory_note", "a memory note was written", |f| {
+    f.text("path")?;
+    f.text("trigger")?;
+    f.opt("bytes", Fields::non_negative)?;
+    f.opt("context_usable", Fields::percent)?;
+    f.number("ts")?;
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check<P: Payload>(v: Value) -> Result<(), String> {
+        P::check(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn bead_reason_may_be_null_or_absent_but_not_false() {
+        let ok = json!({"id":"b1","phase":"done","ts":1});
+        check::<BeadPhase>(ok.clone()).unwrap();
+        let mut v = ok.clone();
+        v["reason"] = Value::Null;
+        check::<BeadPhase>(v.clone()).unwrap();
+        v["reason"] = json!(false);
+        assert!(check::<BeadPhase>(v).unwrap_err().contains("reason"));
+    }
+
+    #[test]
+    fn whitespace_is_not_text_and_floats_are_numbers() {
+        let v = json!({"name":"  ","workdir":"w","activity":"a","started":0,"turns":1.5,"commands":0,"messages":0});
+        assert!(check::<Dispatch>(v).unwrap_err().starts_with("name"));
+        let v = json!({"name":"n","workdir":"w","activity":"a","started":0,"turns":1.5,"commands":-0.1,"messages":0});
+        assert!(check::<Dispatch>(v).unwrap_err().starts_with("commands"));
+    }
+
+    #[test]
+    fn budget_percent_is_inclusive() {
+        for (pct, ok) in [(0.0, true), (100.0, true), (100.5, false), (-1.0, false)] {
+            let v = json!({"pct_consumed":pct,"total_tokens":1,"session_id":"s","ts":1});
+            assert_eq!(check::<BudgetAlert>(v).is_ok(), ok, "{pct}");
+        }
+    }
+
+    #[test]
+    fn typed_values_pass_their_own_checks() {
+        let p = Pressure { level: Level::Orange, context_usable: Some(15.0), ..Default::default() };
+        check::<Pressure>(serde_json::to_value(&p).unwrap()).unwrap();
+        let c = ContextWindow { window: 200_000, ..Default::default() };
+        check::<ContextWindow>(serde_json::to_value(&c).unwrap()).unwrap();
+        assert!(check::<ContextWindow>(json!({"window":0,"ts":1})).is_err());
+    }
+
+    #[test]
+    fn levels_order_by_urgency() {
+        assert!(Level::Green < Level::Yellow && Level::Orange < Level::Red);
+        assert_eq!(Level::Orange.as_str(), "orange");
+    }
+}

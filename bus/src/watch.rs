@@ -1,0 +1,295 @@
+//! Subscription by file watch: new values of the keys matching some patterns,
+//! each `(key, seq)` delivered once.
+//!
+//! The root is watched recursively with `notify`. A matching file is re-read on
+//! any event whatever its kind (an atomic rename shows up as a rename, not a
+//! write); a new folder is scanned; an overflow or watcher error triggers a
+//! full rescan, and so does a periodic timer. Where file events do not work
+//! (some network or container filesystems), a polling mode rescans on a short
+//! interval. Rescans are cheap: a file whose inode, size and mtime are
+//! unchanged is not re-read.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use notify::Watcher as _;
+
+use crate::consumer::Cursor;
+use crate::paths::ensure_private_dir;
+use crate::{Bus, Error, Message, Result};
+
+/// How a subscription watches.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// Poll instead of using file events.
+    pub poll: bool,
+    /// How often polling mode rescans.
+    pub poll_interval: Duration,
+    /// How often event mode rescans anyway, as a safety net.
+    pub rescan_interval: Duration,
+    /// Deliver the values present at start (else only values that arrive later).
+    pub initial: bool,
+}
+
+impl Default for WatchOptions {
+    /// Events, with polling when `INTERBAND_WATCH_POLL` is set to anything but `0`;
+    /// 100 ms polls, a 30 s safety rescan, existing values delivered.
+    fn default() -> Self {
+        WatchOptions {
+            poll: std::env::var("INTERBAND_WATCH_POLL").is_ok_and(|v| !v.is_empty() && v != "0"),
+            poll_interval: Duration::from_millis(100),
+            rescan_interval: Duration::from_secs(30),
+            initial: true,
+        }
+    }
+}
+
+/// Compiles `namespace/channel/key` glob patterns (`*` stays within one part).
+///
+/// ```
+/// let set = interband::watch::compile_patterns(&["interpulse/*/s1", "intermem/**"]).unwrap();
+/// assert!(set.is_match("interpulse/pressure/s1"));
+/// assert!(set.is_match("intermem/note/x"));
+/// assert!(!set.is_match("interpulse/pressure/s2"));
+/// ```
+pub fn compile_patterns<S: AsRef<str>>(patterns: &[S]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let p = p.as_ref();
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| Error::InvalidName {
+                what: "pattern",
+                value: p.to_owned(),
+                reason: e.kind().to_string(),
+            })?;
+        b.add(glob);
+    }
+    b.build().map_err(|e| Error::InvalidName {
+        what: "pattern",
+        value: patterns.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(" "),
+        reason: e.to_string(),
+    })
+}
+
+/// The channel folders a set of patterns can match: exact ones when every
+/// pattern names its namespace and channel literally, else every folder.
+pub(crate) fn candidate_files<S: AsRef<str>>(bus: &Bus, patterns: &[S]) -> Vec<PathBuf> {
+    let is_literal = |s: &str| !s.contains(['*', '?', '[', '{', '\\']);
+    let mut dirs = Vec::new();
+    for p in patterns {
+        let mut parts = p.as_ref().splitn(3, '/');
+        match (parts.next(), parts.next()) {
+            (Some(ns), Some(ch)) if is_literal(ns) && is_literal(ch) => dirs.push(bus.root().join(ns).join(ch)),
+            _ => {
+                dirs = crate::retention::channels(bus)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(ns, ch)| bus.root().join(ns).join(ch))
+                    .collect();
+                break;
+            }
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A live subscription. Call [`Subscription::next`] in a loop.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// let bus = interband::Bus::from_env().unwrap();
+/// let mut sub = interband::Subscription::new(&bus, &["interpulse/checkpoint/*"], Default::default()).unwrap();
+/// while let Some(msg) = sub.next(Duration::from_secs(60)).unwrap() {
+///     println!("{} seq {}", msg.path.display(), msg.envelope.seq);
+/// }
+/// ```
+pub struct Subscription {
+    bus: Bus,
+    patterns: Vec<String>,
+    set: GlobSet,
+    opts: WatchOptions,
+    events: Option<(notify::RecommendedWatcher, Receiver<notify::Result<notify::Event>>)>,
+    stamps: HashMap<PathBuf, (u64, u64, u64, i64, i64)>,
+    delivered: HashMap<PathBuf, Cursor>,
+    queue: VecDeque<Message>,
+    last_scan: Instant,
+}
+
+impl Subscription {
+    /// Starts watching the bus root (created if missing) for `patterns`, and scans once.
+    pub fn new<S: AsRef<str>>(bus: &Bus, patterns: &[S], opts: WatchOptions) -> Result<Self> {
+        let set = compile_patterns(patterns)?;
+        ensure_private_dir(bus.root())?;
+        let events = if opts.poll {
+            None
+        } else {
+            let (tx, rx) = channel();
+            let mut w = notify::recommended_watcher(tx).map_err(|e| Error::Watch {
+                path: bus.root().into(),
+                source: e,
+            })?;
+            w.watch(bus.root(), notify::RecursiveMode::Recursive)
+                .map_err(|e| Error::Watch {
+                    path: bus.root().into(),
+                    source: e,
+                })?;
+            Some((w, rx))
+        };
+        let mut sub = Subscription {
+            bus: bus.clone(),
+            patterns: patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
+            set,
+            opts,
+            events,
+            stamps: HashMap::new(),
+            delivered: HashMap::new(),
+            queue: VecDeque::new(),
+            last_scan: Instant::now(),
+        };
+        sub.scan();
+        if !sub.opts.initial {
+            sub.queue.clear();
+        }
+        Ok(sub)
+    }
+
+    /// True when events are used, false when polling.
+    pub fn uses_events(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// The next new value, waiting at most `timeout`; `None` on timeout.
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<Message>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(m) = self.queue.pop_front() {
+                return Ok(Some(m));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let interval = if self.events.is_some() {
+                self.opts.rescan_interval
+            } else {
+                self.opts.poll_interval
+            };
+            let next_scan = self.last_scan + interval;
+            if now >= next_scan {
+                self.scan();
+                continue;
+            }
+            let wait = deadline.min(next_scan) - now;
+            match &self.events {
+                None => std::thread::sleep(wait),
+                Some((_, rx)) => match rx.recv_timeout(wait) {
+                    Ok(ev) => {
+                        self.on_event(ev);
+                        // Take whatever else is already queued before reading files.
+                        while let Some((_, rx)) = &self.events {
+                            match rx.try_recv() {
+                                Ok(ev) => self.on_event(ev),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => {
+                        // The watcher died: fall back to polling.
+                        self.events = None;
+                    }
+                },
+            }
+        }
+    }
+
+    fn on_event(&mut self, ev: notify::Result<notify::Event>) {
+        match ev {
+            Ok(ev) if !ev.need_rescan() => {
+                for path in ev.paths {
+                    if path.is_dir() {
+                        self.scan_dir(&path);
+                    } else {
+                        self.offer(&path);
+                    }
+                }
+            }
+            _ => self.scan(),
+        }
+    }
+
+    /// Rescans every folder the patterns can match.
+    fn scan(&mut self) {
+        self.last_scan = Instant::now();
+        for f in candidate_files(&self.bus, &self.patterns) {
+            self.offer(&f);
+        }
+    }
+
+    fn scan_dir(&mut self, dir: &Path) {
+        // A new namespace or channel folder: its files may predate our watch on it.
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.starts_with(self.bus.root()) && p.components().count() <= self.bus.root().components().count() + 2 {
+                    self.scan_dir(&p);
+                }
+            } else {
+                self.offer(&p);
+            }
+        }
+    }
+
+    /// Reads a file if it is a matching message that changed, and queues it if its value is new.
+    fn offer(&mut self, path: &Path) {
+        let Some(addr) = self.bus.address_of(path) else { return };
+        if !self.set.is_match(addr.to_string()) {
+            return;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            self.stamps.remove(path);
+            return;
+        };
+        let stamp = (meta.dev(), meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec());
+        if self.stamps.get(path) == Some(&stamp) {
+            return;
+        }
+        let Ok(mut msg) = crate::read_path(path) else {
+            // Corrupt or vanished: treat as absent, but look again next time.
+            return;
+        };
+        self.stamps.insert(path.to_owned(), stamp);
+        let cursor = Cursor::of(&msg.envelope);
+        if self.delivered.get(path).is_some_and(|c| !cursor.is_newer_than(c)) {
+            return;
+        }
+        self.delivered.insert(path.to_owned(), cursor);
+        msg.address = Some(addr);
+        self.queue.push_back(msg);
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("root", &self.bus.root())
+            .field("patterns", &self.patterns)
+            .field("events", &self.events.is_some())
+            .finish()
+    }
+}
