@@ -1,1 +1,76 @@
-fn main() {}
+//! `interband`: the front door. Parses arguments, calls a library, maps errors to exit codes:
+//! 0 ok, 1 invalid data, 2 usage or I/O.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+
+/// A typed, file-based message bus for AI coding-agent hooks (interband protocol v1).
+#[derive(Parser)]
+#[command(name = "interband", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check message files or folders (recursively) against protocol v1 and the known contracts.
+    Validate(commands::bus::Validate),
+    /// Write the JSON Schemas, or check that a folder of them is up to date.
+    Schema(commands::bus::Schema),
+    /// Publish a payload on NAMESPACE/CHANNEL/KEY.
+    Publish(commands::bus::Publish),
+    /// Print the message at NAMESPACE/CHANNEL/KEY (or a file path).
+    Read(commands::bus::Read),
+    /// List messages whose NAMESPACE/CHANNEL/KEY matches a glob.
+    Ls(commands::bus::Ls),
+    /// Remove expired messages and crashed writers' temp files now.
+    Prune(commands::bus::Prune),
+    /// Print (or hand to a command) each new value of the keys matching the globs.
+    Watch(commands::bus::Watch),
+}
+
+/// Exit codes.
+pub mod exit {
+    /// Everything was fine.
+    pub const OK: u8 = 0;
+    /// Some data was invalid.
+    pub const INVALID: u8 = 1;
+    /// Usage or I/O trouble.
+    pub const TROUBLE: u8 = 2;
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Like other Unix tools, stop quietly when the reader of our output goes away.
+    // SAFETY: setting a signal disposition before any thread is started.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let result = match cli.command {
+        Command::Validate(a) => a.run(),
+        Command::Schema(a) => a.run(),
+        Command::Publish(a) => a.run(),
+        Command::Read(a) => a.run(),
+        Command::Ls(a) => a.run(),
+        Command::Prune(a) => a.run(),
+        Command::Watch(a) => a.run(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("interband: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+/// 1 when the root cause is bad data, else 2.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    let invalid = e.chain().any(|c| {
+        c.downcast_ref::<interband::Error>().is_some_and(interband::Error::is_invalid_data)
+            || c.downcast_ref::<serde_json::Error>().is_some()
+    });
+    if invalid { exit::INVALID } else { exit::TROUBLE }
+}

@@ -34,7 +34,11 @@ impl Fields<'_> {
         self.0.get(f)
     }
     fn fail(&self, f: &str, want: &str) -> Result<(), String> {
-        let got = self.get(f).map_or("missing", kind);
+        let got = match self.get(f) {
+            None => "missing",
+            Some(Value::String(s)) if s.trim().is_empty() => "a blank string",
+            Some(v) => kind(v),
+        };
         Err(format!("{f} must be {want} (got {got})"))
     }
     /// A string with at least one non-blank character.

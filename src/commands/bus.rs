@@ -1,0 +1,385 @@
+//! The bus commands: validate, schema, publish, read, ls, prune, watch.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use interband::fsio::MAX_MESSAGE_BYTES;
+use interband::{Bus, Message, Subscription, WatchOptions};
+use serde_json::{Value, json};
+
+use crate::exit;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// `interband validate PATH...`
+#[derive(Args)]
+pub struct Validate {
+    /// Message files, or folders to search recursively for `*.json` files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// `text`: one line per invalid file; `json`: one JSON report.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+impl Validate {
+    pub fn run(self) -> Result<u8> {
+        let mut files = Vec::new();
+        let mut trouble = Vec::new();
+        for p in &self.paths {
+            collect_json_files(p, &mut files, &mut trouble);
+        }
+        let mut invalid = Vec::new();
+        for f in &files {
+            match interband::read_path(f) {
+                Ok(_) => {}
+                Err(e) if e.is_invalid_data() => invalid.push((f.clone(), e.to_string())),
+                Err(e) => trouble.push((f.clone(), e.to_string())),
+            }
+        }
+        match self.format {
+            Format::Text => {
+                for (_, e) in invalid.iter().chain(&trouble) {
+                    println!("{e}");
+                }
+                eprintln!(
+                    "{} checked, {} invalid, {} unreadable",
+                    files.len(),
+                    invalid.len(),
+                    trouble.len()
+                );
+            }
+            Format::Json => {
+                let list = |v: &[(PathBuf, String)]| -> Vec<Value> {
+                    v.iter().map(|(p, e)| json!({"path": p, "error": e})).collect()
+                };
+                let report = json!({
+                    "checked": files.len(),
+                    "valid": files.len() - invalid.len() - trouble.iter().filter(|(p, _)| files.contains(p)).count(),
+                    "invalid": list(&invalid),
+                    "unreadable": list(&trouble),
+                });
+                println!("{report}");
+            }
+        }
+        Ok(if !trouble.is_empty() {
+            exit::TROUBLE
+        } else if !invalid.is_empty() {
+            exit::INVALID
+        } else {
+            exit::OK
+        })
+    }
+}
+
+/// Files named on the command line are taken as they are; folders are searched
+/// for `*.json` files, skipping hidden names (temp files, locks) and symlinks.
+fn collect_json_files(path: &Path, files: &mut Vec<PathBuf>, trouble: &mut Vec<(PathBuf, String)>) {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) => return trouble.push((path.into(), format!("{}: {e}", path.display()))),
+    };
+    if !meta.is_dir() {
+        return files.push(path.into());
+    }
+    let mut entries: Vec<_> = match std::fs::read_dir(path) {
+        Ok(rd) => rd.flatten().collect(),
+        Err(e) => return trouble.push((path.into(), format!("{}: {e}", path.display()))),
+    };
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Ok(ft) = e.file_type() else { continue };
+        if name.starts_with('.') || ft.is_symlink() {
+            continue;
+        }
+        if ft.is_dir() {
+            collect_json_files(&e.path(), files, trouble);
+        } else if name.ends_with(".json") {
+            files.push(e.path());
+        }
+    }
+}
+
+/// `interband schema --out DIR | --check [DIR]`
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+pub struct Schema {
+    /// Write every schema file under DIR.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Fail (exit 1) if the schemas in DIR (default `schemas`) are missing or stale.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "schemas")]
+    check: Option<PathBuf>,
+}
+
+impl Schema {
+    pub fn run(self) -> Result<u8> {
+        if let Some(dir) = self.out {
+            interband::schema::write_all(&dir)?;
+            eprintln!("wrote {} schema files to {}", interband::schema::files().len(), dir.display());
+            return Ok(exit::OK);
+        }
+        let dir = self.check.expect("clap requires --out or --check");
+        let stale = interband::schema::stale(&dir);
+        for f in &stale {
+            println!("{}: missing or stale; run `interband schema --out {}`", dir.join(f).display(), dir.display());
+        }
+        Ok(if stale.is_empty() { exit::OK } else { exit::INVALID })
+    }
+}
+
+/// `interband publish NAMESPACE CHANNEL KEY --type TYPE --payload JSON`
+#[derive(Args)]
+pub struct Publish {
+    namespace: String,
+    channel: String,
+    key: String,
+    /// The message type, e.g. `context_pressure`.
+    #[arg(long = "type", value_name = "TYPE")]
+    msg_type: String,
+    /// The payload as JSON, or `-` to read it from stdin.
+    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
+    payload: String,
+    /// The envelope's `session_id`.
+    #[arg(long, default_value = "")]
+    session: String,
+}
+
+impl Publish {
+    pub fn run(self) -> Result<u8> {
+        let text = if self.payload == "-" {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .take(MAX_MESSAGE_BYTES + 1)
+                .read_to_end(&mut buf)
+                .context("reading the payload from stdin")?;
+            if buf.len() as u64 > MAX_MESSAGE_BYTES {
+                return Err(interband::Error::TooLarge {
+                    path: "<stdin>".into(),
+                    size: buf.len() as u64,
+                    limit: MAX_MESSAGE_BYTES,
+                }
+                .into());
+            }
+            String::from_utf8(buf).context("the payload on stdin is not UTF-8")?
+        } else {
+            self.payload
+        };
+        let payload: Value = serde_json::from_str(&text).context("the payload is not valid JSON")?;
+        let bus = Bus::from_env()?;
+        let p = bus.publish(&self.namespace, &self.channel, &self.key, &self.msg_type, &self.session, payload)?;
+        println!("{}", json!({"path": p.path, "seq": p.seq}));
+        Ok(exit::OK)
+    }
+}
+
+/// Resolves `NAMESPACE/CHANNEL/KEY` or a file path to a message.
+fn read_target(bus: &Bus, target: &str) -> Result<Message> {
+    let looks_like_path = target.ends_with(".json") || target.starts_with(['/', '.']);
+    if looks_like_path {
+        return Ok(bus.read_file(Path::new(target))?);
+    }
+    let parts: Vec<&str> = target.splitn(3, '/').collect();
+    let [ns, ch, key] = parts[..] else {
+        bail!("{target:?}: expected NAMESPACE/CHANNEL/KEY or a path to a .json file");
+    };
+    Ok(bus.read(ns, ch, key)?)
+}
+
+/// `interband read NAMESPACE/CHANNEL/KEY`
+#[derive(Args)]
+pub struct Read {
+    /// `NAMESPACE/CHANNEL/KEY`, or a path to a message file.
+    target: String,
+    /// Print only the payload.
+    #[arg(long)]
+    payload: bool,
+}
+
+impl Read {
+    pub fn run(self) -> Result<u8> {
+        let bus = Bus::from_env()?;
+        let msg = read_target(&bus, &self.target)?;
+        let out = if self.payload {
+            msg.envelope.payload
+        } else {
+            serde_json::to_value(&msg.envelope)?
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        Ok(exit::OK)
+    }
+}
+
+/// `interband ls [GLOB]`
+#[derive(Args)]
+pub struct Ls {
+    /// A `NAMESPACE/CHANNEL/KEY` glob (`*` stays within one part; `**` crosses).
+    #[arg(default_value = "**")]
+    glob: String,
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Ls {
+    pub fn run(self) -> Result<u8> {
+        let bus = Bus::from_env()?;
+        let set = interband::watch::compile_patterns(&[&self.glob])?;
+        let mut code = exit::OK;
+        for (ns, ch) in interband::retention::channels(&bus)? {
+            let dir = bus.channel_dir(&ns, &ch)?;
+            let mut names: Vec<String> = std::fs::read_dir(&dir)
+                .with_context(|| dir.display().to_string())?
+                .flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| !n.starts_with('.'))
+                .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+                .collect();
+            names.sort();
+            for key in names {
+                let address = format!("{ns}/{ch}/{key}");
+                if !set.is_match(&address) {
+                    continue;
+                }
+                let row = match bus.read(&ns, &ch, &key) {
+                    Ok(m) => json!({"address": address, "type": m.envelope.msg_type, "seq": m.envelope.seq,
+                                    "timestamp": m.envelope.timestamp, "session_id": m.envelope.session_id}),
+                    Err(e) => {
+                        code = exit::INVALID;
+                        json!({"address": address, "error": e.to_string()})
+                    }
+                };
+                if self.json {
+                    println!("{row}");
+                } else if let Some(err) = row["error"].as_str() {
+                    println!("{address}\tINVALID\t{err}");
+                } else {
+                    println!("{address}\t{}\tseq {}\t{}", row["type"].as_str().unwrap_or(""), row["seq"], row["timestamp"].as_str().unwrap_or(""));
+                }
+            }
+        }
+        Ok(code)
+    }
+}
+
+/// `interband prune [NAMESPACE/CHANNEL]`
+#[derive(Args)]
+pub struct Prune {
+    /// One channel; all channels when omitted.
+    channel: Option<String>,
+}
+
+impl Prune {
+    pub fn run(self) -> Result<u8> {
+        let bus = Bus::from_env()?;
+        let report = match &self.channel {
+            None => interband::retention::prune_all(&bus)?,
+            Some(c) => {
+                let Some((ns, ch)) = c.split_once('/') else {
+                    bail!("{c:?}: expected NAMESPACE/CHANNEL");
+                };
+                interband::retention::prune_channel(&bus, ns, ch, true)?
+            }
+        };
+        for p in report.removed.iter().chain(&report.temp_removed) {
+            println!("removed {}", p.display());
+        }
+        eprintln!("{} messages and {} temp files removed", report.removed.len(), report.temp_removed.len());
+        Ok(exit::OK)
+    }
+}
+
+/// `interband watch GLOB... [--exec CMD ARGS...]`
+#[derive(Args)]
+pub struct Watch {
+    /// `NAMESPACE/CHANNEL/KEY` globs to follow.
+    #[arg(required = true)]
+    globs: Vec<String>,
+    /// Also deliver the values present at start.
+    #[arg(long)]
+    existing: bool,
+    /// Poll instead of using file events (also `INTERBAND_WATCH_POLL=1`).
+    #[arg(long)]
+    poll: bool,
+    /// Stop after this many values.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Stop after this many seconds without a new value.
+    #[arg(long, value_name = "SECS")]
+    idle_timeout: Option<f64>,
+    /// Run CMD ARGS... for each value, with the envelope on stdin (no shell involved).
+    /// Takes the rest of the command line.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
+    exec: Option<Vec<String>>,
+}
+
+impl Watch {
+    pub fn run(self) -> Result<u8> {
+        let bus = Bus::from_env()?;
+        let defaults = WatchOptions::default();
+        let opts = WatchOptions {
+            poll: self.poll || defaults.poll,
+            initial: self.existing,
+            ..defaults
+        };
+        let mut sub = Subscription::new(&bus, &self.globs, opts)?;
+        let tick = self
+            .idle_timeout
+            .map_or(Duration::from_secs(3600), Duration::from_secs_f64);
+        let mut seen = 0u64;
+        let mut stdout = std::io::stdout().lock();
+        while self.count.is_none_or(|n| seen < n) {
+            let Some(msg) = sub.next(tick)? else {
+                if self.idle_timeout.is_some() {
+                    break;
+                }
+                continue;
+            };
+            seen += 1;
+            let address = msg.address.as_ref().map(ToString::to_string).unwrap_or_default();
+            let envelope = serde_json::to_vec(&msg.envelope)?;
+            match &self.exec {
+                None => {
+                    let line = json!({"address": address, "path": msg.path, "envelope": msg.envelope});
+                    writeln!(stdout, "{line}")?;
+                    stdout.flush()?;
+                }
+                Some(argv) => run_exec(argv, &address, &msg, &envelope),
+            }
+        }
+        Ok(exit::OK)
+    }
+}
+
+/// Runs one `--exec` command; its failure is reported, not fatal.
+fn run_exec(argv: &[String], address: &str, msg: &Message, envelope: &[u8]) {
+    let result = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("INTERBAND_ADDRESS", address)
+        .env("INTERBAND_PATH", &msg.path)
+        .env("INTERBAND_SEQ", msg.envelope.seq.to_string())
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                // A command that does not read its stdin is fine.
+                let _ = stdin.write_all(envelope);
+            }
+            child.wait()
+        });
+    match result {
+        Ok(status) if status.success() => {}
+        Ok(status) => eprintln!("interband: {}: {} for {address}", argv[0], status),
+        Err(e) => eprintln!("interband: {}: {e}", argv[0]),
+    }
+}
