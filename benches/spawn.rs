@@ -1,1 +1,217 @@
-fn main() {}
+//! Whole-process cost of the `interband` binary against the process-spawn floor.
+//!
+//! Each case is one command run to completion (spawn + wait, timed with `Instant`), with stdin
+//! from `/dev/null` (or the case's own bytes) and stdout/stderr to `/dev/null`. `floor` is
+//! `/bin/true`, the cheapest process there is; the interband cases are reported as a ratio of
+//! medians to it. Cases are warmed up, then interleaved: every round runs each case once, in
+//! an order rotated each round, so machine drift hits all cases alike.
+//!
+//! Everything runs against a private temp dir (`INTERBAND_ROOT=<tmp>/root`, `HOME=<tmp>/home`),
+//! seeded with one message so `read` has something to read.
+//!
+//! Run: `cargo bench --bench spawn` (builds the release binary). Environment:
+//! - `INTERBAND_BENCH_ROUNDS`: measured rounds, default 300.
+//! - `INTERBAND_BENCH_PEER`: a command to compare against, run as `sh -c "$INTERBAND_BENCH_PEER"`.
+//!
+//! Prints a markdown table and writes it as JSON to `target/bench-spawn.json`. This is a
+//! benchmark, not a test: it exits 0 whatever the numbers, and 1 only if the setup fails
+//! (e.g. a command exits non-zero).
+
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_interband");
+const WARMUP: usize = 10;
+const PAYLOAD: &str = r#"{"level":"yellow","pressure":61,"est_tokens":1200,"ts":1796000000}"#;
+/// The target the interband cases are held to: median at most this many times the floor's.
+const TARGET_RATIO: f64 = 1.5;
+
+/// One measured command.
+struct Case {
+    name: &'static str,
+    argv: Vec<String>,
+    /// Bytes written to the child's stdin; `None` means stdin is `/dev/null`.
+    stdin: Option<Vec<u8>>,
+}
+
+impl Case {
+    fn new(name: &'static str, argv: &[&str]) -> Case {
+        let argv = argv.iter().map(ToString::to_string).collect();
+        Case {
+            name,
+            argv,
+            stdin: None,
+        }
+    }
+
+    /// Feeds `bytes` to the child's stdin.
+    #[allow(dead_code)] // for the coming `hook` and `statusline` cases
+    fn with_stdin(self, bytes: &[u8]) -> Case {
+        Case {
+            stdin: Some(bytes.to_vec()),
+            ..self
+        }
+    }
+
+    /// Whether the case runs `interband` and so is held to [`TARGET_RATIO`].
+    fn is_interband(&self) -> bool {
+        self.argv[0] == BIN
+    }
+}
+
+/// The cases, `floor` first. Add new ones here.
+fn cases(peer: Option<&str>) -> Vec<Case> {
+    let publish = [
+        BIN,
+        "publish",
+        "interpulse",
+        "pressure",
+        "bench",
+        "--type",
+        "context_pressure",
+        "--session",
+        "bench",
+        "--payload",
+        PAYLOAD,
+    ];
+    let mut cases = vec![
+        Case::new("floor", &["/bin/true"]),
+        Case::new("read", &[BIN, "read", "interpulse/pressure/bench"]),
+        Case::new("publish", &publish),
+    ];
+    if let Some(cmd) = peer {
+        cases.push(Case::new("peer", &["sh", "-c", cmd]));
+    }
+    cases
+}
+
+/// Runs `case` once with `env`, returning the wall time in milliseconds.
+fn run(case: &Case, env: &[(&str, PathBuf)]) -> Result<f64, String> {
+    let mut cmd = Command::new(&case.argv[0]);
+    cmd.args(&case.argv[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.stdin(if case.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("{}: cannot spawn {:?}: {e}", case.name, case.argv))?;
+    if let (Some(bytes), Some(mut pipe)) = (&case.stdin, child.stdin.take()) {
+        // A child that exits without reading all of its stdin is fine.
+        if let Err(e) = pipe.write_all(bytes)
+            && e.kind() != ErrorKind::BrokenPipe
+        {
+            return Err(format!("{}: stdin: {e}", case.name));
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("{}: wait: {e}", case.name))?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    if !status.success() {
+        return Err(format!(
+            "{}: {:?} exited with {status}",
+            case.name, case.argv
+        ));
+    }
+    Ok(ms)
+}
+
+/// The nearest-rank `pct`th percentile of sorted, non-empty `xs`.
+fn percentile(xs: &[f64], pct: usize) -> f64 {
+    xs[(pct * xs.len()).div_ceil(100).max(1) - 1]
+}
+
+fn bench() -> Result<(), String> {
+    let rounds: usize = match std::env::var("INTERBAND_BENCH_ROUNDS") {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("bad INTERBAND_BENCH_ROUNDS {s:?}"))?,
+        Err(_) => 300,
+    };
+    let tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
+    let env = [
+        ("INTERBAND_ROOT", tmp.path().join("root")),
+        ("HOME", tmp.path().join("home")),
+    ];
+    std::fs::create_dir_all(&env[1].1).map_err(|e| format!("cannot create the temp home: {e}"))?;
+    let peer = std::env::var("INTERBAND_BENCH_PEER").ok();
+    let cases = cases(peer.as_deref());
+
+    // Seed the message `read` reads (the publish case writes the same one), then warm up.
+    let seed = cases.iter().find(|c| c.name == "publish");
+    run(seed.expect("a publish case"), &env)?;
+    for case in &cases {
+        for _ in 0..WARMUP {
+            run(case, &env)?;
+        }
+    }
+    let n = cases.len();
+    let mut samples = vec![Vec::with_capacity(rounds); n];
+    for r in 0..rounds {
+        for i in (0..n).map(|i| (r + i) % n) {
+            samples[i].push(run(&cases[i], &env)?);
+        }
+    }
+
+    let stats: Vec<(f64, f64)> = samples
+        .iter_mut()
+        .map(|xs| {
+            xs.sort_by(f64::total_cmp);
+            (percentile(xs, 50), percentile(xs, 90))
+        })
+        .collect();
+    let floor = stats[0].0;
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    println!("machine: nproc={cpus}, rounds={rounds}, binary={BIN}\n");
+    println!("| case | median ms | p90 ms | ratio to floor | ≤ {TARGET_RATIO}× floor |");
+    println!("|---|---:|---:|---:|:---:|");
+    let mut json = Vec::new();
+    for (case, &(median, p90)) in cases.iter().zip(&stats) {
+        let ratio = median / floor;
+        let ok = if !case.is_interband() {
+            ""
+        } else if ratio <= TARGET_RATIO {
+            "yes"
+        } else {
+            "no"
+        };
+        println!(
+            "| {} | {median:.3} | {p90:.3} | {ratio:.2}× | {ok} |",
+            case.name
+        );
+        let [median, p90, ratio] = [median, p90, ratio].map(|x| (x * 1e3).round() / 1e3);
+        json.push(serde_json::json!({
+            "case": case.name, "median_ms": median, "p90_ms": p90, "ratio": ratio,
+        }));
+    }
+
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    );
+    let out = target.join("bench-spawn.json");
+    let text = serde_json::to_string_pretty(&json).expect("JSON values serialize");
+    std::fs::create_dir_all(&target)
+        .and_then(|()| std::fs::write(&out, text + "\n"))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("spawn bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

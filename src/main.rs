@@ -69,8 +69,13 @@ fn main() -> ExitCode {
 /// 1 when the root cause is bad data, else 2.
 fn exit_code(e: &anyhow::Error) -> u8 {
     let invalid = e.chain().any(|c| {
-        c.downcast_ref::<interband::Error>().is_some_and(interband::Error::is_invalid_data)
+        c.downcast_ref::<interband::Error>()
+            .is_some_and(interband::Error::is_invalid_data)
             || c.downcast_ref::<serde_json::Error>().is_some()
     });
-    if invalid { exit::INVALID } else { exit::TROUBLE }
+    if invalid {
+        exit::INVALID
+    } else {
+        exit::TROUBLE
+    }
 }

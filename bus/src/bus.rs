@@ -163,7 +163,12 @@ impl Bus {
     }
 
     /// Publishes a typed payload on its contract's channel.
-    pub fn publish_typed<P: Payload>(&self, key: &str, session_id: &str, payload: &P) -> Result<Published> {
+    pub fn publish_typed<P: Payload>(
+        &self,
+        key: &str,
+        session_id: &str,
+        payload: &P,
+    ) -> Result<Published> {
         let value = serde_json::to_value(payload).map_err(|e| Error::InvalidPayload {
             channel: format!("{}/{}/{}", P::NAMESPACE, P::CHANNEL, safe_key(key)),
             reason: e.to_string(),
@@ -197,10 +202,12 @@ impl Bus {
 
     /// The address of a message file under this root, if it is one.
     pub fn address_of(&self, path: &Path) -> Option<Address> {
-        crate::paths::split_message_path(&self.root, path).map(|(namespace, channel, key)| Address {
-            namespace,
-            channel,
-            key,
+        crate::paths::split_message_path(&self.root, path).map(|(namespace, channel, key)| {
+            Address {
+                namespace,
+                channel,
+                key,
+            }
         })
     }
 }
@@ -300,7 +307,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::new(dir.path());
         let err = bus
-            .publish("intercheck", "pressure", "s", "context_pressure", "s", json!({"level":"purple"}))
+            .publish(
+                "intercheck",
+                "pressure",
+                "s",
+                "context_pressure",
+                "s",
+                json!({"level":"purple"}),
+            )
             .unwrap_err();
         assert!(matches!(err, Error::InvalidPayload { .. }));
         assert!(err.to_string().contains("intercheck/pressure/s"), "{err}");
@@ -321,9 +335,15 @@ mod tests {
             r#"{"version":"1.0.0","namespace":"n","type":"t","session_id":"","timestamp":"x","payload":{}}"#,
         )
         .unwrap();
-        assert_eq!(bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq, 2);
+        assert_eq!(
+            bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
+            2
+        );
         std::fs::remove_file(lock_path_for(&p.path)).unwrap();
-        assert_eq!(bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq, 3);
+        assert_eq!(
+            bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
+            3
+        );
     }
 
     #[test]
@@ -332,11 +352,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::new(dir.path().join("root"));
         let p = bus.publish("n", "c", "k", "t", "", json!({})).unwrap();
-        for d in [bus.root().to_path_buf(), bus.root().join("n"), bus.root().join("n/c")] {
-            assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700, "{d:?}");
+        for d in [
+            bus.root().to_path_buf(),
+            bus.root().join("n"),
+            bus.root().join("n/c"),
+        ] {
+            assert_eq!(
+                std::fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+                0o700,
+                "{d:?}"
+            );
         }
         let big = json!({"blob": "x".repeat(MAX_MESSAGE_BYTES as usize)});
-        assert!(matches!(bus.publish("n", "c", "k", "t", "", big), Err(Error::TooLarge { .. })));
-        assert_eq!(bus.read("n", "c", "k").unwrap().envelope.seq, p.seq, "old value kept");
+        assert!(matches!(
+            bus.publish("n", "c", "k", "t", "", big),
+            Err(Error::TooLarge { .. })
+        ));
+        assert_eq!(
+            bus.read("n", "c", "k").unwrap().envelope.seq,
+            p.seq,
+            "old value kept"
+        );
     }
 }

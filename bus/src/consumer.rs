@@ -37,7 +37,12 @@ pub trait Consumer {
     fn patterns(&self) -> Vec<String>;
     /// Acts on one new value. `redelivered` is true when an earlier attempt
     /// was interrupted or failed, so the effect may already exist.
-    fn handle(&mut self, bus: &Bus, message: &Message, redelivered: bool) -> Result<(), HandlerError>;
+    fn handle(
+        &mut self,
+        bus: &Bus,
+        message: &Message,
+        redelivered: bool,
+    ) -> Result<(), HandlerError>;
 }
 
 /// The position of one key in a consumer's stream: the last value acted on.
@@ -108,7 +113,12 @@ fn cursor_path(bus: &Bus, name: &str) -> Result<PathBuf> {
 
 /// Offers one message to a consumer, under its lock, if the consumer has not
 /// handled that value yet. Returns whether the handler ran.
-pub fn offer(bus: &Bus, consumer: &mut dyn Consumer, message: &Message, report: &mut Report) -> Result<bool> {
+pub fn offer(
+    bus: &Bus,
+    consumer: &mut dyn Consumer,
+    message: &Message,
+    report: &mut Report,
+) -> Result<bool> {
     let Some(addr) = message.address.as_ref().map(ToString::to_string) else {
         return Ok(false);
     };
@@ -136,14 +146,22 @@ pub fn offer(bus: &Bus, consumer: &mut dyn Consumer, message: &Message, report: 
         let entry = cursors.get_mut(&addr).expect("entry inserted above");
         match outcome {
             Ok(()) => {
-                *entry = Entry { done: value, pending: None, attempts: 0 };
+                *entry = Entry {
+                    done: value,
+                    pending: None,
+                    attempts: 0,
+                };
                 report.handled += 1;
                 report.redelivered += usize::from(redelivered);
             }
             Err(e) => {
                 entry.attempts += 1;
                 if entry.attempts >= MAX_ATTEMPTS {
-                    *entry = Entry { done: value, pending: None, attempts: 0 };
+                    *entry = Entry {
+                        done: value,
+                        pending: None,
+                        attempts: 0,
+                    };
                 }
                 report.errors.push(Error::Consumer {
                     consumer: consumer.name().to_owned(),
@@ -164,11 +182,15 @@ pub fn drain(bus: &Bus, consumer: &mut dyn Consumer) -> Result<Report> {
     let set = compile_patterns(&patterns)?;
     let mut report = Report::default();
     for file in candidate_files(bus, &patterns) {
-        let Some(addr) = bus.address_of(&file) else { continue };
+        let Some(addr) = bus.address_of(&file) else {
+            continue;
+        };
         if !set.is_match(addr.to_string()) {
             continue;
         }
-        let Ok(msg) = bus.read_file(&file) else { continue };
+        let Ok(msg) = bus.read_file(&file) else {
+            continue;
+        };
         offer(bus, consumer, &msg, &mut report)?;
     }
     Ok(report)
@@ -190,16 +212,25 @@ pub fn watch(
         .map(|c| compile_patterns(&c.patterns()))
         .collect::<Result<_>>()?;
     let all: Vec<String> = consumers.iter().flat_map(|c| c.patterns()).collect();
-    let mut sub = Subscription::new(bus, &all, WatchOptions { initial: true, ..opts })?;
+    let mut sub = Subscription::new(
+        bus,
+        &all,
+        WatchOptions {
+            initial: true,
+            ..opts
+        },
+    )?;
     let mut report = Report::default();
     while keep_going(&report) {
         let Some(msg) = sub.next(tick)? else { continue };
-        let Some(addr) = msg.address.as_ref().map(ToString::to_string) else { continue };
+        let Some(addr) = msg.address.as_ref().map(ToString::to_string) else {
+            continue;
+        };
         for (c, set) in consumers.iter_mut().zip(&sets) {
-            if set.is_match(&addr) {
-                if let Err(e) = offer(bus, c.as_mut(), &msg, &mut report) {
-                    report.errors.push(e);
-                }
+            if set.is_match(&addr)
+                && let Err(e) = offer(bus, c.as_mut(), &msg, &mut report)
+            {
+                report.errors.push(e);
             }
         }
     }

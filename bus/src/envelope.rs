@@ -57,9 +57,7 @@ pub fn now_timestamp() -> String {
 }
 
 pub(crate) fn format_timestamp(t: time::OffsetDateTime) -> String {
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second]Z"
-    );
+    let fmt = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
     t.to_offset(time::UtcOffset::UTC)
         .format(&fmt)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
@@ -155,7 +153,14 @@ mod tests {
             let err = check_envelope(&v).unwrap_err();
             assert!(err.contains(field), "{field}={value}: {err}");
         }
-        for field in ["version", "namespace", "type", "session_id", "timestamp", "payload"] {
+        for field in [
+            "version",
+            "namespace",
+            "type",
+            "session_id",
+            "timestamp",
+            "payload",
+        ] {
             let mut v = good();
             v.as_object_mut().unwrap().remove(field);
             assert!(check_envelope(&v).unwrap_err().contains(field));

@@ -66,10 +66,13 @@ pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
         .map_err(|e| Error::io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
     if durable {
-        tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(tmp.path(), e))?;
     }
     // On failure the temp file is removed when `tmp` drops.
-    tmp.persist(target).map_err(|e| Error::io(target, e.error))?;
+    tmp.persist(target)
+        .map_err(|e| Error::io(target, e.error))?;
     if durable {
         sync_dir(dir)?;
     }
@@ -96,8 +99,14 @@ mod tests {
         std::os::unix::fs::symlink(&real, &link).unwrap();
         assert!(matches!(read_capped(&link, 10), Err(Error::Symlink { .. })));
         assert_eq!(read_capped(&real, 10).unwrap(), b"{}");
-        assert!(matches!(read_capped(&real, 1), Err(Error::TooLarge { size: 2, .. })));
-        assert!(matches!(read_capped(dir.path(), 10), Err(Error::NotAFile { .. })));
+        assert!(matches!(
+            read_capped(&real, 1),
+            Err(Error::TooLarge { size: 2, .. })
+        ));
+        assert!(matches!(
+            read_capped(dir.path(), 10),
+            Err(Error::NotAFile { .. })
+        ));
         assert!(matches!(
             read_capped(&dir.path().join("none"), 10),
             Err(Error::NotFound { .. })
@@ -114,10 +123,21 @@ mod tests {
         write_atomic(&target, b"new", true).unwrap();
         assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
-        assert!(!std::fs::symlink_metadata(&target).unwrap().file_type().is_symlink());
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(
+            !std::fs::symlink_metadata(&target)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 2, "no temp file left: {names:?}");
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 }

@@ -26,14 +26,21 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
 /// assert_eq!(interband::lock::lock_path_for(Path::new("/r/a/b/k.json")), Path::new("/r/a/b/.k.json.lock"));
 /// ```
 pub fn lock_path_for(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     path.with_file_name(format!(".{name}.lock"))
 }
 
 /// Runs `f` while holding the exclusive lock on `lock_path` (created 0600 if
 /// missing), waiting at most `wait` for it. `f` gets the lock file itself,
 /// which may hold a few bytes of state of its own.
-pub fn with_lock<T>(lock_path: &Path, wait: Duration, f: impl FnOnce(&mut File) -> Result<T>) -> Result<T> {
+pub fn with_lock<T>(
+    lock_path: &Path,
+    wait: Duration,
+    f: impl FnOnce(&mut File) -> Result<T>,
+) -> Result<T> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(200);
     loop {
@@ -46,7 +53,9 @@ pub fn with_lock<T>(lock_path: &Path, wait: Duration, f: impl FnOnce(&mut File) 
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(lock_path)
             .map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) => Error::Symlink { path: lock_path.into() },
+                Some(libc::ELOOP) => Error::Symlink {
+                    path: lock_path.into(),
+                },
                 _ => Error::io(lock_path, e),
             })?;
         let mut lock = fd_lock::RwLock::new(file);
@@ -138,7 +147,8 @@ mod tests {
             for _ in 0..8 {
                 s.spawn(|| {
                     for _ in 0..50 {
-                        update_json(&state, Duration::from_secs(20), |n: &mut u64| *n += 1).unwrap();
+                        update_json(&state, Duration::from_secs(20), |n: &mut u64| *n += 1)
+                            .unwrap();
                     }
                 });
             }

@@ -33,10 +33,7 @@ pub fn resolve_root(
 
 /// The root folder from the environment (see [`resolve_root`]).
 pub fn root_from_env() -> Result<PathBuf> {
-    resolve_root(
-        std::env::var_os("INTERBAND_ROOT"),
-        std::env::var_os("HOME"),
-    )
+    resolve_root(std::env::var_os("INTERBAND_ROOT"), std::env::var_os("HOME"))
 }
 
 /// Makes a key safe as a file name, exactly as protocol v1: `/` and white space
@@ -108,7 +105,7 @@ pub fn is_internal_name(name: &str) -> bool {
 
 /// The parts of a message path relative to the root: `namespace/channel/key.json`.
 /// Returns `None` for anything else (temp files, locks, deeper or shallower paths).
-pub fn split_message_path<'a>(root: &Path, path: &'a Path) -> Option<(String, String, String)> {
+pub fn split_message_path(root: &Path, path: &Path) -> Option<(String, String, String)> {
     let rel = path.strip_prefix(root).ok()?;
     let mut parts = rel.iter().map(|p| p.to_str());
     let (ns, ch, file) = (parts.next()??, parts.next()??, parts.next()??);

@@ -74,7 +74,22 @@ impl Fields<'_> {
     fn percent(&self, f: &str) -> Result<(), String> {
         self.number_in(f, Some(0.0), Some(100.0))
     }
-    fn opt<F: Fn(&Self, &str) -> Result<(), String>>(&self, f: &str, check: F) -> Result<(), String> {
+    /// A non-negative integer, at least `min`.
+    fn count_from(&self, f: &str, min: u64) -> Result<(), String> {
+        match self.get(f).and_then(Value::as_u64) {
+            Some(n) if n >= min => Ok(()),
+            _ if min == 0 => self.fail(f, "an integer >= 0"),
+            _ => self.fail(f, &format!("an integer >= {min}")),
+        }
+    }
+    fn count(&self, f: &str) -> Result<(), String> {
+        self.count_from(f, 0)
+    }
+    fn opt<F: Fn(&Self, &str) -> Result<(), String>>(
+        &self,
+        f: &str,
+        check: F,
+    ) -> Result<(), String> {
         match self.get(f) {
             None | Some(Value::Null) => Ok(()),
             Some(_) => check(self, f),
@@ -143,12 +158,19 @@ pub struct BeadPhase {
     /// Unix time, seconds.
     pub ts: f64,
 }
-contract!(BeadPhase, "interphase", "bead", "bead_phase", "a bead moved to a new phase", |f| {
-    f.text("id")?;
-    f.one_of("phase", PHASES)?;
-    f.opt_string("reason")?;
-    f.number("ts")?;
-});
+contract!(
+    BeadPhase,
+    "interphase",
+    "bead",
+    "bead_phase",
+    "a bead moved to a new phase",
+    |f| {
+        f.text("id")?;
+        f.one_of("phase", PHASES)?;
+        f.opt_string("reason")?;
+        f.number("ts")?;
+    }
+);
 
 /// `clavain/dispatch`: progress of a dispatched agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -169,14 +191,21 @@ pub struct Dispatch {
     #[schemars(range(min = 0))]
     pub messages: f64,
 }
-contract!(Dispatch, "clavain", "dispatch", "dispatch", "progress of a dispatched agent", |f| {
-    for k in ["name", "workdir", "activity"] {
-        f.text(k)?;
+contract!(
+    Dispatch,
+    "clavain",
+    "dispatch",
+    "dispatch",
+    "progress of a dispatched agent",
+    |f| {
+        for k in ["name", "workdir", "activity"] {
+            f.text(k)?;
+        }
+        for k in ["started", "turns", "commands", "messages"] {
+            f.non_negative(k)?;
+        }
     }
-    for k in ["started", "turns", "commands", "messages"] {
-        f.non_negative(k)?;
-    }
-});
+);
 
 /// `interlock/coordination_signal`: a signal for the coordination layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -194,17 +223,34 @@ pub struct CoordinationSignal {
     #[schemars(extend("pattern" = r"\S"))]
     pub ts: String,
 }
-contract!(CoordinationSignal, "interlock", "coordination", "coordination_signal",
-    "a coordination signal for the statusline", |f| {
-    for k in ["layer", "icon", "text", "ts"] {
-        f.text(k)?;
+contract!(
+    CoordinationSignal,
+    "interlock",
+    "coordination",
+    "coordination_signal",
+    "a coordination signal for the statusline",
+    |f| {
+        for k in ["layer", "icon", "text", "ts"] {
+            f.text(k)?;
+        }
+        f.non_negative("priority")?;
     }
-    f.non_negative("priority")?;
-});
+);
 
 /// A context-pressure level, in increasing order of urgency.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
@@ -245,10 +291,16 @@ fn check_pressure(f: &Fields) -> Result<(), String> {
     f.non_negative("est_tokens")?;
     f.number("ts")
 }
-contract!(LegacyPressure, "intercheck", "pressure", "context_pressure",
-    "context pressure (legacy channel, dual-written for older statuslines)", |f| {
-    check_pressure(&f)?;
-});
+contract!(
+    LegacyPressure,
+    "intercheck",
+    "pressure",
+    "context_pressure",
+    "context pressure (legacy channel, dual-written for older statuslines)",
+    |f| {
+        check_pressure(&f)?;
+    }
+);
 
 /// `intercheck/checkpoint_needed` (legacy): the old monitor asked for a checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -259,11 +311,17 @@ pub struct LegacyCheckpoint {
     /// Unix time, seconds.
     pub ts: f64,
 }
-contract!(LegacyCheckpoint, "intercheck", "checkpoint", "checkpoint_needed",
-    "a checkpoint was requested (legacy channel, read for migration)", |f| {
-    f.text("trigger")?;
-    f.number("ts")?;
-});
+contract!(
+    LegacyCheckpoint,
+    "intercheck",
+    "checkpoint",
+    "checkpoint_needed",
+    "a checkpoint was requested (legacy channel, read for migration)",
+    |f| {
+        f.text("trigger")?;
+        f.number("ts")?;
+    }
+);
 
 /// `interstat/budget_alert`: token budget consumption.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -280,12 +338,19 @@ pub struct BudgetAlert {
     /// Unix time, seconds.
     pub ts: f64,
 }
-contract!(BudgetAlert, "interstat", "budget", "budget_alert", "token budget consumption", |f| {
-    f.percent("pct_consumed")?;
-    f.non_negative("total_tokens")?;
-    f.text("session_id")?;
-    f.number("ts")?;
-});
+contract!(
+    BudgetAlert,
+    "interstat",
+    "budget",
+    "budget_alert",
+    "token budget consumption",
+    |f| {
+        f.percent("pct_consumed")?;
+        f.non_negative("total_tokens")?;
+        f.text("session_id")?;
+        f.number("ts")?;
+    }
+);
 
 /// `interpulse/context_pressure`: the producer's view of one session, published every tool call.
 ///
@@ -333,18 +398,24 @@ pub struct Pressure {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
 }
-contract!(Pressure, "interpulse", "pressure", "context_pressure",
-    "context pressure and usage of one session, every tool call", |f| {
-    check_pressure(&f)?;
-    f.opt("context_usable", Fields::percent)?;
-    f.opt("context_raw", Fields::percent)?;
-    for k in ["used_tokens", "window", "calls", "heavy_calls"] {
-        f.opt(k, Fields::non_negative)?;
+contract!(
+    Pressure,
+    "interpulse",
+    "pressure",
+    "context_pressure",
+    "context pressure and usage of one session, every tool call",
+    |f| {
+        check_pressure(&f)?;
+        f.opt("context_usable", Fields::percent)?;
+        f.opt("context_raw", Fields::percent)?;
+        for k in ["used_tokens", "window", "calls", "heavy_calls"] {
+            f.opt(k, Fields::count)?;
+        }
+        for k in ["source", "transcript_path", "cwd"] {
+            f.opt_string(k)?;
+        }
     }
-    for k in ["source", "transcript_path", "cwd"] {
-        f.opt_string(k)?;
-    }
-});
+);
 
 /// `interpulse/checkpoint_needed`: the session should externalize what it knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -365,14 +436,20 @@ pub struct Checkpoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
 }
-contract!(Checkpoint, "interpulse", "checkpoint", "checkpoint_needed",
-    "a session should write a memory note (orange and red)", |f| {
-    f.text("trigger")?;
-    f.number("ts")?;
-    f.opt("context_usable", Fields::percent)?;
-    f.opt_string("transcript_path")?;
-    f.opt_string("cwd")?;
-});
+contract!(
+    Checkpoint,
+    "interpulse",
+    "checkpoint",
+    "checkpoint_needed",
+    "a session should write a memory note (orange and red)",
+    |f| {
+        f.text("trigger")?;
+        f.number("ts")?;
+        f.opt("context_usable", Fields::percent)?;
+        f.opt_string("transcript_path")?;
+        f.opt_string("cwd")?;
+    }
+);
 
 /// `interline/context_window`: the context window as the host's statusline reports it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -400,16 +477,22 @@ pub struct ContextWindow {
     /// Unix time, seconds.
     pub ts: f64,
 }
-contract!(ContextWindow, "interline", "context", "context_window",
-    "the context window as the statusline input reports it", |f| {
-    f.number_in("window", Some(1.0), None)?;
-    f.opt("used_tokens", Fields::non_negative)?;
-    f.opt("used_percentage", Fields::percent)?;
-    f.opt_string("model")?;
-    f.opt_string("transcript_path")?;
-    f.opt("transcript_bytes", Fields::non_negative)?;
-    f.number("ts")?;
-});
+contract!(
+    ContextWindow,
+    "interline",
+    "context",
+    "context_window",
+    "the context window as the statusline input reports it",
+    |f| {
+        f.count_from("window", 1)?;
+        f.opt("used_tokens", Fields::count)?;
+        f.opt("used_percentage", Fields::percent)?;
+        f.opt_string("model")?;
+        f.opt_string("transcript_path")?;
+        f.opt("transcript_bytes", Fields::count)?;
+        f.number("ts")?;
+    }
+);
 
 /// `intermem/memory_note`: a memory note was written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -430,13 +513,20 @@ pub struct MemoryNote {
     /// Unix time, seconds.
     pub ts: f64,
 }
-contract!(MemoryNote, "intermem", "note", "memory_note", "a memory note was written", |f| {
-    f.text("path")?;
-    f.text("trigger")?;
-    f.opt("bytes", Fields::non_negative)?;
-    f.opt("context_usable", Fields::percent)?;
-    f.number("ts")?;
-});
+contract!(
+    MemoryNote,
+    "intermem",
+    "note",
+    "memory_note",
+    "a memory note was written",
+    |f| {
+        f.text("path")?;
+        f.text("trigger")?;
+        f.opt("bytes", Fields::count)?;
+        f.opt("context_usable", Fields::percent)?;
+        f.number("ts")?;
+    }
+);
 
 #[cfg(test)]
 mod tests {
@@ -476,9 +566,16 @@ mod tests {
 
     #[test]
     fn typed_values_pass_their_own_checks() {
-        let p = Pressure { level: Level::Orange, context_usable: Some(15.0), ..Default::default() };
+        let p = Pressure {
+            level: Level::Orange,
+            context_usable: Some(15.0),
+            ..Default::default()
+        };
         check::<Pressure>(serde_json::to_value(&p).unwrap()).unwrap();
-        let c = ContextWindow { window: 200_000, ..Default::default() };
+        let c = ContextWindow {
+            window: 200_000,
+            ..Default::default()
+        };
         check::<ContextWindow>(serde_json::to_value(&c).unwrap()).unwrap();
         assert!(check::<ContextWindow>(json!({"window":0,"ts":1})).is_err());
     }

@@ -41,7 +41,11 @@ pub struct PruneReport {
 /// });
 /// assert_eq!((secs, max), (60, None));
 /// ```
-pub fn limits(namespace: &str, channel: &str, env: impl Fn(&str) -> Option<String>) -> (u64, Option<usize>) {
+pub fn limits(
+    namespace: &str,
+    channel: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> (u64, Option<usize>) {
     let int = |name: &str| env(name).and_then(|v| v.trim().parse::<i64>().ok());
     let tag = format!("{}_{}", env_safe(namespace), env_safe(channel));
     let policy = channel_policy(namespace, channel);
@@ -58,7 +62,13 @@ pub fn limits(namespace: &str, channel: &str, env: impl Fn(&str) -> Option<Strin
 pub fn env_safe(raw: &str) -> String {
     raw.to_uppercase()
         .chars()
-        .map(|c| if c.is_ascii_uppercase() || c.is_ascii_digit() { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_uppercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -73,7 +83,12 @@ pub fn prune_interval(env: impl Fn(&str) -> Option<String>) -> Duration {
 /// Prunes one channel. Unless `force`, does nothing when the channel was
 /// pruned less than [`prune_interval`] ago. Each removal happens under the
 /// key's lock, so a value being published at that moment is never removed.
-pub fn prune_channel(bus: &Bus, namespace: &str, channel: &str, force: bool) -> Result<PruneReport> {
+pub fn prune_channel(
+    bus: &Bus,
+    namespace: &str,
+    channel: &str,
+    force: bool,
+) -> Result<PruneReport> {
     prune_with(bus, namespace, channel, force, &|k| std::env::var(k).ok())
 }
 
@@ -93,20 +108,20 @@ pub fn prune_with(
     let now = SystemTime::now();
     let age = |t: SystemTime| now.duration_since(t).unwrap_or_default();
     let stamp = dir.join(STAMP);
-    if !force {
-        if let Ok(m) = std::fs::metadata(&stamp).and_then(|m| m.modified()) {
-            if age(m) < prune_interval(env) {
-                report.throttled = true;
-                return Ok(report);
-            }
-        }
+    let modified = std::fs::metadata(&stamp).and_then(|m| m.modified());
+    if !force && modified.is_ok_and(|m| age(m) < prune_interval(env)) {
+        report.throttled = true;
+        return Ok(report);
     }
     touch(&stamp);
 
     let (retention, max_files) = limits(namespace, channel, env);
     let retention = Duration::from_secs(retention);
     let mut kept = Vec::new();
-    for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?.flatten() {
+    for entry in std::fs::read_dir(&dir)
+        .map_err(|e| Error::io(&dir, e))?
+        .flatten()
+    {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         let Ok(meta) = entry.metadata() else { continue };
@@ -115,7 +130,8 @@ pub fn prune_with(
             if meta.is_file() && age(mtime) > STALE_TEMP && std::fs::remove_file(&path).is_ok() {
                 report.temp_removed.push(path);
             }
-        } else if let Some(key_file) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".lock")) {
+        } else if let Some(key_file) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".lock"))
+        {
             // A lock whose message is gone and that nobody used for a retention period.
             let message = dir.join(key_file);
             if age(mtime) > retention && !message.exists() {
@@ -215,10 +231,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::new(dir.path());
         for i in 0..5 {
-            let p = bus.publish("clavain", "x", &format!("k{i}"), "t", "", json!({})).unwrap();
+            let p = bus
+                .publish("clavain", "x", &format!("k{i}"), "t", "", json!({}))
+                .unwrap();
             set_mtime(&p.path, Duration::from_secs(10 * (5 - i)));
         }
-        let old = bus.publish("clavain", "x", "old", "t", "", json!({})).unwrap();
+        let old = bus
+            .publish("clavain", "x", "old", "t", "", json!({}))
+            .unwrap();
         set_mtime(&old.path, Duration::from_secs(3 * 86400));
         let chan = bus.channel_dir("clavain", "x").unwrap();
         let stale = chan.join(".interband-tmp.crashed");
@@ -228,7 +248,11 @@ mod tests {
         set_mtime(&stale, Duration::from_secs(600));
 
         // Throttled right after the publishes above.
-        assert!(prune_channel(&bus, "clavain", "x", false).unwrap().throttled);
+        assert!(
+            prune_channel(&bus, "clavain", "x", false)
+                .unwrap()
+                .throttled
+        );
         let r = prune_channel(&bus, "clavain", "x", true).unwrap();
         assert_eq!(r.removed, vec![old.path.clone()]);
         assert_eq!(r.temp_removed, vec![stale]);
@@ -252,7 +276,9 @@ mod tests {
     #[test]
     fn env_names_match_v1() {
         assert_eq!(env_safe("inter-line.x"), "INTER_LINE_X");
-        let (secs, _) = limits("intercheck", "pressure", |k| (k == "INTERBAND_RETENTION_SECS").then(|| "-5".into()));
+        let (secs, _) = limits("intercheck", "pressure", |k| {
+            (k == "INTERBAND_RETENTION_SECS").then(|| "-5".into())
+        });
         assert_eq!(secs, 0);
         assert_eq!(limits("intercheck", "pressure", |_| None), (3600, Some(64)));
     }

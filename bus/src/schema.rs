@@ -20,14 +20,20 @@ use crate::{Envelope, Error, Result};
 /// assert!(files.iter().any(|(p, _)| p == "payloads/interpulse.context_pressure.schema.json"));
 /// ```
 pub fn files() -> Vec<(String, String)> {
-    let mut out = vec![("envelope.schema.json".to_owned(), render(&envelope_schema()))];
+    let mut out = vec![(
+        "envelope.schema.json".to_owned(),
+        render(&envelope_schema()),
+    )];
     for c in CONTRACTS {
         let mut s = (c.schema)().to_value();
         s["description"] = json!(format!(
             "{} — payload of {}/{} messages on the {}/{} channel",
             c.about, c.namespace, c.msg_type, c.namespace, c.channel
         ));
-        out.push((format!("payloads/{}.{}.schema.json", c.namespace, c.msg_type), render(&s)));
+        out.push((
+            format!("payloads/{}.{}.schema.json", c.namespace, c.msg_type),
+            render(&s),
+        ));
     }
     out
 }
@@ -83,7 +89,9 @@ pub fn write_all(dir: &Path) -> Result<()> {
 pub fn stale(dir: &Path) -> Vec<String> {
     files()
         .into_iter()
-        .filter(|(rel, text)| std::fs::read_to_string(dir.join(rel)).ok().as_deref() != Some(text.as_str()))
+        .filter(|(rel, text)| {
+            std::fs::read_to_string(dir.join(rel)).ok().as_deref() != Some(text.as_str())
+        })
         .map(|(rel, _)| rel)
         .collect()
 }

@@ -72,7 +72,11 @@ pub fn compile_patterns<S: AsRef<str>>(patterns: &[S]) -> Result<GlobSet> {
     }
     b.build().map_err(|e| Error::InvalidName {
         what: "pattern",
-        value: patterns.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(" "),
+        value: patterns
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(" "),
         reason: e.to_string(),
     })
 }
@@ -85,7 +89,9 @@ pub(crate) fn candidate_files<S: AsRef<str>>(bus: &Bus, patterns: &[S]) -> Vec<P
     for p in patterns {
         let mut parts = p.as_ref().splitn(3, '/');
         match (parts.next(), parts.next()) {
-            (Some(ns), Some(ch)) if is_literal(ns) && is_literal(ch) => dirs.push(bus.root().join(ns).join(ch)),
+            (Some(ns), Some(ch)) if is_literal(ns) && is_literal(ch) => {
+                dirs.push(bus.root().join(ns).join(ch))
+            }
             _ => {
                 dirs = crate::retention::channels(bus)
                     .unwrap_or_default()
@@ -122,7 +128,10 @@ pub struct Subscription {
     patterns: Vec<String>,
     set: GlobSet,
     opts: WatchOptions,
-    events: Option<(notify::RecommendedWatcher, Receiver<notify::Result<notify::Event>>)>,
+    events: Option<(
+        notify::RecommendedWatcher,
+        Receiver<notify::Result<notify::Event>>,
+    )>,
     stamps: HashMap<PathBuf, (u64, u64, u64, i64, i64)>,
     delivered: HashMap<PathBuf, Cursor>,
     queue: VecDeque<Message>,
@@ -219,6 +228,8 @@ impl Subscription {
 
     fn on_event(&mut self, ev: notify::Result<notify::Event>) {
         match ev {
+            // Opening and reading files (our own reads included) changes nothing.
+            Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
             Ok(ev) if !ev.need_rescan() => {
                 for path in ev.paths {
                     if path.is_dir() {
@@ -242,11 +253,15 @@ impl Subscription {
 
     fn scan_dir(&mut self, dir: &Path) {
         // A new namespace or channel folder: its files may predate our watch on it.
-        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if p.starts_with(self.bus.root()) && p.components().count() <= self.bus.root().components().count() + 2 {
+                if p.starts_with(self.bus.root())
+                    && p.components().count() <= self.bus.root().components().count() + 2
+                {
                     self.scan_dir(&p);
                 }
             } else {
@@ -257,7 +272,9 @@ impl Subscription {
 
     /// Reads a file if it is a matching message that changed, and queues it if its value is new.
     fn offer(&mut self, path: &Path) {
-        let Some(addr) = self.bus.address_of(path) else { return };
+        let Some(addr) = self.bus.address_of(path) else {
+            return;
+        };
         if !self.set.is_match(addr.to_string()) {
             return;
         }
@@ -265,7 +282,13 @@ impl Subscription {
             self.stamps.remove(path);
             return;
         };
-        let stamp = (meta.dev(), meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec());
+        let stamp = (
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+        );
         if self.stamps.get(path) == Some(&stamp) {
             return;
         }
@@ -275,7 +298,11 @@ impl Subscription {
         };
         self.stamps.insert(path.to_owned(), stamp);
         let cursor = Cursor::of(&msg.envelope);
-        if self.delivered.get(path).is_some_and(|c| !cursor.is_newer_than(c)) {
+        if self
+            .delivered
+            .get(path)
+            .is_some_and(|c| !cursor.is_newer_than(c))
+        {
             return;
         }
         self.delivered.insert(path.to_owned(), cursor);

@@ -59,7 +59,9 @@ impl Validate {
             }
             Format::Json => {
                 let list = |v: &[(PathBuf, String)]| -> Vec<Value> {
-                    v.iter().map(|(p, e)| json!({"path": p, "error": e})).collect()
+                    v.iter()
+                        .map(|(p, e)| json!({"path": p, "error": e}))
+                        .collect()
                 };
                 let report = json!({
                     "checked": files.len(),
@@ -126,15 +128,27 @@ impl Schema {
     pub fn run(self) -> Result<u8> {
         if let Some(dir) = self.out {
             interband::schema::write_all(&dir)?;
-            eprintln!("wrote {} schema files to {}", interband::schema::files().len(), dir.display());
+            eprintln!(
+                "wrote {} schema files to {}",
+                interband::schema::files().len(),
+                dir.display()
+            );
             return Ok(exit::OK);
         }
         let dir = self.check.expect("clap requires --out or --check");
         let stale = interband::schema::stale(&dir);
         for f in &stale {
-            println!("{}: missing or stale; run `interband schema --out {}`", dir.join(f).display(), dir.display());
+            println!(
+                "{}: missing or stale; run `interband schema --out {}`",
+                dir.join(f).display(),
+                dir.display()
+            );
         }
-        Ok(if stale.is_empty() { exit::OK } else { exit::INVALID })
+        Ok(if stale.is_empty() {
+            exit::OK
+        } else {
+            exit::INVALID
+        })
     }
 }
 
@@ -175,9 +189,17 @@ impl Publish {
         } else {
             self.payload
         };
-        let payload: Value = serde_json::from_str(&text).context("the payload is not valid JSON")?;
+        let payload: Value =
+            serde_json::from_str(&text).context("the payload is not valid JSON")?;
         let bus = Bus::from_env()?;
-        let p = bus.publish(&self.namespace, &self.channel, &self.key, &self.msg_type, &self.session, payload)?;
+        let p = bus.publish(
+            &self.namespace,
+            &self.channel,
+            &self.key,
+            &self.msg_type,
+            &self.session,
+            payload,
+        )?;
         println!("{}", json!({"path": p.path, "seq": p.seq}));
         Ok(exit::OK)
     }
@@ -252,8 +274,10 @@ impl Ls {
                     continue;
                 }
                 let row = match bus.read(&ns, &ch, &key) {
-                    Ok(m) => json!({"address": address, "type": m.envelope.msg_type, "seq": m.envelope.seq,
-                                    "timestamp": m.envelope.timestamp, "session_id": m.envelope.session_id}),
+                    Ok(m) => {
+                        json!({"address": address, "type": m.envelope.msg_type, "seq": m.envelope.seq,
+                                    "timestamp": m.envelope.timestamp, "session_id": m.envelope.session_id})
+                    }
                     Err(e) => {
                         code = exit::INVALID;
                         json!({"address": address, "error": e.to_string()})
@@ -264,7 +288,12 @@ impl Ls {
                 } else if let Some(err) = row["error"].as_str() {
                     println!("{address}\tINVALID\t{err}");
                 } else {
-                    println!("{address}\t{}\tseq {}\t{}", row["type"].as_str().unwrap_or(""), row["seq"], row["timestamp"].as_str().unwrap_or(""));
+                    println!(
+                        "{address}\t{}\tseq {}\t{}",
+                        row["type"].as_str().unwrap_or(""),
+                        row["seq"],
+                        row["timestamp"].as_str().unwrap_or("")
+                    );
                 }
             }
         }
@@ -294,7 +323,11 @@ impl Prune {
         for p in report.removed.iter().chain(&report.temp_removed) {
             println!("removed {}", p.display());
         }
-        eprintln!("{} messages and {} temp files removed", report.removed.len(), report.temp_removed.len());
+        eprintln!(
+            "{} messages and {} temp files removed",
+            report.removed.len(),
+            report.temp_removed.len()
+        );
         Ok(exit::OK)
     }
 }
@@ -346,11 +379,16 @@ impl Watch {
                 continue;
             };
             seen += 1;
-            let address = msg.address.as_ref().map(ToString::to_string).unwrap_or_default();
+            let address = msg
+                .address
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             let envelope = serde_json::to_vec(&msg.envelope)?;
             match &self.exec {
                 None => {
-                    let line = json!({"address": address, "path": msg.path, "envelope": msg.envelope});
+                    let line =
+                        json!({"address": address, "path": msg.path, "envelope": msg.envelope});
                     writeln!(stdout, "{line}")?;
                     stdout.flush()?;
                 }

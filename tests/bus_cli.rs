@@ -1,0 +1,368 @@
+//! The bus commands through the real binary: round trips, and bad input to
+//! every command (a clear one-line error naming the file, the right exit code,
+//! nothing partially written).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::*;
+use serde_json::{Value, json};
+
+const PRESSURE: &str = r#"{"level":"yellow","pressure":61,"est_tokens":1200,"ts":1796000000}"#;
+
+fn publish(w: &World, key: &str, payload: &str) -> std::process::Output {
+    w.run(&[
+        "publish",
+        "intercheck",
+        "pressure",
+        key,
+        "--type",
+        "context_pressure",
+        "--session",
+        key,
+        "--payload",
+        payload,
+    ])
+}
+
+#[test]
+fn publish_then_read_round_trips_and_counts_seq() {
+    let w = World::new();
+    for seq in 1..=3 {
+        let o = publish(&w, "sess 1/a", PRESSURE);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(out["seq"], seq);
+        assert!(
+            out["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("intercheck/pressure/sess_1_a.json")
+        );
+    }
+    let o = w.run(&["read", "intercheck/pressure/sess 1/a"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let env: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(env["seq"], 3);
+    assert_eq!(env["session_id"], "sess 1/a");
+    assert_eq!(env["payload"]["level"], "yellow");
+    let o = w.run(&["read", "--payload", "intercheck/pressure/sess_1_a"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap(),
+        serde_json::from_str::<Value>(PRESSURE).unwrap()
+    );
+    // By path too.
+    let path = w.root().join("intercheck/pressure/sess_1_a.json");
+    let o = w.run(&["read", path.to_str().unwrap()]);
+    assert_eq!(code(&o), 0);
+    // Private files.
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn publish_reads_the_payload_from_stdin() {
+    let w = World::new();
+    let o = w.run_with_stdin(
+        &[
+            "publish",
+            "myplugin",
+            "status",
+            "k",
+            "--type",
+            "status",
+            "--payload",
+            "-",
+        ],
+        br#"{"ok":true}"#,
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        w.bus()
+            .read("myplugin", "status", "k")
+            .unwrap()
+            .envelope
+            .payload,
+        json!({"ok": true})
+    );
+}
+
+#[test]
+fn ls_lists_matching_messages_and_flags_corrupt_ones() {
+    let w = World::new();
+    publish(&w, "a", PRESSURE);
+    publish(&w, "b", PRESSURE);
+    w.run(&[
+        "publish",
+        "other",
+        "chan",
+        "c",
+        "--type",
+        "t",
+        "--payload",
+        "{}",
+    ]);
+    let o = w.run(&["ls", "intercheck/*/*"]);
+    assert_eq!(code(&o), 0);
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains("intercheck/pressure/a\tcontext_pressure\tseq 1"));
+    std::fs::write(w.root().join("other/chan/bad.json"), "{").unwrap();
+    let o = w.run(&["ls", "--json"]);
+    assert_eq!(code(&o), 1);
+    let rows: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4);
+    assert!(
+        rows.iter().any(|r| r["address"] == "other/chan/bad"
+            && r["error"].as_str().unwrap().contains("bad.json"))
+    );
+}
+
+#[test]
+fn prune_removes_expired_messages_and_stale_temp_files() {
+    let w = World::new();
+    publish(&w, "old", PRESSURE);
+    publish(&w, "new", PRESSURE);
+    let dir = w.root().join("intercheck/pressure");
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    for name in ["old.json", ".interband-tmp.crashed"] {
+        let p = dir.join(name);
+        std::fs::write(&p, "{").ok();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(two_hours_ago).unwrap();
+    }
+    let o = w.run(&["prune", "intercheck/pressure"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let left = files_under(&dir);
+    assert!(left.contains(&"new.json".to_owned()), "{left:?}");
+    assert!(!left.contains(&"old.json".to_owned()), "{left:?}");
+    assert!(
+        !left.iter().any(|f| f.starts_with(".interband-tmp")),
+        "{left:?}"
+    );
+    let o = w.run(&["prune", "nochannel"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
+    let w = World::new();
+    publish(&w, "s", PRESSURE);
+    let mut child = w
+        .cmd(&[
+            "watch",
+            "--existing",
+            "--idle-timeout",
+            "30",
+            "--count",
+            "3",
+            "intercheck/pressure/*",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The value present at start comes first: the watcher is now running.
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["address"], "intercheck/pressure/s");
+    assert_eq!(first["envelope"]["seq"], 1);
+    publish(&w, "s", PRESSURE);
+    let second: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(second["envelope"]["seq"], 2);
+    publish(&w, "t", PRESSURE);
+    let third: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(third["address"], "intercheck/pressure/t");
+    assert!(child.wait().unwrap().success());
+
+    // --exec: argv, envelope on stdin, never a shell (the `;` stays a literal argument).
+    let out = w.dir.path().join("exec.out");
+    let mut child = w
+        .cmd(&[
+            "watch",
+            "--existing",
+            "--idle-timeout",
+            "30",
+            "--count",
+            "1",
+            "intercheck/pressure/t",
+            "--exec",
+            "tee",
+            out.to_str().unwrap(),
+            ";",
+            "touch",
+            "pwned",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_file(w.dir.path().join(";"));
+    assert!(!w.dir.path().join("pwned").exists());
+    let env: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(env["payload"]["level"], "yellow");
+}
+
+/// One stderr line, naming `needle`, and the exit code.
+fn assert_fails(o: &std::process::Output, exit: i32, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(code(o), exit, "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+}
+
+#[test]
+fn bad_payloads_are_refused_and_nothing_is_written() {
+    let w = World::new();
+    assert_fails(&publish(&w, "k", "{\"level\":"), 1, "not valid JSON");
+    assert_fails(
+        &publish(
+            &w,
+            "k",
+            r#"{"level":"purple","pressure":1,"est_tokens":1,"ts":1}"#,
+        ),
+        1,
+        "intercheck/pressure/k",
+    );
+    assert_fails(
+        &publish(
+            &w,
+            "k",
+            r#"{"level":"red","pressure":"1","est_tokens":1,"ts":1}"#,
+        ),
+        1,
+        "pressure must be",
+    );
+    assert_fails(&publish(&w, "k", "[1]"), 1, "payload must be an object");
+    let big = format!("{{\"blob\":\"{}\"}}", "x".repeat(5 << 20));
+    let o = w.run_with_stdin(
+        &["publish", "n", "c", "k", "--type", "t", "--payload", "-"],
+        big.as_bytes(),
+    );
+    assert_fails(&o, 1, "limit");
+    assert_fails(
+        &w.run(&[
+            "publish",
+            "../n",
+            "c",
+            "k",
+            "--type",
+            "t",
+            "--payload",
+            "{}",
+        ]),
+        2,
+        "namespace",
+    );
+    assert_eq!(
+        files_under(&w.root()),
+        Vec::<String>::new(),
+        "nothing written"
+    );
+}
+
+#[test]
+fn bad_files_get_one_line_naming_them() {
+    let w = World::new();
+    let dir = w.dir.path();
+    let big = dir.join("big.json");
+    std::fs::write(&big, vec![b' '; 5 << 20]).unwrap();
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, r#"{"version":"1.0.0","namespace":"#).unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(repo().join("tests/fixtures/v1/valid/pressure.json"), &link)
+        .unwrap();
+    let wrong = dir.join("wrong.json");
+    std::fs::write(&wrong, r#"{"version":"1.0.0","namespace":"intercheck","type":"checkpoint_needed","session_id":"s","timestamp":"t","payload":{"trigger":7,"ts":1}}"#).unwrap();
+
+    for (path, exit, needle) in [
+        (&big, 1, "limit"),
+        (&broken, 1, "not valid JSON"),
+        (&link, 2, "symbolic link"),
+        (&wrong, 1, "trigger must be"),
+    ] {
+        let p = path.to_str().unwrap();
+        let o = w.run(&["read", p]);
+        assert_fails(&o, exit, p);
+        assert!(stderr(&o).contains(needle), "{needle:?}: {}", stderr(&o));
+        let o = w.run(&["validate", p]);
+        assert_eq!(code(&o), exit, "validate {p}");
+        assert!(
+            stdout(&o).starts_with(p) && stdout(&o).lines().count() == 1,
+            "{}",
+            stdout(&o)
+        );
+    }
+    assert_fails(
+        &w.run(&["read", "intercheck/pressure/none"]),
+        2,
+        "none.json: no such message",
+    );
+    assert_fails(
+        &w.run(&["read", "not-an-address"]),
+        2,
+        "NAMESPACE/CHANNEL/KEY",
+    );
+    let o = w.run(&["validate", "/does/not/exist.json"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stdout(&o).starts_with("/does/not/exist.json: "),
+        "{}",
+        stdout(&o)
+    );
+    assert_fails(&w.run(&["watch", "a/[/c"]), 2, "pattern");
+    let o = w.run(&["publish", "a", "b"]);
+    assert_eq!(code(&o), 2, "usage error");
+}
+
+#[test]
+fn an_unwritable_root_is_a_clear_error_and_leaves_nothing_behind() {
+    let w = World::new();
+    // A root below a regular file cannot be created, even by root.
+    let blocker = w.dir.path().join("blocker");
+    std::fs::write(&blocker, "").unwrap();
+    let root = blocker.join("root");
+    let o = w
+        .cmd(&["publish", "n", "c", "k", "--type", "t", "--payload", "{}"])
+        .env("INTERBAND_ROOT", &root)
+        .output()
+        .unwrap();
+    assert_fails(&o, 2, blocker.to_str().unwrap());
+    // And a channel folder that exists but is read-only for us (skip when we are root).
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        publish(&w, "k", PRESSURE);
+        let dir = w.root().join("intercheck/pressure");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let o = publish(&w, "k", PRESSURE);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_fails(&o, 2, "pressure");
+        assert_eq!(
+            w.bus()
+                .read("intercheck", "pressure", "k")
+                .unwrap()
+                .envelope
+                .seq,
+            1
+        );
+    }
+}
+
+#[test]
+fn no_root_and_no_home_is_a_clear_error() {
+    let w = World::new();
+    let o = w
+        .cmd(&["ls"])
+        .env_remove("INTERBAND_ROOT")
+        .env_remove("HOME")
+        .output()
+        .unwrap();
+    assert_fails(&o, 2, "INTERBAND_ROOT");
+}
