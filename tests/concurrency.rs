@@ -1,0 +1,175 @@
+//! Many writers, killed writers: readers only ever see complete messages, and
+//! `seq` counts every publish.
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::*;
+use interband::Error;
+
+const WRITERS: usize = 16;
+const EACH: usize = 200;
+
+#[test]
+fn sixteen_processes_publishing_to_one_key_never_expose_a_partial_file() {
+    let w = World::new();
+    let path = w.root().join("interpulse/pressure/shared.json");
+    let done = AtomicBool::new(false);
+    let (reads, last_seq) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let (mut reads, mut last) = (0u64, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                match interband::read_path(&path) {
+                    Ok(m) => {
+                        assert!(
+                            m.envelope.seq >= last,
+                            "seq went back: {} after {last}",
+                            m.envelope.seq
+                        );
+                        last = m.envelope.seq;
+                        reads += 1;
+                    }
+                    Err(Error::NotFound { .. }) => {}
+                    Err(e) => panic!("a reader saw a bad file: {e}"),
+                }
+            }
+            (reads, last)
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|wr| {
+                let w = &w;
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        let payload = format!(
+                            r#"{{"level":"green","pressure":{i},"est_tokens":{wr},"ts":1796000000}}"#
+                        );
+                        let o = w.run(&[
+                            "publish", "interpulse", "pressure", "shared", "--type", "context_pressure",
+                            "--payload", &payload,
+                        ]);
+                        assert_eq!(code(&o), 0, "{}", stderr(&o));
+                    }
+                })
+            })
+            .collect();
+        for h in writers {
+            h.join().unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
+        reader.join().unwrap()
+    });
+    let last = interband::read_path(&path).unwrap();
+    assert_eq!(last.envelope.seq, (WRITERS * EACH) as u64);
+    assert!(reads > 0 && last_seq <= last.envelope.seq);
+    let left = files_under(path.parent().unwrap());
+    assert!(
+        !left.iter().any(|f| f.contains("interband-tmp")),
+        "temp files left: {left:?}"
+    );
+}
+
+/// Deterministic pseudo-random fractions in [0, 1.25): where in a publish the kill lands.
+fn fractions(n: usize) -> impl Iterator<Item = f64> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % 1250) as f64 / 1000.0
+    })
+}
+
+#[test]
+fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
+    let w = World::new();
+    let path = w.root().join("killtest/blobs/k.json");
+    let blob = "x".repeat(700 * 1024);
+    let publish = |payload: &str| {
+        let mut child = w
+            .cmd(&[
+                "publish",
+                "killtest",
+                "blobs",
+                "k",
+                "--type",
+                "blob",
+                "--payload",
+                "-",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(payload.as_bytes());
+        drop(stdin);
+        child
+    };
+    // Calibrate: how long one whole publish takes here, so kills spread over all of it.
+    let start = std::time::Instant::now();
+    let first = publish(&format!(r#"{{"i":0,"blob":"{blob}"}}"#))
+        .wait()
+        .unwrap();
+    assert!(first.success());
+    let span = start.elapsed();
+    let mut completed: Vec<usize> = vec![0];
+    for (i, f) in fractions(40).enumerate() {
+        let i = i + 1;
+        let delay = span.mul_f64(f);
+        let mut child = publish(&format!(r#"{{"i":{i},"blob":"{blob}"}}"#));
+        std::thread::sleep(delay); // where in the publish the kill lands: anywhere
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let status = child.wait().unwrap();
+        if status.success() {
+            completed.push(i);
+        }
+        match interband::read_path(&path) {
+            Ok(m) => {
+                let got = m.envelope.payload["i"].as_u64().unwrap() as usize;
+                assert!(got <= i, "value from the future");
+                assert!(
+                    completed.last().is_none_or(|&c| got >= c),
+                    "a completed publish was lost"
+                );
+                assert_eq!(
+                    m.envelope.payload["blob"].as_str().unwrap().len(),
+                    blob.len(),
+                    "partial payload"
+                );
+            }
+            Err(Error::NotFound { .. }) => {
+                assert!(completed.is_empty(), "a completed publish vanished")
+            }
+            Err(e) => panic!("after kill {i}: {e}"),
+        }
+    }
+    // Whatever temp files the killed writers left are swept by retention once stale.
+    let dir = path.parent().unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for f in files_under(dir)
+        .iter()
+        .filter(|f| f.starts_with(".interband-tmp."))
+    {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(f))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let o = w.run(&["prune", "killtest/blobs"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        !files_under(dir)
+            .iter()
+            .any(|f| f.starts_with(".interband-tmp."))
+    );
+    eprintln!(
+        "{} of 40 killed publishes had completed first",
+        completed.len() - 1
+    );
+}
