@@ -1,0 +1,306 @@
+//! Subscription and the consumer runner, in real folders with real file events.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use interband::consumer::{self, HandlerError};
+use interband::payloads::Checkpoint;
+use interband::{Bus, Consumer, Message, Subscription, WatchOptions};
+use serde_json::json;
+
+fn checkpoint(i: usize) -> Checkpoint {
+    Checkpoint {
+        trigger: "orange_pressure".into(),
+        ts: i as f64,
+        context_usable: None,
+        transcript_path: None,
+        cwd: None,
+    }
+}
+
+fn opts(poll: bool) -> WatchOptions {
+    WatchOptions {
+        poll,
+        ..WatchOptions::default()
+    }
+}
+
+/// Reads values until `pred` holds for one, or panics after `secs`.
+fn wait_for(sub: &mut Subscription, secs: u64, mut pred: impl FnMut(&Message) -> bool) -> Message {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        if let Some(m) = sub.next(left).unwrap()
+            && pred(&m)
+        {
+            return m;
+        }
+    }
+    panic!("no matching value within {secs} s");
+}
+
+fn burst(poll: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path());
+    let mut sub = Subscription::new(&bus, &["interpulse/checkpoint/*"], opts(poll)).unwrap();
+    assert_eq!(sub.uses_events(), !poll);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..1000 {
+                bus.publish_typed("burst", "s", &checkpoint(i)).unwrap();
+            }
+        });
+        let mut last = 0;
+        let m = wait_for(&mut sub, 30, |m| {
+            assert!(
+                m.envelope.seq > last || m.envelope.seq == 0,
+                "each seq once, in order"
+            );
+            last = last.max(m.envelope.seq);
+            m.envelope.seq == 1000
+        });
+        assert_eq!(m.envelope.payload["ts"], 999.0);
+        assert_eq!(
+            m.address.unwrap().to_string(),
+            "interpulse/checkpoint/burst"
+        );
+    });
+}
+
+#[test]
+fn a_watcher_sees_the_final_value_of_a_1000_publish_burst() {
+    burst(false);
+}
+
+#[test]
+fn the_polling_fallback_sees_it_too() {
+    burst(true);
+}
+
+#[test]
+fn new_folders_corrupt_files_and_other_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("not-yet"));
+    let mut sub = Subscription::new(
+        &bus,
+        &["fresh/*/k?"],
+        WatchOptions {
+            initial: false,
+            ..opts(false)
+        },
+    )
+    .unwrap();
+    // A namespace and channel that do not exist yet, a corrupt file, and a non-matching key.
+    bus.publish("fresh", "chan", "other", "t", "", json!({}))
+        .unwrap();
+    let chan = bus.channel_dir("fresh", "chan").unwrap();
+    std::fs::write(chan.join("k1.json"), "{broken").unwrap();
+    bus.publish("fresh", "chan", "k2", "t", "", json!({"n": 2}))
+        .unwrap();
+    let m = wait_for(&mut sub, 10, |_| true);
+    assert_eq!(
+        m.address.unwrap().key,
+        "k2",
+        "the corrupt k1 and the unmatched key are skipped"
+    );
+    // The corrupt key heals with its next valid value.
+    bus.publish("fresh", "chan", "k1", "t", "", json!({"n": 1}))
+        .unwrap();
+    let m = wait_for(&mut sub, 10, |_| true);
+    assert_eq!(m.address.unwrap().key, "k1");
+}
+
+/// A consumer whose side effect is one line per value in a shared log.
+struct Logger {
+    log: PathBuf,
+}
+
+impl Consumer for Logger {
+    fn name(&self) -> &str {
+        "logger"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec!["interpulse/checkpoint/*".into()]
+    }
+    fn handle(&mut self, _: &Bus, m: &Message, _: bool) -> Result<(), HandlerError> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        writeln!(f, "{} {}", m.address.as_ref().unwrap(), m.envelope.seq)?;
+        Ok(())
+    }
+}
+
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_consumer_acts_once_per_seq_across_a_drain_and_a_watch_running_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let log = dir.path().join("log");
+    let stop = AtomicBool::new(false);
+    let mut finals = BTreeMap::new();
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut consumers: Vec<Box<dyn Consumer>> = vec![Box::new(Logger { log: log.clone() })];
+            consumer::watch(
+                &bus,
+                &mut consumers,
+                opts(false),
+                Duration::from_millis(20),
+                |_| !stop.load(Ordering::Relaxed),
+            )
+            .unwrap()
+        });
+        let drainer = s.spawn(|| {
+            let mut c = Logger { log: log.clone() };
+            let mut runs = 0;
+            while !stop.load(Ordering::Relaxed) {
+                consumer::drain(&bus, &mut c).unwrap();
+                runs += 1;
+            }
+            runs
+        });
+        for i in 0..300 {
+            let key = format!("k{}", i % 5);
+            let p = bus.publish_typed(&key, "s", &checkpoint(i)).unwrap();
+            finals.insert(format!("interpulse/checkpoint/{key}"), p.seq);
+        }
+        // Wait (bounded) until every key's final value was acted on.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let lines: HashSet<String> = log_lines(&log).into_iter().collect();
+            if finals
+                .iter()
+                .all(|(k, seq)| lines.contains(&format!("{k} {seq}")))
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "final values not all handled");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Relaxed);
+        watcher.join().unwrap();
+        assert!(drainer.join().unwrap() > 0);
+    });
+    let lines = log_lines(&log);
+    let unique: HashSet<&String> = lines.iter().collect();
+    assert_eq!(unique.len(), lines.len(), "a value was handled twice");
+    // Per key, handled seqs strictly increase: nothing older after something newer.
+    let mut last: BTreeMap<String, u64> = BTreeMap::new();
+    for l in &lines {
+        let (k, seq) = l.rsplit_once(' ').unwrap();
+        let seq: u64 = seq.parse().unwrap();
+        let prev = last.insert(k.to_owned(), seq).unwrap_or(0);
+        assert!(seq > prev, "{k}: {seq} after {prev}");
+    }
+    // A later drain finds nothing new.
+    let r = consumer::drain(&bus, &mut Logger { log: log.clone() }).unwrap();
+    assert_eq!(r.handled, 0);
+}
+
+/// Writes an effect file named after the value, then "dies" the first time.
+struct Crashy {
+    effects: PathBuf,
+    crash: bool,
+    saw_redelivery: bool,
+}
+
+impl Consumer for Crashy {
+    fn name(&self) -> &str {
+        "crashy"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec!["interpulse/checkpoint/*".into()]
+    }
+    fn handle(&mut self, _: &Bus, m: &Message, redelivered: bool) -> Result<(), HandlerError> {
+        self.saw_redelivery |= redelivered;
+        let effect = self.effects.join(format!(
+            "{}-{}",
+            m.address.as_ref().unwrap().key,
+            m.envelope.seq
+        ));
+        // The idempotent pattern: the effect is keyed by (key, seq).
+        if !(redelivered && effect.exists()) {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&effect)?
+                .write_all(b"x")?;
+        }
+        if self.crash {
+            panic!("killed mid-way");
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_consumer_killed_mid_way_gets_the_value_again_marked_redelivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let effects = dir.path().join("effects");
+    std::fs::create_dir(&effects).unwrap();
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let mut c = Crashy {
+        effects: effects.clone(),
+        crash: true,
+        saw_redelivery: false,
+    };
+    let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        consumer::drain(&bus, &mut c)
+    }));
+    assert!(crashed.is_err());
+    c.crash = false;
+    let r = consumer::drain(&bus, &mut c).unwrap();
+    assert_eq!((r.handled, r.redelivered), (1, 1));
+    assert!(c.saw_redelivery);
+    assert_eq!(
+        std::fs::read(effects.join("k-1")).unwrap(),
+        b"x",
+        "the effect happened once"
+    );
+    assert_eq!(consumer::drain(&bus, &mut c).unwrap().handled, 0);
+}
+
+/// Fails every time.
+struct Failing(usize);
+
+impl Consumer for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec!["interpulse/checkpoint/*".into()]
+    }
+    fn handle(&mut self, _: &Bus, _: &Message, _: bool) -> Result<(), HandlerError> {
+        self.0 += 1;
+        Err("transcript missing".into())
+    }
+}
+
+#[test]
+fn a_failing_value_is_retried_a_bounded_number_of_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path());
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let mut c = Failing(0);
+    for _ in 0..5 {
+        let r = consumer::drain(&bus, &mut c).unwrap();
+        assert!(
+            r.errors
+                .iter()
+                .all(|e| e.to_string().contains("transcript missing"))
+        );
+    }
+    assert_eq!(c.0 as u32, consumer::MAX_ATTEMPTS);
+}
