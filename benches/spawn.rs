@@ -9,8 +9,14 @@
 //! Everything runs against a private temp dir (`INTERBAND_ROOT=<tmp>/root`, `HOME=<tmp>/home`),
 //! seeded with one message so `read` has something to read.
 //!
-//! Run: `cargo bench --bench spawn` (builds the release binary). Environment:
+//! Two builds are measured side by side: the one `cargo build --release` makes (dynamically
+//! linked, "dynamic" below) and the statically linked one we ship on Linux/glibc, built by
+//! `scripts/build-release` into `target/static/` (the bench builds it if needed). A static
+//! binary skips the dynamic loader, which is most of a Rust binary's cost over `/bin/true`.
+//!
+//! Run: `cargo bench --bench spawn`. Environment:
 //! - `INTERBAND_BENCH_ROUNDS`: measured rounds, default 300.
+//! - `INTERBAND_BENCH_STATIC=0`: skip the static build.
 //! - `INTERBAND_BENCH_PEER`: a command to compare against, run as `sh -c "$INTERBAND_BENCH_PEER"`.
 //!
 //! Prints a markdown table and writes it as JSON to `target/bench-spawn.json`. This is a
@@ -22,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-const BIN: &str = env!("CARGO_BIN_EXE_interband");
+const DYNAMIC_BIN: &str = env!("CARGO_BIN_EXE_interband");
 const WARMUP: usize = 10;
 const PAYLOAD: &str = r#"{"level":"yellow","pressure":61,"est_tokens":1200,"ts":1796000000}"#;
 /// The target the interband cases are held to: median at most this many times the floor's.
@@ -30,17 +36,17 @@ const TARGET_RATIO: f64 = 1.5;
 
 /// One measured command.
 struct Case {
-    name: &'static str,
+    name: String,
     argv: Vec<String>,
     /// Bytes written to the child's stdin; `None` means stdin is `/dev/null`.
     stdin: Option<Vec<u8>>,
 }
 
 impl Case {
-    fn new(name: &'static str, argv: &[&str]) -> Case {
+    fn new(name: impl Into<String>, argv: &[&str]) -> Case {
         let argv = argv.iter().map(ToString::to_string).collect();
         Case {
-            name,
+            name: name.into(),
             argv,
             stdin: None,
         }
@@ -57,30 +63,59 @@ impl Case {
 
     /// Whether the case runs `interband` and so is held to [`TARGET_RATIO`].
     fn is_interband(&self) -> bool {
-        self.argv[0] == BIN
+        self.argv[0].ends_with("/interband")
+    }
+}
+
+/// The statically linked binary (`scripts/build-release`), built into `target/static/`.
+fn static_binary() -> Option<String> {
+    if std::env::var("INTERBAND_BENCH_STATIC").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    eprintln!("spawn bench: building the static binary (scripts/build-release)...");
+    let ok = Command::new("bash")
+        .arg(root.join("scripts/build-release"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let bin = root.join("target/static/release/interband");
+    if ok && bin.exists() {
+        Some(bin.to_string_lossy().into_owned())
+    } else {
+        eprintln!("spawn bench: no static build; measuring the dynamic one only");
+        None
     }
 }
 
 /// The cases, `floor` first. Add new ones here.
-fn cases(peer: Option<&str>) -> Vec<Case> {
-    let publish = [
-        BIN,
-        "publish",
-        "interpulse",
-        "pressure",
-        "bench",
-        "--type",
-        "context_pressure",
-        "--session",
-        "bench",
-        "--payload",
-        PAYLOAD,
-    ];
-    let mut cases = vec![
-        Case::new("floor", &["/bin/true"]),
-        Case::new("read", &[BIN, "read", "interpulse/pressure/bench"]),
-        Case::new("publish", &publish),
-    ];
+fn cases(peer: Option<&str>, static_bin: Option<&str>) -> Vec<Case> {
+    let mut cases = vec![Case::new("floor", &["/bin/true"])];
+    let mut builds = vec![];
+    if let Some(bin) = static_bin {
+        builds.push(("", bin));
+    }
+    builds.push((" (dynamic)", DYNAMIC_BIN));
+    for (suffix, bin) in builds {
+        let publish = [
+            bin,
+            "publish",
+            "interpulse",
+            "pressure",
+            "bench",
+            "--type",
+            "context_pressure",
+            "--session",
+            "bench",
+            "--payload",
+            PAYLOAD,
+        ];
+        cases.push(Case::new(
+            format!("read{suffix}"),
+            &[bin, "read", "interpulse/pressure/bench"],
+        ));
+        cases.push(Case::new(format!("publish{suffix}"), &publish));
+    }
     if let Some(cmd) = peer {
         cases.push(Case::new("peer", &["sh", "-c", cmd]));
     }
@@ -145,10 +180,11 @@ fn bench() -> Result<(), String> {
     ];
     std::fs::create_dir_all(&env[1].1).map_err(|e| format!("cannot create the temp home: {e}"))?;
     let peer = std::env::var("INTERBAND_BENCH_PEER").ok();
-    let cases = cases(peer.as_deref());
+    let static_bin = static_binary();
+    let cases = cases(peer.as_deref(), static_bin.as_deref());
 
     // Seed the message `read` reads (the publish case writes the same one), then warm up.
-    let seed = cases.iter().find(|c| c.name == "publish");
+    let seed = cases.iter().find(|c| c.name.starts_with("publish"));
     run(seed.expect("a publish case"), &env)?;
     for case in &cases {
         for _ in 0..WARMUP {
@@ -172,7 +208,8 @@ fn bench() -> Result<(), String> {
         .collect();
     let floor = stats[0].0;
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    println!("machine: nproc={cpus}, rounds={rounds}, binary={BIN}\n");
+    let bins = static_bin.as_deref().unwrap_or("-");
+    println!("machine: nproc={cpus}, rounds={rounds}, static={bins}, dynamic={DYNAMIC_BIN}\n");
     println!("| case | median ms | p90 ms | ratio to floor | ≤ {TARGET_RATIO}× floor |");
     println!("|---|---:|---:|---:|:---:|");
     let mut json = Vec::new();

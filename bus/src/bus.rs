@@ -2,7 +2,6 @@
 //! bounded, never through a symlink, and validated.
 
 use std::fs::File;
-use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -126,7 +125,9 @@ impl Bus {
         }
         check_payload(namespace, msg_type, &payload).map_err(invalid)?;
         let dir = path.parent().expect("a message path has a folder");
-        ensure_private_dir(dir)?;
+        if !dir.is_dir() {
+            ensure_private_dir(dir)?;
+        }
         let policy = channel_policy(namespace, channel);
 
         let mut envelope = Envelope {
@@ -153,8 +154,8 @@ impl Bus {
                     limit: MAX_MESSAGE_BYTES,
                 });
             }
+            store_seq(&path, lock, envelope.seq)?;
             write_atomic(&path, &bytes, policy.durable)?;
-            store_seq(lock, envelope.seq);
             Ok(envelope.seq)
         })?;
         // Retention is housekeeping: it must never fail a publish.
@@ -274,27 +275,25 @@ pub fn parse_message(path: &Path, bytes: &[u8]) -> Result<Message> {
     })
 }
 
-/// The highest seq the key has had: the larger of what its lock file
-/// remembers and what the current file says (a v1 writer or a removed lock
-/// file may have left only one of them).
-fn last_seq(path: &Path, lock: &mut File) -> u64 {
-    let mut text = String::new();
+/// The last seq the key had. The lock file remembers it (20 digits, written
+/// in place: truncating would make ext4 flush); when the lock file is new or
+/// was removed, the current message file says (0 for a v1 writer's file).
+fn last_seq(path: &Path, lock: &File) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 20];
     let remembered = lock
-        .rewind()
-        .and_then(|_| lock.take(32).read_to_string(&mut text))
+        .read_exact_at(&mut buf, 0)
         .ok()
-        .and_then(|_| text.trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    let current = read_path(path).map_or(0, |m| m.envelope.seq);
-    remembered.max(current)
+        .and_then(|_| std::str::from_utf8(&buf).ok()?.trim().parse::<u64>().ok());
+    remembered.unwrap_or_else(|| read_path(path).map_or(0, |m| m.envelope.seq))
 }
 
-fn store_seq(lock: &mut File, seq: u64) {
-    // Best effort: the message file also carries the seq.
-    let _ = lock
-        .set_len(0)
-        .and_then(|_| lock.rewind())
-        .and_then(|_| lock.write_all(seq.to_string().as_bytes()));
+/// Remembers `seq` in the lock file. Done before the message is renamed into
+/// place, so a crash in between skips a number but never reuses one.
+fn store_seq(path: &Path, lock: &File, seq: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    lock.write_all_at(format!("{seq:020}").as_bytes(), 0)
+        .map_err(|e| Error::io(lock_path_for(path), e))
 }
 
 #[cfg(test)]
