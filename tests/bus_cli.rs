@@ -335,6 +335,17 @@ fn an_unwritable_root_is_a_clear_error_and_leaves_nothing_behind() {
         .output()
         .unwrap();
     assert_fails(&o, 2, blocker.to_str().unwrap());
+    for args in [
+        &["watch", "a/b/*"][..],
+        &["prune"],
+        &["ls"],
+        &["read", "a/b/c"],
+    ] {
+        let o = w.cmd(args).env("INTERBAND_ROOT", &root).output().unwrap();
+        assert_fails(&o, 2, blocker.to_str().unwrap());
+    }
+    let o = w.run(&["schema", "--out", root.to_str().unwrap()]);
+    assert_fails(&o, 2, blocker.to_str().unwrap());
     // And a channel folder that exists but is read-only for us (skip when we are root).
     if unsafe { libc::geteuid() } != 0 {
         use std::os::unix::fs::PermissionsExt;

@@ -100,15 +100,6 @@ pub enum Error {
         /// How long we waited.
         waited: Duration,
     },
-    /// The file watcher on `path` failed.
-    #[error("{}: file watch failed: {source}", path.display())]
-    Watch {
-        /// The watched folder.
-        path: PathBuf,
-        /// What notify said.
-        #[source]
-        source: notify::Error,
-    },
     /// No root folder: `INTERBAND_ROOT` is unset and the home folder is unknown.
     #[error("cannot find the interband root: INTERBAND_ROOT is unset and HOME is not set")]
     NoRoot,

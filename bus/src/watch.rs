@@ -113,6 +113,18 @@ pub(crate) fn candidate_files<S: AsRef<str>>(bus: &Bus, patterns: &[S]) -> Vec<P
     files
 }
 
+fn watch_events(
+    root: &Path,
+) -> notify::Result<(
+    notify::RecommendedWatcher,
+    Receiver<notify::Result<notify::Event>>,
+)> {
+    let (tx, rx) = channel();
+    let mut w = notify::recommended_watcher(tx)?;
+    w.watch(root, notify::RecursiveMode::Recursive)?;
+    Ok((w, rx))
+}
+
 /// A live subscription. Call [`Subscription::next`] in a loop.
 ///
 /// ```no_run
@@ -139,24 +151,16 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Starts watching the bus root (created if missing) for `patterns`, and scans once.
+    /// Starts watching the bus root (created if missing) for `patterns`, and
+    /// scans once. Falls back to polling when file events are unavailable.
     pub fn new<S: AsRef<str>>(bus: &Bus, patterns: &[S], opts: WatchOptions) -> Result<Self> {
         let set = compile_patterns(patterns)?;
         ensure_private_dir(bus.root())?;
+        // Where file events cannot be had (no inotify, its limits reached), poll instead.
         let events = if opts.poll {
             None
         } else {
-            let (tx, rx) = channel();
-            let mut w = notify::recommended_watcher(tx).map_err(|e| Error::Watch {
-                path: bus.root().into(),
-                source: e,
-            })?;
-            w.watch(bus.root(), notify::RecursiveMode::Recursive)
-                .map_err(|e| Error::Watch {
-                    path: bus.root().into(),
-                    source: e,
-                })?;
-            Some((w, rx))
+            watch_events(bus.root()).ok()
         };
         let mut sub = Subscription {
             bus: bus.clone(),
@@ -279,7 +283,9 @@ impl Subscription {
             return;
         }
         let Ok(meta) = std::fs::symlink_metadata(path) else {
+            // Gone (pruned): forget it, so memory stays bounded by the keys that exist.
             self.stamps.remove(path);
+            self.delivered.remove(path);
             return;
         };
         let stamp = (

@@ -38,9 +38,10 @@ impl Validate {
             collect_json_files(p, &mut files, &mut trouble);
         }
         let mut invalid = Vec::new();
+        let mut valid = 0;
         for f in &files {
             match interband::read_path(f) {
-                Ok(_) => {}
+                Ok(_) => valid += 1,
                 Err(e) if e.is_invalid_data() => invalid.push((f.clone(), e.to_string())),
                 Err(e) => trouble.push((f.clone(), e.to_string())),
             }
@@ -65,7 +66,7 @@ impl Validate {
                 };
                 let report = json!({
                     "checked": files.len(),
-                    "valid": files.len() - invalid.len() - trouble.iter().filter(|(p, _)| files.contains(p)).count(),
+                    "valid": valid,
                     "invalid": list(&invalid),
                     "unreadable": list(&trouble),
                 });
@@ -360,12 +361,16 @@ impl Watch {
     pub fn run(self) -> Result<u8> {
         let bus = Bus::from_env()?;
         let defaults = WatchOptions::default();
+        let poll = self.poll || defaults.poll;
         let opts = WatchOptions {
-            poll: self.poll || defaults.poll,
+            poll,
             initial: self.existing,
             ..defaults
         };
         let mut sub = Subscription::new(&bus, &self.globs, opts)?;
+        if !sub.uses_events() && !poll {
+            eprintln!("interband: file events unavailable here; polling instead");
+        }
         let tick = self
             .idle_timeout
             .map_or(Duration::from_secs(3600), Duration::from_secs_f64);
