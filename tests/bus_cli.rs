@@ -182,9 +182,9 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
     assert_eq!(third["address"], "intercheck/pressure/t");
     assert!(child.wait().unwrap().success());
 
-    // --exec: argv, envelope on stdin, never a shell (the `;` stays a literal argument).
+    // --exec: the envelope on the command's stdin.
     let out = w.dir.path().join("exec.out");
-    let mut child = w
+    let o = w
         .cmd(&[
             "watch",
             "--existing",
@@ -196,18 +196,45 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
             "--exec",
             "tee",
             out.to_str().unwrap(),
-            ";",
-            "touch",
-            "pwned",
         ])
-        .stdout(Stdio::null())
-        .spawn()
+        .current_dir(w.dir.path())
+        .output()
         .unwrap();
-    assert!(child.wait().unwrap().success());
-    let _ = std::fs::remove_file(w.dir.path().join(";"));
-    assert!(!w.dir.path().join("pwned").exists());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let env: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(env["payload"]["level"], "yellow");
+    assert_eq!(
+        stdout(&o).trim(),
+        std::fs::read_to_string(&out).unwrap().trim(),
+        "tee copied stdin"
+    );
+
+    // Argv, never a shell: `; touch` stays a literal argument of echo.
+    let pwned = w.dir.path().join("pwned");
+    let o = w
+        .cmd(&[
+            "watch",
+            "--existing",
+            "--idle-timeout",
+            "30",
+            "--count",
+            "1",
+            "intercheck/pressure/t",
+            "--exec",
+            "echo",
+            "$INTERBAND_SEQ;",
+            "touch",
+            pwned.to_str().unwrap(),
+        ])
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        format!("$INTERBAND_SEQ; touch {}", pwned.display())
+    );
+    assert!(!pwned.exists());
 }
 
 /// One stderr line, naming `needle`, and the exit code.

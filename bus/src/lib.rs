@@ -41,6 +41,7 @@ pub mod payloads;
 pub mod registry;
 pub mod retention;
 pub mod schema;
+pub mod settings;
 pub mod watch;
 
 pub use bus::{Address, Bus, Message, Published, decode, parse_message, read_path};

@@ -1,0 +1,333 @@
+//! Layered settings for interband's own tools: built-in defaults, then the
+//! user's file, then the project's file, then the environment — remembering
+//! where each value came from.
+//!
+//! Settings files are TOML with one table per tool (`[interpulse]`,
+//! `[intermem]`...). Every setting can also be set from the environment as
+//! `INTERBAND_<TOOL>_<KEY>` (dots and dashes become `_`, upper case), e.g.
+//! `INTERBAND_INTERPULSE_DEBOUNCE_CALLS=3`. Values from the environment are
+//! read as JSON when they parse as JSON, else as text; a list may also be
+//! written comma-separated (`30,52,70`). A bad or unknown value is reported
+//! and ignored, never fatal: a hook must still run on defaults.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::fsio::{MAX_MESSAGE_BYTES, read_capped};
+
+/// Where a setting's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The built-in default.
+    Default,
+    /// A settings file.
+    File(PathBuf),
+    /// An environment variable.
+    Env(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File(p) => write!(f, "{}", p.display()),
+            Origin::Env(v) => write!(f, "env {v}"),
+        }
+    }
+}
+
+/// One tool's effective settings, with the origin of each value.
+#[derive(Debug, Clone)]
+pub struct Layered<T> {
+    /// The effective value.
+    pub value: T,
+    /// `tool.key.path` → where its value came from, for every leaf setting.
+    pub origins: BTreeMap<String, Origin>,
+    /// Values that were ignored, and why.
+    pub problems: Vec<String>,
+}
+
+/// The settings files, lowest precedence first: the user's
+/// (`$INTERBAND_CONFIG`, else `$XDG_CONFIG_HOME/interband/config.toml`, else
+/// `~/.config/interband/config.toml`), then the project's
+/// (`<project>/.interband/config.toml`).
+pub fn default_files(project: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let set = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    if let Some(p) = set("INTERBAND_CONFIG") {
+        files.push(PathBuf::from(p));
+    } else if let Some(x) = set("XDG_CONFIG_HOME") {
+        files.push(Path::new(&x).join("interband/config.toml"));
+    } else if let Some(h) = set("HOME") {
+        files.push(Path::new(&h).join(".config/interband/config.toml"));
+    }
+    if let Some(p) = project {
+        files.push(p.join(".interband/config.toml"));
+    }
+    files
+}
+
+/// The environment variable for a setting: `INTERBAND_` + the dotted key, upper-cased.
+///
+/// ```
+/// assert_eq!(interband::settings::env_name("interpulse.thresholds.usable.yellow"),
+///            "INTERBAND_INTERPULSE_THRESHOLDS_USABLE_YELLOW");
+/// ```
+pub fn env_name(key: &str) -> String {
+    format!("INTERBAND_{}", crate::retention::env_safe(key))
+}
+
+/// Loads the `tool` table of the settings into `T`, starting from `T::default()`.
+/// `aliases` maps extra environment variables to dotted keys within the tool.
+///
+/// ```
+/// #[derive(serde::Serialize, serde::Deserialize, Default, Debug)]
+/// #[serde(default)]
+/// struct Demo { calls: u32, thresholds: Vec<u32> }
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let file = dir.path().join("config.toml");
+/// std::fs::write(&file, "[demo]\ncalls = 5\n").unwrap();
+/// let env = |k: &str| (k == "DEMO_THRESHOLDS").then(|| "30,52".to_string());
+/// let s = interband::settings::load::<Demo>("demo", &[file.clone()], &env, &[("DEMO_THRESHOLDS", "thresholds")]);
+/// assert_eq!((s.value.calls, s.value.thresholds), (5, vec![30, 52]));
+/// assert_eq!(s.origins["demo.calls"], interband::settings::Origin::File(file));
+/// ```
+pub fn load<T: Serialize + DeserializeOwned + Default>(
+    tool: &str,
+    files: &[PathBuf],
+    env: &dyn Fn(&str) -> Option<String>,
+    aliases: &[(&str, &str)],
+) -> Layered<T> {
+    let defaults = serde_json::to_value(T::default()).expect("settings serialize");
+    let mut leaves = BTreeMap::new();
+    flatten(tool, &defaults, &mut leaves);
+    let mut current: BTreeMap<String, (Value, Origin)> = leaves
+        .into_iter()
+        .map(|(k, v)| (k, (v, Origin::Default)))
+        .collect();
+    let mut problems = Vec::new();
+
+    for file in files {
+        let text = match read_capped(file, MAX_MESSAGE_BYTES) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(crate::Error::NotFound { .. }) => continue,
+            Err(e) => {
+                problems.push(e.to_string());
+                continue;
+            }
+        };
+        let doc: Value = match toml::from_str::<toml::Table>(&text) {
+            Ok(t) => serde_json::to_value(t).unwrap_or_default(),
+            Err(e) => {
+                problems.push(format!(
+                    "{}: not valid TOML: {}",
+                    file.display(),
+                    e.message()
+                ));
+                continue;
+            }
+        };
+        let Some(section) = doc.get(tool) else {
+            continue;
+        };
+        let mut layer = BTreeMap::new();
+        flatten(tool, section, &mut layer);
+        for (k, v) in layer {
+            apply::<T>(
+                &mut current,
+                &k,
+                v,
+                Origin::File(file.clone()),
+                &mut problems,
+            );
+        }
+    }
+
+    let keys: Vec<String> = current.keys().cloned().collect();
+    let prefix = format!("{tool}.");
+    let env_keys = keys.iter().map(|k| (env_name(k), k.clone())).chain(
+        aliases
+            .iter()
+            .map(|(e, k)| (e.to_string(), format!("{prefix}{k}"))),
+    );
+    for (var, key) in env_keys {
+        let Some(raw) = env(&var) else { continue };
+        let Some((default, _)) = current.get(&key) else {
+            continue;
+        };
+        let v = parse_env(&raw, default);
+        apply::<T>(&mut current, &key, v, Origin::Env(var), &mut problems);
+    }
+
+    let value = build::<T>(&current).unwrap_or_default();
+    Layered {
+        value,
+        origins: current.into_iter().map(|(k, (_, o))| (k, o)).collect(),
+        problems,
+    }
+}
+
+/// Sets `key` to `v` if it is a known setting and the result still makes a valid `T`.
+fn apply<T: DeserializeOwned>(
+    current: &mut BTreeMap<String, (Value, Origin)>,
+    key: &str,
+    v: Value,
+    origin: Origin,
+    problems: &mut Vec<String>,
+) {
+    let Some(old) = current.get(key).cloned() else {
+        problems.push(format!("{origin}: unknown setting {key}"));
+        return;
+    };
+    current.insert(key.to_owned(), (v.clone(), origin.clone()));
+    if let Err(e) = build::<T>(current) {
+        problems.push(format!("{origin}: {key} = {v}: {e}"));
+        current.insert(key.to_owned(), old);
+    }
+}
+
+fn build<T: DeserializeOwned>(
+    current: &BTreeMap<String, (Value, Origin)>,
+) -> serde_json::Result<T> {
+    fn insert(node: &mut Map<String, Value>, parts: &[&str], v: &Value) {
+        match parts {
+            [] => {}
+            [last] => {
+                node.insert((*last).to_owned(), v.clone());
+            }
+            [first, rest @ ..] => {
+                let child = node
+                    .entry(*first)
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(m) = child {
+                    insert(m, rest, v);
+                }
+            }
+        }
+    }
+    let mut root = Map::new();
+    for (k, (v, _)) in current {
+        let parts: Vec<&str> = k.split('.').skip(1).collect();
+        insert(&mut root, &parts, v);
+    }
+    serde_json::from_value(Value::Object(root))
+}
+
+/// Leaves of a JSON tree as dotted keys; arrays are leaves.
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                flatten(&format!("{prefix}.{k}"), v, out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.clone());
+        }
+    }
+}
+
+fn parse_env(raw: &str, default: &Value) -> Value {
+    // JSON, unless the setting is text and the JSON is not (a text setting given 42 stays "42").
+    if let Ok(v) = serde_json::from_str::<Value>(raw)
+        && (!default.is_string() || v.is_string())
+    {
+        return v;
+    }
+    if default.is_array() {
+        let items = raw
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())))
+            .collect();
+        return Value::Array(items);
+    }
+    Value::String(raw.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    #[serde(default)]
+    struct T {
+        on: bool,
+        n: u32,
+        name: String,
+        inner: Inner,
+    }
+    #[derive(Debug, Serialize, Deserialize, PartialEq, Default)]
+    #[serde(default)]
+    struct Inner {
+        list: Vec<u32>,
+    }
+    impl Default for T {
+        fn default() -> Self {
+            T {
+                on: true,
+                n: 5,
+                name: "x".into(),
+                inner: Inner { list: vec![1, 2] },
+            }
+        }
+    }
+
+    #[test]
+    fn later_layers_win_and_origins_say_which() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        let project = dir.path().join("project.toml");
+        std::fs::write(&user, "[t]\nn = 7\nname = \"u\"\n[other]\nn = 1\n").unwrap();
+        std::fs::write(&project, "[t]\nname = \"p\"\n[t.inner]\nlist = [3]\n").unwrap();
+        let env = |k: &str| (k == "INTERBAND_T_ON").then(|| "false".to_owned());
+        let s = load::<T>(
+            "t",
+            &[user.clone(), project.clone(), dir.path().join("missing")],
+            &env,
+            &[],
+        );
+        assert_eq!(
+            s.value,
+            T {
+                on: false,
+                n: 7,
+                name: "p".into(),
+                inner: Inner { list: vec![3] }
+            }
+        );
+        assert_eq!(s.origins["t.n"], Origin::File(user));
+        assert_eq!(s.origins["t.name"], Origin::File(project.clone()));
+        assert_eq!(s.origins["t.inner.list"], Origin::File(project));
+        assert_eq!(s.origins["t.on"], Origin::Env("INTERBAND_T_ON".into()));
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+    }
+
+    #[test]
+    fn bad_values_and_files_are_reported_and_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "[t\nn=").unwrap();
+        let typo = dir.path().join("typo.toml");
+        std::fs::write(&typo, "[t]\nnn = 1\nn = \"seven\"\n").unwrap();
+        let env = |k: &str| (k == "INTERBAND_T_INNER_LIST").then(|| "4, 5,x".to_owned());
+        let s = load::<T>("t", &[bad, typo], &env, &[]);
+        assert_eq!(s.value, T::default());
+        assert_eq!(s.problems.len(), 4, "{:?}", s.problems);
+        assert!(s.problems[0].contains("not valid TOML"));
+        assert!(
+            s.problems
+                .iter()
+                .any(|p| p.contains("unknown setting t.nn"))
+        );
+        assert!(s.problems.iter().any(|p| p.contains("t.n = \"seven\"")));
+    }
+}

@@ -1,0 +1,216 @@
+//! The producer's settings, and the one threshold table.
+
+use interband::payloads::Level;
+use interband::settings::{Layered, default_files, load};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Yellow, orange and red bounds for one measure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// Yellow from here.
+    pub yellow: f64,
+    /// Orange from here.
+    pub orange: f64,
+    /// Red from here.
+    pub red: f64,
+}
+
+impl Bounds {
+    /// The level of a value that gets worse as it rises (`value > bound`).
+    pub fn above(&self, v: f64) -> Level {
+        match v {
+            v if v > self.red => Level::Red,
+            v if v > self.orange => Level::Orange,
+            v if v > self.yellow => Level::Yellow,
+            _ => Level::Green,
+        }
+    }
+    /// The level of a value that gets worse as it falls (`value < bound`).
+    pub fn below(&self, v: f64) -> Level {
+        match v {
+            v if v < self.red => Level::Red,
+            v if v < self.orange => Level::Orange,
+            v if v < self.yellow => Level::Yellow,
+            _ => Level::Green,
+        }
+    }
+}
+
+/// When each level starts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    /// Usable context remaining, percent (below).
+    pub usable: Bounds,
+    /// The heuristic pressure score (above).
+    pub pressure: Bounds,
+    /// Estimated tokens from tool output sizes (above), the fallback.
+    pub tokens: Bounds,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            usable: Bounds {
+                yellow: 35.0,
+                orange: 20.0,
+                red: 10.0,
+            },
+            pressure: Bounds {
+                yellow: 60.0,
+                orange: 90.0,
+                red: 120.0,
+            },
+            tokens: Bounds {
+                yellow: 150_000.0,
+                orange: 180_000.0,
+                red: 200_000.0,
+            },
+        }
+    }
+}
+
+impl Thresholds {
+    /// The table as markdown; the README carries exactly this.
+    ///
+    /// ```
+    /// let md = interpulse::config::Thresholds::default().markdown();
+    /// assert!(md.contains("| usable context remaining, % | < 35 | < 20 | < 10 |"));
+    /// ```
+    pub fn markdown(&self) -> String {
+        let n = |v: f64| {
+            if v.fract() == 0.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v}")
+            }
+        };
+        let row = |name: &str, b: &Bounds, op: &str| {
+            format!(
+                "| {name} | {op} {} | {op} {} | {op} {} |\n",
+                n(b.yellow),
+                n(b.orange),
+                n(b.red)
+            )
+        };
+        let mut s = String::from("| measure | yellow | orange | red |\n|---|---|---|---|\n");
+        s += &row("usable context remaining, %", &self.usable, "<");
+        s += &row("pressure score (fallback)", &self.pressure, ">");
+        s += &row("estimated tokens (fallback)", &self.tokens, ">");
+        s
+    }
+}
+
+/// Directive re-injection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Reinject {
+    /// Directive files, relative to the project folder (or absolute).
+    pub files: Vec<String>,
+    /// Used-% thresholds at which the directives are injected again, each once per context.
+    pub thresholds: Vec<f64>,
+    /// Without a usage figure: every this many tool calls (0 = never).
+    pub every_calls: u64,
+    /// At most this many bytes of directives per injection.
+    pub max_bytes: usize,
+}
+
+impl Default for Reinject {
+    fn default() -> Self {
+        Reinject {
+            files: vec![".interband/directives.md".into()],
+            thresholds: vec![30.0, 52.0, 70.0],
+            every_calls: 20,
+            max_bytes: 4096,
+        }
+    }
+}
+
+/// The producer's settings (`[interpulse]` in the settings files).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// When each level starts.
+    pub thresholds: Thresholds,
+    /// Tool calls between two warnings at the same level.
+    pub debounce_calls: u64,
+    /// Seconds between two orange checkpoint requests.
+    pub checkpoint_throttle_secs: f64,
+    /// Also write the legacy `intercheck/pressure` channel for older statuslines.
+    pub legacy_dual_write: bool,
+    /// The context window in tokens when nothing better says (0: 200k, or the
+    /// host's `CLAUDE_CODE_AUTO_COMPACT_WINDOW`).
+    pub window: u64,
+    /// Tools that count as heavy (+1.5 pressure).
+    pub heavy_tools: Vec<String>,
+    /// Directive re-injection.
+    pub reinject: Reinject,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            thresholds: Thresholds::default(),
+            debounce_calls: 5,
+            checkpoint_throttle_secs: 900.0,
+            legacy_dual_write: true,
+            window: 0,
+            heavy_tools: [
+                "Read",
+                "Grep",
+                "Glob",
+                "Task",
+                "Agent",
+                "WebFetch",
+                "WebSearch",
+            ]
+            .map(String::from)
+            .to_vec(),
+            reinject: Reinject::default(),
+        }
+    }
+}
+
+/// Extra environment variables, beyond `INTERBAND_INTERPULSE_*`.
+pub const ENV_ALIASES: &[(&str, &str)] =
+    &[("INTERBAND_REINJECT_THRESHOLDS", "reinject.thresholds")];
+
+impl Config {
+    /// Loads the settings for a project folder from the files and the environment.
+    pub fn load(project: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Layered<Config> {
+        let files: Vec<PathBuf> = default_files(project, env);
+        load("interpulse", &files, env, ENV_ALIASES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_strict() {
+        let t = Thresholds::default();
+        assert_eq!(t.usable.below(35.0), Level::Green);
+        assert_eq!(t.usable.below(34.9), Level::Yellow);
+        assert_eq!(t.usable.below(19.9), Level::Orange);
+        assert_eq!(t.usable.below(9.9), Level::Red);
+        assert_eq!(t.pressure.above(60.0), Level::Green);
+        assert_eq!(t.pressure.above(60.5), Level::Yellow);
+        assert_eq!(t.pressure.above(121.0), Level::Red);
+        assert_eq!(t.tokens.above(180_001.0), Level::Orange);
+    }
+
+    #[test]
+    fn env_overrides_thresholds_and_reinject_points() {
+        let env = |k: &str| match k {
+            "INTERBAND_REINJECT_THRESHOLDS" => Some("25,50".to_owned()),
+            "INTERBAND_INTERPULSE_THRESHOLDS_USABLE_RED" => Some("5".to_owned()),
+            _ => None,
+        };
+        let c = Config::load(None, &env);
+        assert_eq!(c.value.reinject.thresholds, vec![25.0, 50.0]);
+        assert_eq!(c.value.thresholds.usable.red, 5.0);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+    }
+}

@@ -1,0 +1,191 @@
+//! Context figures: the window, the autocompact reserve, and usable remaining.
+//!
+//! Autocompact starts at `window − min(max output, 20000) − 13000` tokens: 167k of
+//! a 200k window (a 16.5% reserve), 967k of 1M (3.3%). `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=P`
+//! lowers it to `min(floor(window × P / 100), default)`; `DISABLE_AUTO_COMPACT`
+//! turns it off (the whole window is usable).
+
+use serde::{Deserialize, Serialize};
+
+/// The window assumed when nothing says otherwise.
+pub const DEFAULT_WINDOW: u64 = 200_000;
+/// The large window, assumed when usage exceeds a 200k window.
+pub const LARGE_WINDOW: u64 = 1_000_000;
+/// Output tokens reserved for the summary, at most.
+const OUTPUT_RESERVE: u64 = 20_000;
+/// The host's fixed buffer.
+const BUFFER: u64 = 13_000;
+
+/// Where a context figure came from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `context_window` in the hook input.
+    HookInput,
+    /// The statusline bridge (`interline/context`), fresh by transcript position.
+    Statusline,
+    /// The transcript's last main-thread assistant usage.
+    Transcript,
+    /// The transcript's last compaction boundary.
+    Compaction,
+    /// No usage figure: the pressure heuristic alone.
+    Heuristic,
+}
+
+impl Source {
+    /// The name used on the bus and in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::HookInput => "hook_input",
+            Source::Statusline => "statusline",
+            Source::Transcript => "transcript",
+            Source::Compaction => "compaction",
+            Source::Heuristic => "heuristic",
+        }
+    }
+}
+
+/// The context of a session at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// Tokens in context.
+    pub used_tokens: u64,
+    /// The window, tokens.
+    pub window: u64,
+    /// Where autocompact starts, tokens.
+    pub autocompact_at: u64,
+    /// Where `used_tokens` came from.
+    pub source: Source,
+}
+
+impl Figures {
+    /// Percent of the window used (raw, as the host's statusline shows it).
+    pub fn used_pct(&self) -> f64 {
+        pct(self.used_tokens, self.window)
+    }
+    /// Percent of the window remaining, raw.
+    pub fn raw_remaining(&self) -> f64 {
+        100.0 - self.used_pct()
+    }
+    /// Percent of the usable budget (up to autocompact) remaining.
+    pub fn usable_remaining(&self) -> f64 {
+        100.0 - pct(self.used_tokens, self.autocompact_at)
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        return 100.0;
+    }
+    (part as f64 / whole as f64 * 100.0).clamp(0.0, 100.0)
+}
+
+/// The window to assume: the bridge's, else the configured one, else the
+/// host's `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, else 200k — raised to 1M when the
+/// usage seen is larger than that.
+pub fn window(
+    bridge: Option<u64>,
+    configured: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+    used: u64,
+) -> u64 {
+    let from_env =
+        || env("CLAUDE_CODE_AUTO_COMPACT_WINDOW").and_then(|v| v.trim().parse::<u64>().ok());
+    let w = bridge
+        .filter(|&w| w > 0)
+        .or((configured > 0).then_some(configured))
+        .or_else(from_env)
+        .filter(|&w| w > 0)
+        .unwrap_or(DEFAULT_WINDOW);
+    if used > w { w.max(LARGE_WINDOW) } else { w }
+}
+
+/// Where autocompact starts for a window, from the host's rules and settings.
+///
+/// ```
+/// use interpulse::context::autocompact_at;
+/// let none = |_: &str| None;
+/// assert_eq!(autocompact_at(200_000, &none), 167_000);
+/// assert_eq!(autocompact_at(1_000_000, &none), 967_000);
+/// let pct = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "50".to_string());
+/// assert_eq!(autocompact_at(200_000, &pct), 100_000);
+/// ```
+pub fn autocompact_at(window: u64, env: &dyn Fn(&str) -> Option<String>) -> u64 {
+    let on = |k: &str| env(k).is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    if on("DISABLE_AUTO_COMPACT") {
+        return window;
+    }
+    let default = window
+        .saturating_sub(OUTPUT_RESERVE.min(window / 4) + BUFFER)
+        .max(window / 2);
+    match env("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").and_then(|v| v.trim().parse::<f64>().ok()) {
+        Some(p) if p > 0.0 && p <= 100.0 => {
+            ((window as f64 * p / 100.0).floor() as u64).min(default)
+        }
+        _ => default,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn none(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn windows_come_from_the_best_source_and_grow_with_usage() {
+        let env = |k: &str| (k == "CLAUDE_CODE_AUTO_COMPACT_WINDOW").then(|| "500000".to_owned());
+        assert_eq!(window(None, 0, &none, 10), 200_000);
+        assert_eq!(window(None, 0, &env, 10), 500_000);
+        assert_eq!(window(None, 300_000, &env, 10), 300_000);
+        assert_eq!(window(Some(1_000_000), 300_000, &env, 10), 1_000_000);
+        assert_eq!(window(None, 0, &none, 250_000), 1_000_000);
+    }
+
+    #[test]
+    fn usable_takes_the_reserve_out() {
+        let f = Figures {
+            used_tokens: 100_000,
+            window: 200_000,
+            autocompact_at: 167_000,
+            source: Source::Transcript,
+        };
+        assert_eq!(f.used_pct(), 50.0);
+        assert!((f.usable_remaining() - 40.12).abs() < 0.01);
+        let big = Figures {
+            used_tokens: 600_000,
+            window: 1_000_000,
+            autocompact_at: 967_000,
+            source: Source::Statusline,
+        };
+        assert!(
+            (big.usable_remaining() - 37.95).abs() < 0.01,
+            "1M at 60% used is still green"
+        );
+        let full = Figures {
+            used_tokens: 190_000,
+            ..f
+        };
+        assert_eq!(full.usable_remaining(), 0.0);
+    }
+
+    #[test]
+    fn autocompact_can_be_lowered_or_disabled() {
+        let off = |k: &str| (k == "DISABLE_AUTO_COMPACT").then(|| "1".to_owned());
+        assert_eq!(autocompact_at(200_000, &off), 200_000);
+        let high = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "95".to_owned());
+        assert_eq!(
+            autocompact_at(200_000, &high),
+            167_000,
+            "an override only lowers it"
+        );
+        let junk = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "abc".to_owned());
+        assert_eq!(autocompact_at(200_000, &junk), 167_000);
+        assert!(
+            autocompact_at(10_000, &none) >= 5_000,
+            "tiny windows keep a sane budget"
+        );
+    }
+}

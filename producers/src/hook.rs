@@ -1,0 +1,272 @@
+//! One tool call, end to end: observe the context, step the engine under the
+//! session's lock, publish, and answer the host.
+
+use std::path::{Path, PathBuf};
+
+use interband::Bus;
+use interband::lock::{DEFAULT_WAIT, update_json};
+use interband::paths::{ensure_private_dir, safe_key};
+use interband::payloads::{Checkpoint, ContextWindow, LegacyPressure, Level, Pressure};
+
+use crate::config::Config;
+use crate::context::{self, Figures, Source};
+use crate::engine::{self, Action, Call, Observation, Outcome, State};
+use crate::host::{HookInput, additional_context};
+use crate::transcript::{self, UsageKind};
+use crate::{Error, messages};
+
+/// Everything a hook call needs from outside: the bus, the environment and the clock.
+pub struct Hook<'a> {
+    /// The bus.
+    pub bus: &'a Bus,
+    /// The environment (a function, so tests pass their own).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Unix time, seconds.
+    pub now: f64,
+}
+
+/// What to print, and what went wrong on the way without stopping the call.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// The host response, when there is something to say.
+    pub stdout: Option<String>,
+    /// Non-fatal problems (a publish that failed, a bad setting), for the log.
+    pub problems: Vec<String>,
+}
+
+/// The session state file: `<root>/.state/interpulse/<session>.json`.
+pub fn state_path(bus: &Bus, session: &str) -> PathBuf {
+    state_dir(bus).join(format!("{}.json", safe_key(session)))
+}
+
+fn state_dir(bus: &Bus) -> PathBuf {
+    bus.root().join(".state").join("interpulse")
+}
+
+/// The project folder: `CLAUDE_PROJECT_DIR`, else the input's `cwd`.
+pub fn project_dir(input: &HookInput, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    env("CLAUDE_PROJECT_DIR")
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| input.cwd.clone())
+        .map(PathBuf::from)
+}
+
+/// The best context figures available, best source first.
+pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
+    let bridge = h
+        .bus
+        .read_typed::<ContextWindow>(&input.session_id)
+        .ok()
+        .map(|e| e.payload);
+    let bridge = bridge
+        .filter(|b| b.transcript_path.is_none() || b.transcript_path == input.transcript_path);
+    let (used, source, window) = if let Some((used, w)) = input
+        .context_window
+        .as_ref()
+        .and_then(|c| Some((c.current_usage?.context_tokens(), c.context_window_size)))
+    {
+        (used, Source::HookInput, w)
+    } else {
+        let tail = input
+            .transcript_path
+            .as_deref()
+            .and_then(|p| transcript::read_tail(Path::new(p), transcript::DEFAULT_SCAN_CAP).ok())
+            .and_then(|t| t.usage);
+        let bridge_used = bridge
+            .as_ref()
+            .and_then(|b| Some((b.used_tokens?, b.transcript_bytes.unwrap_or(0))));
+        match (tail, bridge_used) {
+            // The statusline saw the transcript at least as far as our line: it is as fresh or fresher.
+            (Some(t), Some((b, seen))) if seen >= t.offset => (b, Source::Statusline, None),
+            (Some(t), _) => {
+                let source = match t.kind {
+                    UsageKind::Assistant => Source::Transcript,
+                    UsageKind::CompactBoundary => Source::Compaction,
+                };
+                (t.used_tokens, source, None)
+            }
+            (None, Some((b, _))) => (b, Source::Statusline, None),
+            (None, None) => return None,
+        }
+    };
+    let window = context::window(window.or(bridge.map(|b| b.window)), cfg.window, h.env, used);
+    Some(Figures {
+        used_tokens: used,
+        window,
+        autocompact_at: context::autocompact_at(window, h.env),
+        source,
+    })
+}
+
+fn directive_text(project: Option<&Path>, cfg: &Config) -> Option<String> {
+    let mut text = String::new();
+    for f in &cfg.reinject.files {
+        let path = match project {
+            Some(p) => p.join(f),
+            None if Path::new(f).is_absolute() => PathBuf::from(f),
+            None => continue,
+        };
+        if let Ok(bytes) = interband::fsio::read_capped(&path, cfg.reinject.max_bytes as u64 * 4) {
+            text.push_str(String::from_utf8_lossy(&bytes).trim());
+            text.push('\n');
+        }
+    }
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// Handles `PostToolUse` (Claude Code, Codex CLI) and `AfterTool` (Gemini CLI).
+pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
+    let session = input.session_id.trim();
+    if session.is_empty() {
+        return Err(Error::Input("session_id is missing".into()));
+    }
+    let project = project_dir(input, h.env);
+    let settings = Config::load(project.as_deref(), h.env);
+    let cfg = &settings.value;
+    let mut reply = Reply {
+        problems: settings.problems.clone(),
+        ..Default::default()
+    };
+
+    let subagent = input.in_subagent();
+    let figures = if subagent {
+        None
+    } else {
+        observe(h, input, cfg)
+    };
+    let directives = if subagent {
+        None
+    } else {
+        directive_text(project.as_deref(), cfg)
+    };
+    let call = Call {
+        now: h.now,
+        tool: input.tool_name.clone(),
+        response_bytes: input.response_bytes(),
+        subagent,
+    };
+    let obs = Observation {
+        figures,
+        directives: directives.is_some(),
+    };
+
+    let dir = state_dir(h.bus);
+    ensure_private_dir(&dir)?;
+    let out: Outcome = update_json(
+        &state_path(h.bus, session),
+        DEFAULT_WAIT,
+        |s: &mut State| {
+            let o = engine::step(s, &call, &obs, cfg);
+            *s = o.state.clone();
+            o
+        },
+    )?;
+
+    let mut problem = |r: Result<(), interband::Error>| {
+        if let Err(e) = r {
+            reply.problems.push(e.to_string());
+        }
+    };
+    problem(publish_pressure(h, input, &out, cfg));
+    let mut said = Vec::new();
+    for action in &out.actions {
+        match action {
+            Action::Warn(level) => said.push(messages::warning(
+                *level,
+                out.state.figures.as_ref().filter(|_| figures.is_some()),
+                &out.state,
+            )),
+            Action::Checkpoint(trigger) => {
+                let cp = Checkpoint {
+                    trigger: (*trigger).to_owned(),
+                    ts: h.now,
+                    context_usable: figures.map(|f| round1(f.usable_remaining())),
+                    transcript_path: input.transcript_path.clone(),
+                    cwd: input.cwd.clone(),
+                };
+                problem(h.bus.publish_typed(session, session, &cp).map(drop));
+            }
+            Action::CheckpointFile => problem(write_checkpoint_file(h, input, &out)),
+            Action::Reinject(at) => {
+                if let Some(text) = &directives {
+                    said.push(messages::directives(text, cfg.reinject.max_bytes, *at));
+                }
+            }
+        }
+    }
+    if !said.is_empty() {
+        reply.stdout = Some(additional_context(
+            &input.hook_event_name,
+            &said.join("\n\n"),
+        ));
+    }
+    Ok(reply)
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+fn publish_pressure(
+    h: &Hook,
+    input: &HookInput,
+    o: &Outcome,
+    cfg: &Config,
+) -> Result<(), interband::Error> {
+    let s = &o.state;
+    let session = input.session_id.trim();
+    let f = s.figures.filter(|_| s.last_used.is_some());
+    let p = Pressure {
+        level: o.level,
+        pressure: round1(s.pressure),
+        est_tokens: s.est_tokens.round(),
+        ts: h.now,
+        context_usable: f.map(|f| round1(f.usable_remaining())),
+        context_raw: f.map(|f| round1(f.raw_remaining())),
+        used_tokens: f.map(|f| f.used_tokens),
+        window: f.map(|f| f.window),
+        source: Some(
+            f.map_or(Source::Heuristic, |f| f.source)
+                .as_str()
+                .to_owned(),
+        ),
+        calls: Some(s.calls),
+        heavy_calls: Some(s.heavy_calls),
+        transcript_path: input.transcript_path.clone(),
+        cwd: input.cwd.clone(),
+    };
+    h.bus.publish_typed(session, session, &p)?;
+    if cfg.legacy_dual_write {
+        let legacy = LegacyPressure {
+            level: o.level,
+            pressure: p.pressure,
+            est_tokens: p.est_tokens,
+            ts: h.now,
+        };
+        h.bus.publish_typed(session, session, &legacy)?;
+    }
+    Ok(())
+}
+
+/// At red: a durable snapshot of the session under the root, for whoever picks up after the compaction.
+fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(), interband::Error> {
+    let dir = state_dir(h.bus).join("checkpoints");
+    ensure_private_dir(&dir)?;
+    let path = dir.join(format!("{}.json", safe_key(&input.session_id)));
+    let body = serde_json::json!({
+        "session_id": input.session_id,
+        "ts": h.now,
+        "level": o.level,
+        "trigger": o.state.last_checkpoint_trigger,
+        "figures": o.state.figures,
+        "calls": o.state.calls,
+        "transcript_path": input.transcript_path,
+        "cwd": input.cwd,
+    });
+    interband::fsio::write_atomic(&path, body.to_string().as_bytes(), true)
+}
+
+/// True when the level is worth a dashboard colour.
+pub fn is_alert(level: Level) -> bool {
+    level > Level::Green
+}

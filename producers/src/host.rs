@@ -1,0 +1,136 @@
+//! What the hosts send and accept: hook input (Claude Code and Codex CLI
+//! `PostToolUse`, Gemini CLI `AfterTool`), and the one output shape that
+//! reaches the model.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The largest hook input read from stdin: 16 MiB (a tool response can be big).
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// A hook's input, read tolerantly: every field optional, unknown fields ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HookInput {
+    /// The session (subagents share their parent's).
+    pub session_id: String,
+    /// The session's transcript (Codex may send null).
+    pub transcript_path: Option<String>,
+    /// The working folder.
+    pub cwd: Option<String>,
+    /// `PostToolUse`, `AfterTool`, `Stop`...
+    pub hook_event_name: String,
+    /// The tool (`Bash`, `Read`, `Agent`; Gemini: `run_shell_command`...).
+    pub tool_name: String,
+    /// The tool's input.
+    pub tool_input: Option<Box<RawValue>>,
+    /// The tool's output, kept raw: only its size matters here.
+    pub tool_response: Option<Box<RawValue>>,
+    /// Set when the call happened inside a subagent.
+    pub agent_id: Option<String>,
+    /// The context window, if a host ever sends it in hook input.
+    pub context_window: Option<HostContext>,
+}
+
+/// A statusline-style `context_window` object.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct HostContext {
+    /// The window size, tokens.
+    pub context_window_size: Option<u64>,
+    /// The last response's usage.
+    pub current_usage: Option<HostUsage>,
+}
+
+/// Token counts of one response.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(default)]
+pub struct HostUsage {
+    /// Uncached input.
+    pub input_tokens: u64,
+    /// Written to the cache.
+    pub cache_creation_input_tokens: u64,
+    /// Read from the cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl HostUsage {
+    /// Tokens in context: input, cache creation and cache read.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+}
+
+impl HookInput {
+    /// Parses one hook input object.
+    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// True for a call made inside a subagent.
+    pub fn in_subagent(&self) -> bool {
+        self.agent_id
+            .as_deref()
+            .is_some_and(|a| !a.trim().is_empty())
+    }
+
+    /// Size of the tool's response in bytes.
+    pub fn response_bytes(&self) -> u64 {
+        self.tool_response
+            .as_ref()
+            .map_or(0, |r| r.get().len() as u64)
+    }
+}
+
+/// The stdout that makes a host add `text` to the model's context after this
+/// event: `hookSpecificOutput` with the input's own event name (a top-level
+/// `additionalContext` is silently ignored; a mismatched name is rejected).
+///
+/// ```
+/// let out = interpulse::host::additional_context("PostToolUse", "hi");
+/// assert_eq!(out, r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"hi"}}"#);
+/// ```
+pub fn additional_context(event: &str, text: &str) -> String {
+    serde_json::json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURES: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/claude-code-2.1.332"
+    );
+
+    #[test]
+    fn reads_the_real_post_tool_use_input() {
+        let bytes = std::fs::read(format!("{FIXTURES}/PostToolUse.input.json")).unwrap();
+        let i = HookInput::parse(&bytes).unwrap();
+        assert_eq!(i.hook_event_name, "PostToolUse");
+        assert_eq!(i.tool_name, "Bash");
+        assert_eq!(i.session_id, "d6d5a7f1-e821-4196-b0bd-c3da854c1920");
+        assert!(!i.in_subagent());
+        assert_eq!(
+            i.response_bytes(),
+            r#"{"stdout":"hello","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}"#.len() as u64
+        );
+        assert!(
+            i.context_window.is_none(),
+            "no hook input carries context_window"
+        );
+    }
+
+    #[test]
+    fn subagents_and_gemini_shapes() {
+        let sub = br#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","agent_id":"a1","tool_response":"x"}"#;
+        assert!(HookInput::parse(sub).unwrap().in_subagent());
+        let gemini = br#"{"session_id":"s","hook_event_name":"AfterTool","tool_name":"run_shell_command","timestamp":"t","tool_response":{"llmContent":"abc","returnDisplay":"abc"}}"#;
+        let g = HookInput::parse(gemini).unwrap();
+        assert_eq!(g.hook_event_name, "AfterTool");
+        assert!(g.response_bytes() > 20);
+        assert!(HookInput::parse(br#"{"session_id":7}"#).is_err());
+        assert_eq!(HookInput::parse(b"{}").unwrap().session_id, "");
+    }
+}

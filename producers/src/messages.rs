@@ -1,0 +1,106 @@
+//! What the agent is told: the level, the usable share left, where the number
+//! came from, and the concrete next step.
+
+use interband::payloads::Level;
+
+use crate::context::Figures;
+use crate::engine::State;
+
+/// The next step for a level.
+pub fn next_step(level: Level) -> &'static str {
+    match level {
+        Level::Green => "No action needed.",
+        Level::Yellow => "Finish the current task before starting another one.",
+        Level::Orange => "A memory note is being saved: finish this step and commit your work.",
+        Level::Red => "Stop starting new work and commit now: a compaction follows.",
+    }
+}
+
+fn k(tokens: u64) -> String {
+    format!("{}k", (tokens as f64 / 1000.0).round() as u64)
+}
+
+/// The warning for `level`, with real figures when known, else the labelled heuristic.
+///
+/// ```
+/// use interband::payloads::Level;
+/// use interpulse::context::{Figures, Source};
+/// let f = Figures { used_tokens: 140_000, window: 200_000, autocompact_at: 167_000, source: Source::Transcript };
+/// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default());
+/// assert!(text.starts_with("Context ORANGE: 16% of usable context left (140k of 200k tokens, from the transcript)."));
+/// assert!(text.contains("commit"));
+/// ```
+pub fn warning(level: Level, figures: Option<&Figures>, s: &State) -> String {
+    let name = level.as_str().to_uppercase();
+    let head = match figures {
+        Some(f) => format!(
+            "Context {name}: {:.0}% of usable context left ({} of {} tokens, from the {}).",
+            f.usable_remaining().floor(),
+            k(f.used_tokens),
+            k(f.window),
+            f.source.as_str().replace('_', " ")
+        ),
+        None => format!(
+            "Context {name} (estimate: no usage figure yet): pressure {:.0} over {} tool calls, about {} tokens of tool output.",
+            s.pressure,
+            s.calls - s.subagent_calls,
+            k(s.est_tokens as u64)
+        ),
+    };
+    format!("{head} {}", next_step(level))
+}
+
+/// The directives block, bounded to `max_bytes` with a visible mark when cut.
+pub fn directives(text: &str, max_bytes: usize, at: Option<f64>) -> String {
+    let why = match at {
+        Some(t) => format!("context passed {t:.0}% used"),
+        None => "periodic reminder".to_owned(),
+    };
+    let mut body = text.trim();
+    let mut cut = false;
+    if body.len() > max_bytes {
+        let mut end = max_bytes;
+        while !body.is_char_boundary(end) {
+            end -= 1;
+        }
+        body = &body[..end];
+        cut = true;
+    }
+    let mark = if cut {
+        "\n[... directives truncated]"
+    } else {
+        ""
+    };
+    format!("Project directives, re-injected ({why}):\n{body}{mark}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_level_names_its_next_step() {
+        assert!(next_step(Level::Yellow).contains("before starting another"));
+        assert!(next_step(Level::Orange).contains("memory note"));
+        assert!(next_step(Level::Red).contains("commit now"));
+        let s = State {
+            pressure: 95.0,
+            calls: 80,
+            est_tokens: 150_000.0,
+            ..Default::default()
+        };
+        let w = warning(Level::Orange, None, &s);
+        assert!(
+            w.contains("estimate") && w.contains("pressure 95") && w.contains("150k"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn directives_are_bounded_on_a_char_boundary() {
+        let d = directives(&"é".repeat(100), 11, Some(30.0));
+        assert!(d.contains("passed 30% used"));
+        assert!(d.ends_with("[... directives truncated]"));
+        assert!(d.contains(&"é".repeat(5)) && !d.contains(&"é".repeat(6)));
+    }
+}

@@ -1,0 +1,775 @@
+//! Reads a Claude Code session's current context usage from the end of its
+//! transcript.
+//!
+//! A transcript is JSONL (one JSON object a line) that only grows, to hundreds
+//! of MB, with lines of up to hundreds of KB. The figure that matters is near
+//! the end, so [`read_tail`] reads backwards from the end in chunks of
+//! [`CHUNK`] bytes, never more than `scan_cap` bytes, and stops as soon as the
+//! answer is decided. Its cost depends on how far back the answer lies, not on
+//! the file's size.
+//!
+//! Scanning backwards, the first line that decides the answer is:
+//!
+//! * an assistant line: `"type":"assistant"`, `isSidechain` not `true`, a
+//!   `message.usage` object and `message.model` not `"<synthetic>"`. The
+//!   context is `input_tokens + cache_creation_input_tokens +
+//!   cache_read_input_tokens` of that usage (a missing or non-integer number
+//!   counts as 0). One response is written as several lines with the same
+//!   `message.id` and the same usage; only the last one is taken, never a sum.
+//! * a compaction boundary: `"type":"system","subtype":"compact_boundary"`
+//!   (`isSidechain` not `true`). It comes after every assistant line of the
+//!   context it replaced, so the context is its `compactMetadata.postTokens`.
+//!   A boundary without an integer `postTokens` still ends the scan, with no
+//!   figure: the assistant lines before it describe a context that is gone.
+//!
+//! Every other line is skipped, as is any line that is not valid JSON (the last
+//! line may be half written). Only lines containing `"assistant"` or
+//! `compact_boundary` are parsed at all.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// Where a context figure in the transcript came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageKind {
+    /// The usage of the last qualifying assistant line.
+    Assistant,
+    /// The `postTokens` of a compaction boundary later than any qualifying
+    /// assistant line.
+    CompactBoundary,
+}
+
+/// The session's context as the transcript's tail shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailUsage {
+    /// Tokens in context now.
+    pub used_tokens: u64,
+    /// From an assistant line's usage, or a compaction boundary's postTokens.
+    pub kind: UsageKind,
+    /// The model of the assistant line, if kind is Assistant.
+    pub model: Option<String>,
+    /// Byte offset just past the line the figure came from: a position in the transcript,
+    /// used to judge whether another observation is at least as recent.
+    ///
+    /// That is just past the line's `\n`, i.e. where the next line starts; for
+    /// a last line without `\n` (complete JSON, newline not yet written) it is
+    /// the file's length.
+    pub offset: u64,
+}
+
+/// What one tail read found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The context figure, if one was found within the scan cap.
+    pub usage: Option<TailUsage>,
+    /// The uuid of the latest compact_boundary line seen while scanning (the last one in the
+    /// file within what was scanned), to notice a new compaction.
+    ///
+    /// Scanning stops at the first deciding line met going backwards, so this
+    /// is only about boundaries after the usage line in file order: it is
+    /// `Some` exactly when the scan stopped at a boundary (the answer itself,
+    /// `kind` [`UsageKind::CompactBoundary`], or a boundary without
+    /// `postTokens`, which leaves `usage` `None`) and that boundary has a
+    /// string `uuid`. When a later assistant line decides the answer, an
+    /// earlier boundary is not looked for and this is `None`.
+    pub latest_boundary: Option<String>,
+    /// The file's length when read.
+    pub len: u64,
+}
+
+/// Default cap on bytes scanned from the end: 8 MiB.
+pub const DEFAULT_SCAN_CAP: u64 = 8 << 20;
+
+/// Bytes read from the file at a time.
+const CHUNK: usize = 64 << 10;
+
+/// Reads the tail of the transcript at `path`. A missing or unreadable file is an io::Error;
+/// a file with no usable line within `scan_cap` bytes from the end gives `usage: None`.
+///
+/// At most `scan_cap` bytes are read, the last `scan_cap` bytes of the file. A
+/// line is considered only if it lies wholly in them (a line that starts
+/// before them is cut and skipped), so a qualifying line whose end is more
+/// than `scan_cap` bytes from the end of the file gives `usage: None`.
+///
+/// The length is taken when the file is opened; bytes appended while reading
+/// are not looked at. A file that shrinks while it is read gives an
+/// [`io::ErrorKind::UnexpectedEof`] error.
+pub fn read_tail(path: &Path, scan_cap: u64) -> io::Result<Tail> {
+    read_tail_counting(path, scan_cap).map(|(tail, _)| tail)
+}
+
+/// The same on bytes already in memory (the whole "file"); used by read_tail's tests and by callers with a buffer.
+///
+/// The result equals `read_tail(path, DEFAULT_SCAN_CAP)` on a file holding
+/// `bytes`: only the last [`DEFAULT_SCAN_CAP`] bytes are scanned.
+pub fn tail_of(bytes: &[u8]) -> Tail {
+    tail_of_with(bytes, DEFAULT_SCAN_CAP, CHUNK)
+}
+
+/// [`tail_of`] with any cap and chunk size.
+fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize) -> Tail {
+    let len = bytes.len() as u64;
+    let read = |at: u64, buf: &mut [u8]| -> io::Result<()> {
+        // `scan` asks only for ranges inside [0, len).
+        let start = usize::try_from(at).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let src = start
+            .checked_add(buf.len())
+            .and_then(|end| bytes.get(start..end))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    };
+    match scan(len, scan_cap, chunk, read) {
+        Ok((tail, _)) => tail,
+        // Unreachable: the slice never shrinks.
+        Err(_) => Tail {
+            len,
+            ..Tail::default()
+        },
+    }
+}
+
+/// [`read_tail`], also returning how many bytes it read from the file.
+fn read_tail_counting(path: &Path, scan_cap: u64) -> io::Result<(Tail, u64)> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    scan(len, scan_cap, CHUNK, |at, buf| file.read_exact_at(buf, at))
+}
+
+/// Scans the last `scan_cap` bytes of a `len`-byte source backwards, `chunk`
+/// bytes at a time, with `read(at, buf)` filling `buf` from offset `at`.
+/// Returns the tail and the number of bytes read.
+fn scan<R>(len: u64, scan_cap: u64, chunk: usize, mut read: R) -> io::Result<(Tail, u64)>
+where
+    R: FnMut(u64, &mut [u8]) -> io::Result<()>,
+{
+    let mut tail = Tail {
+        usage: None,
+        latest_boundary: None,
+        len,
+    };
+    let window_start = len.saturating_sub(scan_cap);
+    let chunk = chunk.max(1) as u64;
+    let mut bytes_read = 0u64;
+    // Everything from `pos` to the end of the window is read.
+    let mut pos = len;
+    // End (exclusive) of the line being assembled: the offset of its `\n`, or
+    // `len` for the last line.
+    let mut line_end = len;
+    // The bytes of that line read so far, [pos, line_end), one piece per
+    // chunk, latest piece first.
+    let mut pieces: Vec<Vec<u8>> = Vec::new();
+    let mut joined = Vec::new();
+    let mut buf = Vec::new();
+
+    while pos > window_start {
+        let n = chunk.min(pos - window_start);
+        let start = pos - n;
+        // n <= chunk, which came from a usize.
+        buf.resize(n as usize, 0);
+        read(start, &mut buf)?;
+        bytes_read += n;
+
+        let mut end = buf.len();
+        while let Some(nl) = buf[..end].iter().rposition(|&b| b == b'\n') {
+            let offset = offset_past(line_end, len);
+            let decided = if pieces.is_empty() {
+                judge(&buf[nl + 1..end], offset, &mut tail)
+            } else {
+                join(&buf[nl + 1..end], &mut pieces, &mut joined);
+                judge(&joined, offset, &mut tail)
+            };
+            if decided {
+                return Ok((tail, bytes_read));
+            }
+            end = nl;
+            line_end = start + nl as u64;
+        }
+        if end > 0 {
+            buf.truncate(end);
+            pieces.push(std::mem::take(&mut buf));
+        }
+        pos = start;
+    }
+
+    // The first line of the file, if the window reaches the start. A line cut
+    // by the window's start is not judged.
+    if window_start == 0 && line_end > 0 {
+        join(&[], &mut pieces, &mut joined);
+        judge(&joined, offset_past(line_end, len), &mut tail);
+    }
+    Ok((tail, bytes_read))
+}
+
+/// The offset just past a line ending at `line_end` (its `\n`, or `len`).
+fn offset_past(line_end: u64, len: u64) -> u64 {
+    if line_end < len { line_end + 1 } else { len }
+}
+
+/// Puts `head` followed by `pieces` in file order into `out`; empties `pieces`.
+fn join(head: &[u8], pieces: &mut Vec<Vec<u8>>, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(head);
+    for piece in pieces.iter().rev() {
+        out.extend_from_slice(piece);
+    }
+    pieces.clear();
+}
+
+/// Judges one line (without its `\n`) that ends at `offset`. Returns true if
+/// it decides the answer, which is then recorded in `tail`.
+fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if !contains(line, b"\"assistant\"") && !contains(line, b"compact_boundary") {
+        return false;
+    }
+    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line) else {
+        return false;
+    };
+    if obj.get("isSidechain") == Some(&Value::Bool(true)) {
+        return false;
+    }
+    match obj.get("type").and_then(Value::as_str) {
+        Some("assistant") => {
+            let Some(message) = obj.get("message").and_then(Value::as_object) else {
+                return false;
+            };
+            let Some(usage) = message.get("usage").and_then(Value::as_object) else {
+                return false;
+            };
+            let model = message.get("model").and_then(Value::as_str);
+            if model == Some("<synthetic>") {
+                return false;
+            }
+            let used_tokens = [
+                "input_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            ]
+            .iter()
+            .fold(0u64, |sum, key| sum.saturating_add(number(usage, key)));
+            tail.usage = Some(TailUsage {
+                used_tokens,
+                kind: UsageKind::Assistant,
+                model: model.map(str::to_owned),
+                offset,
+            });
+            true
+        }
+        Some("system")
+            if obj.get("subtype").and_then(Value::as_str) == Some("compact_boundary") =>
+        {
+            tail.latest_boundary = obj.get("uuid").and_then(Value::as_str).map(str::to_owned);
+            tail.usage = obj
+                .get("compactMetadata")
+                .and_then(|meta| meta.get("postTokens"))
+                .and_then(Value::as_u64)
+                .map(|used_tokens| TailUsage {
+                    used_tokens,
+                    kind: UsageKind::CompactBoundary,
+                    model: None,
+                    offset,
+                });
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `obj[key]` as a u64; 0 if missing or not a non-negative integer.
+fn number(obj: &Map<String, Value>, key: &str) -> u64 {
+    obj.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Whether `needle` (not empty) occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut from = 0;
+    while let Some(i) = haystack
+        .get(from..)
+        .and_then(|h| h.iter().position(|&b| b == first))
+    {
+        let at = from + i + 1;
+        if haystack.get(at..at + rest.len()) == Some(rest) {
+            return true;
+        }
+        from = at;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::{Seek, SeekFrom, Write};
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
+    );
+    const FIXTURE_BOUNDARY_UUID: &str = "eb8b7c4c-c0bb-42f1-9495-7ed7cf7e9f38";
+
+    fn fixture() -> Vec<u8> {
+        std::fs::read(FIXTURE).expect("fixture transcript")
+    }
+
+    /// An assistant line with the given usage numbers.
+    fn assistant(id: &str, model: &str, input: u64, creation: u64, read: u64) -> String {
+        serde_json::json!({
+            "parentUuid": "p",
+            "isSidechain": false,
+            "message": {
+                "id": id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": "hi"}],
+                "usage": {
+                    "input_tokens": input,
+                    "cache_creation_input_tokens": creation,
+                    "cache_read_input_tokens": read,
+                    "output_tokens": 7
+                }
+            },
+            "type": "assistant",
+            "uuid": format!("u-{id}")
+        })
+        .to_string()
+    }
+
+    fn sidechain(input: u64) -> String {
+        let mut v: Value =
+            serde_json::from_str(&assistant("side", "claude-x", input, 0, 0)).unwrap();
+        v["isSidechain"] = Value::Bool(true);
+        v.to_string()
+    }
+
+    fn user(text: &str) -> String {
+        serde_json::json!({
+            "type": "user",
+            "isSidechain": false,
+            "message": {"role": "user", "content": text},
+            "uuid": "user-uuid"
+        })
+        .to_string()
+    }
+
+    fn boundary(uuid: &str, post: u64) -> String {
+        serde_json::json!({
+            "parentUuid": null,
+            "isSidechain": false,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "uuid": uuid,
+            "compactMetadata": {"trigger": "auto", "preTokens": post * 10, "postTokens": post}
+        })
+        .to_string()
+    }
+
+    /// Lines joined with `\n`, each ended by `\n`.
+    fn file(lines: &[String]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for line in lines {
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    fn used(tail: &Tail) -> Option<(u64, UsageKind)> {
+        tail.usage.as_ref().map(|u| (u.used_tokens, u.kind))
+    }
+
+    fn temp_with(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f.flush().unwrap();
+        f
+    }
+
+    #[test]
+    fn fixture_ends_with_compact_boundary() {
+        let bytes = fixture();
+        let tail = tail_of(&bytes);
+        let usage = tail.usage.as_ref().expect("usage");
+        assert_eq!(usage.kind, UsageKind::CompactBoundary);
+        assert_eq!(usage.used_tokens, 2613);
+        assert_eq!(usage.model, None);
+        assert_eq!(tail.latest_boundary.as_deref(), Some(FIXTURE_BOUNDARY_UUID));
+        assert_eq!(tail.len, bytes.len() as u64);
+        // The offset is just past the boundary line.
+        let start = find(&bytes, b"\"subtype\":\"compact_boundary\"");
+        let line_end = start + bytes[start..].iter().position(|&b| b == b'\n').unwrap();
+        assert_eq!(usage.offset, line_end as u64 + 1);
+        // The file on disk reads the same.
+        assert_eq!(
+            read_tail(Path::new(FIXTURE), DEFAULT_SCAN_CAP).unwrap(),
+            tail
+        );
+    }
+
+    #[test]
+    fn fixture_cut_before_boundary_gives_last_assistant() {
+        let bytes = fixture();
+        let boundary_at = find(&bytes, b"\"subtype\":\"compact_boundary\"");
+        let cut = bytes[..boundary_at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .unwrap()
+            + 1;
+        let tail = tail_of(&bytes[..cut]);
+        let usage = tail.usage.as_ref().expect("usage");
+        assert_eq!(usage.kind, UsageKind::Assistant);
+        assert_eq!(usage.used_tokens, 1200 + 500 + 30000);
+        assert_eq!(usage.model.as_deref(), Some("claude-opus-5-5"));
+        assert_eq!(tail.latest_boundary, None);
+        // The offset is just past the last assistant line.
+        let last_assistant = rfind(&bytes[..cut], b"\"type\":\"assistant\"");
+        let line_end = last_assistant
+            + bytes[last_assistant..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .unwrap();
+        assert_eq!(usage.offset, line_end as u64 + 1);
+        assert!(usage.offset < cut as u64);
+    }
+
+    fn find(hay: &[u8], needle: &[u8]) -> usize {
+        hay.windows(needle.len()).position(|w| w == needle).unwrap()
+    }
+
+    fn rfind(hay: &[u8], needle: &[u8]) -> usize {
+        hay.windows(needle.len())
+            .rposition(|w| w == needle)
+            .unwrap()
+    }
+
+    #[test]
+    fn sidechain_and_synthetic_after_real_are_ignored() {
+        let bytes = file(&[
+            assistant("m1", "claude-opus-5-5", 10, 20, 30),
+            sidechain(99999),
+            assistant("m2", "<synthetic>", 0, 0, 0),
+            user("ok"),
+        ]);
+        let tail = tail_of(&bytes);
+        assert_eq!(used(&tail), Some((60, UsageKind::Assistant)));
+        assert_eq!(
+            tail.usage.unwrap().model.as_deref(),
+            Some("claude-opus-5-5")
+        );
+    }
+
+    #[test]
+    fn same_message_id_lines_are_not_summed() {
+        let line = assistant("msg_same", "claude-opus-5-5", 100, 200, 300);
+        let bytes = file(&[line.clone(), line.clone(), line]);
+        assert_eq!(used(&tail_of(&bytes)), Some((600, UsageKind::Assistant)));
+    }
+
+    #[test]
+    fn later_assistant_line_wins_over_earlier_ones_and_boundaries() {
+        let bytes = file(&[
+            assistant("a", "m", 1, 1, 1),
+            boundary("b-1", 50),
+            assistant("c", "m2", 5, 0, 0),
+        ]);
+        let tail = tail_of(&bytes);
+        assert_eq!(used(&tail), Some((5, UsageKind::Assistant)));
+        assert_eq!(tail.usage.unwrap().model.as_deref(), Some("m2"));
+        // The boundary lies before the answer: not looked for.
+        assert_eq!(tail.latest_boundary, None);
+    }
+
+    #[test]
+    fn latest_of_several_boundaries_is_the_answer() {
+        let bytes = file(&[
+            assistant("a", "m", 1, 1, 1),
+            boundary("b-1", 50),
+            user("x"),
+            boundary("b-2", 70),
+            user("y"),
+        ]);
+        let tail = tail_of(&bytes);
+        assert_eq!(used(&tail), Some((70, UsageKind::CompactBoundary)));
+        assert_eq!(tail.latest_boundary.as_deref(), Some("b-2"));
+    }
+
+    #[test]
+    fn sidechain_boundary_is_ignored() {
+        let mut v: Value = serde_json::from_str(&boundary("side-b", 10)).unwrap();
+        v["isSidechain"] = Value::Bool(true);
+        let bytes = file(&[assistant("a", "m", 1, 1, 1), v.to_string()]);
+        let tail = tail_of(&bytes);
+        assert_eq!(used(&tail), Some((3, UsageKind::Assistant)));
+        assert_eq!(tail.latest_boundary, None);
+    }
+
+    #[test]
+    fn boundary_without_post_tokens_gives_no_figure() {
+        let no_post = r#"{"type":"system","subtype":"compact_boundary","uuid":"old","compactMetadata":{"trigger":"auto","preTokens":5000}}"#;
+        let bytes = file(&[assistant("a", "m", 1, 1, 1), no_post.to_string()]);
+        let tail = tail_of(&bytes);
+        assert_eq!(tail.usage, None);
+        assert_eq!(tail.latest_boundary.as_deref(), Some("old"));
+    }
+
+    #[test]
+    fn missing_numbers_count_as_zero_and_lines_without_usage_are_skipped() {
+        let partial = r#"{"type":"assistant","message":{"id":"x","model":"m","usage":{"cache_read_input_tokens":42,"input_tokens":null}}}"#;
+        let no_usage = r#"{"type":"assistant","message":{"id":"y","model":"m"}}"#;
+        let bytes = file(&[partial.to_string(), no_usage.to_string()]);
+        assert_eq!(used(&tail_of(&bytes)), Some((42, UsageKind::Assistant)));
+    }
+
+    #[test]
+    fn truncated_last_line_is_skipped() {
+        let late = assistant("late", "m", 7, 7, 7);
+        let mut bytes = file(&[assistant("a", "m", 1, 2, 3)]);
+        bytes.extend_from_slice(&late.as_bytes()[..late.len() / 2]);
+        let tail = tail_of(&bytes);
+        assert_eq!(used(&tail), Some((6, UsageKind::Assistant)));
+        // A complete last line without its newline yet counts, ending at the file's end.
+        let mut bytes = file(&[assistant("a", "m", 1, 2, 3)]);
+        bytes.extend_from_slice(late.as_bytes());
+        let tail = tail_of(&bytes);
+        assert_eq!(used(&tail), Some((21, UsageKind::Assistant)));
+        assert_eq!(tail.usage.unwrap().offset, bytes.len() as u64);
+    }
+
+    #[test]
+    fn garbage_only_gives_none() {
+        let bytes =
+            b"\x00\xff{\"type\":\"assistant\"\n\"assistant\" compact_boundary }}{{\n\n\r\n[1,2]\n";
+        let tail = tail_of(bytes);
+        assert_eq!(tail.usage, None);
+        assert_eq!(tail.latest_boundary, None);
+        assert_eq!(tail.len, bytes.len() as u64);
+        assert_eq!(tail_of(b""), Tail::default());
+    }
+
+    #[test]
+    fn crlf_line_endings() {
+        let bytes = format!("{}\r\n{}\r\n", assistant("a", "m", 3, 4, 5), user("after"));
+        let tail = tail_of(bytes.as_bytes());
+        assert_eq!(used(&tail), Some((12, UsageKind::Assistant)));
+        let first_line_end = bytes.find('\n').unwrap() as u64 + 1;
+        assert_eq!(tail.usage.unwrap().offset, first_line_end);
+    }
+
+    #[test]
+    fn huge_user_line_after_assistant_is_crossed() {
+        // The text mentions "assistant" so the line is parsed, and spans chunks.
+        let text = "\"assistant\" ".repeat(100 * 1024 / 12);
+        let huge = user(&text);
+        assert!(huge.len() > 100 * 1024);
+        let bytes = file(&[assistant("a", "m", 1000, 0, 1), huge, user("tail")]);
+        assert_eq!(used(&tail_of(&bytes)), Some((1001, UsageKind::Assistant)));
+    }
+
+    #[test]
+    fn assistant_line_bigger_than_a_chunk_is_found() {
+        let big_text = "x".repeat(3 * CHUNK + 17);
+        let mut v: Value = serde_json::from_str(&assistant("big", "m", 1, 2, 3)).unwrap();
+        v["message"]["content"][0]["text"] = Value::String(big_text);
+        let big = v.to_string();
+        assert!(big.len() > 3 * CHUNK);
+        // Alone in the file (first line), and after other lines.
+        assert_eq!(
+            used(&tail_of(big.as_bytes())),
+            Some((6, UsageKind::Assistant))
+        );
+        let bytes = file(&[user("before"), big, user("after")]);
+        assert_eq!(used(&tail_of(&bytes)), Some((6, UsageKind::Assistant)));
+    }
+
+    #[test]
+    fn read_tail_equals_tail_of() {
+        let cases = [
+            fixture(),
+            file(&[assistant("a", "m", 1, 2, 3), user(&"y".repeat(200_000))]),
+            b"garbage only".to_vec(),
+            Vec::new(),
+        ];
+        for bytes in cases {
+            let f = temp_with(&bytes);
+            assert_eq!(
+                read_tail(f.path(), DEFAULT_SCAN_CAP).unwrap(),
+                tail_of(&bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn scan_cap_bounds_the_search() {
+        let mut lines = vec![assistant("a", "m", 1, 2, 3)];
+        lines.extend((0..50).map(|i| user(&format!("filler {i}"))));
+        let bytes = file(&lines);
+        let after = (bytes.len() - lines[0].len() - 1) as u64;
+        let f = temp_with(&bytes);
+        // The other lines alone are more than the cap: nothing found.
+        let tail = read_tail(f.path(), after - 1).unwrap();
+        assert_eq!(tail.usage, None);
+        assert_eq!(tail.len, bytes.len() as u64);
+        // The assistant line is cut by the window: still nothing.
+        assert_eq!(read_tail(f.path(), after + 10).unwrap().usage, None);
+        // The whole line (and the newline before it, here the file start) fits.
+        let whole = read_tail(f.path(), bytes.len() as u64).unwrap();
+        assert_eq!(used(&whole), Some((6, UsageKind::Assistant)));
+        assert_eq!(tail_of_with(&bytes, after, 7).usage, None);
+        assert_eq!(read_tail(f.path(), 0).unwrap().usage, None);
+    }
+
+    #[test]
+    fn missing_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_tail(&dir.path().join("nope.jsonl"), DEFAULT_SCAN_CAP).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    /// A 50 MB file: a sparse prefix of zeros, then real lines.
+    fn big_sparse_file(lines: &[String]) -> (tempfile::NamedTempFile, u64) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let prefix = 50 << 20;
+        f.as_file().set_len(prefix).unwrap();
+        f.seek(SeekFrom::End(0)).unwrap();
+        f.write_all(b"\n").unwrap();
+        f.write_all(&file(lines)).unwrap();
+        f.flush().unwrap();
+        let len = f.as_file().metadata().unwrap().len();
+        assert!(len > prefix);
+        (f, len)
+    }
+
+    #[test]
+    fn cost_does_not_depend_on_file_size() {
+        let (f, len) = big_sparse_file(&[
+            user("start"),
+            assistant("a", "claude-opus-5-5", 100, 0, 23),
+            user(&"z".repeat(20_000)),
+            r#"{"type":"last-prompt","lastPrompt":"hi"}"#.to_string(),
+        ]);
+        let (tail, bytes_read) = read_tail_counting(f.path(), DEFAULT_SCAN_CAP).unwrap();
+        assert_eq!(used(&tail), Some((123, UsageKind::Assistant)));
+        assert_eq!(tail.len, len);
+        // At most two chunks, and small in absolute terms whatever CHUNK is.
+        assert!(bytes_read <= 2 * CHUNK as u64, "read {bytes_read} bytes");
+        assert!(bytes_read <= 1 << 20, "read {bytes_read} bytes");
+    }
+
+    #[test]
+    fn cost_is_capped_when_nothing_is_found() {
+        let (f, len) = big_sparse_file(&[user("nothing here")]);
+        let (tail, bytes_read) = read_tail_counting(f.path(), DEFAULT_SCAN_CAP).unwrap();
+        assert_eq!(tail.usage, None);
+        assert_eq!(tail.len, len);
+        assert_eq!(bytes_read, DEFAULT_SCAN_CAP);
+        let (_, bytes_read) = read_tail_counting(f.path(), 100_000).unwrap();
+        assert_eq!(bytes_read, 100_000);
+    }
+
+    #[test]
+    fn contains_finds_needles() {
+        assert!(contains(b"xx\"assistant\"yy", b"\"assistant\""));
+        assert!(contains(b"\"assistant\"", b"\"assistant\""));
+        assert!(contains(b"\"\"assistant\"", b"\"assistant\""));
+        assert!(!contains(b"\"assistant", b"\"assistant\""));
+        assert!(!contains(b"", b"compact_boundary"));
+        assert!(contains(b"abc", b""));
+    }
+
+    /// Lines of many kinds, qualifying or not, valid or not.
+    fn any_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (0u64..1000, 0u64..1000, 0u64..1000).prop_map(|(a, b, c)| assistant(
+                "gen",
+                "claude-gen",
+                a,
+                b,
+                c
+            )),
+            (0u64..1000).prop_map(sidechain),
+            (0u64..1000).prop_map(|p| boundary("gen-b", p)),
+            ".{0,40}".prop_map(|s| user(&s)),
+            "[^\n]{0,40}",
+            Just("\"assistant\" compact_boundary".to_string()),
+            Just(String::new()),
+        ]
+    }
+
+    /// Lines that must not change the answer when they follow a qualifying line.
+    fn unrelated_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ".{0,60}".prop_map(|s| user(&s)),
+            ".{0,30}".prop_map(|s| user(&format!("\"assistant\" {s} compact_boundary"))),
+            (0u64..100_000).prop_map(sidechain),
+            (0u64..1000).prop_map(|t| assistant("syn", "<synthetic>", t, t, t)),
+            Just(r#"{"type":"attachment","attachment":{"type":"date"}}"#.to_string()),
+            Just(r#"{"type":"queue-operation","operation":"enqueue"}"#.to_string()),
+            Just(r#"{"type":"system","subtype":"stop_hook_summary"}"#.to_string()),
+            Just(r#"{"type":"assistant","message":{"id":"nousage"}}"#.to_string()),
+            Just(r#"{"type":"cost-state","modelUsage":{"x":{"inputTokens":5}}}"#.to_string()),
+            "[^\n]{0,40}".prop_filter("not a boundary", |s| !s.contains("compact_boundary")),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_do_not_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096),
+                                        chunk in 1usize..300, cap in 0u64..5000) {
+            let tail = tail_of(&bytes);
+            prop_assert_eq!(tail.len, bytes.len() as u64);
+            let _ = tail_of_with(&bytes, cap, chunk);
+        }
+
+        #[test]
+        fn chunk_size_does_not_change_the_result(
+            lines in proptest::collection::vec(any_line(), 0..12),
+            cut in any::<prop::sample::Index>(),
+            crlf in any::<bool>(),
+            chunk in 1usize..200,
+            cap in 0u64..3000,
+        ) {
+            let sep = if crlf { "\r\n" } else { "\n" };
+            let text = lines.join(sep);
+            // Cut anywhere, as a host mid-write would.
+            let bytes = &text.as_bytes()[..cut.index(text.len() + 1)];
+            prop_assert_eq!(tail_of_with(bytes, cap, chunk), tail_of_with(bytes, cap, CHUNK));
+            prop_assert_eq!(tail_of_with(bytes, u64::MAX, chunk), tail_of(bytes));
+        }
+
+        #[test]
+        fn unrelated_lines_after_do_not_change_tokens(
+            before in proptest::collection::vec(any_line(), 0..5),
+            tokens in (0u64..1_000_000, 0u64..1_000_000, 0u64..1_000_000),
+            after in proptest::collection::vec(unrelated_line(), 0..12),
+            truncated in proptest::option::of((0u64..1000, any::<prop::sample::Index>())),
+            chunk in 1usize..200,
+        ) {
+            let (a, b, c) = tokens;
+            let mut lines = before;
+            lines.push(assistant("real", "claude-real", a, b, c));
+            lines.extend(after);
+            let mut bytes = file(&lines);
+            if let Some((t, at)) = truncated {
+                // A half-written qualifying line at the end.
+                let late = assistant("late", "claude-late", t, t, t);
+                let keep = at.index(late.len() - 1); // never the closing brace
+                bytes.extend_from_slice(&late.as_bytes()[..keep]);
+            }
+            let tail = tail_of_with(&bytes, u64::MAX, chunk);
+            let usage = tail.usage.expect("usage");
+            prop_assert_eq!(usage.used_tokens, a + b + c);
+            prop_assert_eq!(usage.kind, UsageKind::Assistant);
+            prop_assert_eq!(usage.model.as_deref(), Some("claude-real"));
+        }
+    }
+}
