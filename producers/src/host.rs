@@ -88,7 +88,8 @@ impl HookInput {
 ///
 /// ```
 /// let out = interpulse::host::additional_context("PostToolUse", "hi");
-/// assert_eq!(out, r#"{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"hi"}}"#);
+/// let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+/// assert_eq!(v, serde_json::json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "hi"}}));
 /// ```
 pub fn additional_context(event: &str, text: &str) -> String {
     serde_json::json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
