@@ -31,6 +31,12 @@ enum Command {
     Prune(commands::bus::Prune),
     /// Print (or hand to a command) each new value of the keys matching the globs.
     Watch(commands::bus::Watch),
+    /// Handle one host hook call: the event as JSON on stdin (always exits 0).
+    Hook(commands::pulse::Hook),
+    /// Print the effective threshold table.
+    Thresholds(commands::pulse::Thresholds),
+    /// Show each session's context level, usable context, tokens and calls.
+    Pressure(commands::pulse::Pressure),
 }
 
 /// Exit codes.
@@ -45,9 +51,12 @@ pub mod exit {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Like other Unix tools, stop quietly when the reader of our output goes away.
-    // SAFETY: setting a signal disposition before any thread is started.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    if !matches!(cli.command, Command::Hook(_)) {
+        // Like other Unix tools, stop quietly when the reader of our output goes away
+        // (a hook must exit 0 instead, so it keeps the default of ignoring it).
+        // SAFETY: setting a signal disposition before any thread is started.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Validate(a) => a.run(),
         Command::Schema(a) => a.run(),
@@ -56,6 +65,9 @@ fn main() -> ExitCode {
         Command::Ls(a) => a.run(),
         Command::Prune(a) => a.run(),
         Command::Watch(a) => a.run(),
+        Command::Hook(a) => a.run(),
+        Command::Thresholds(a) => a.run(),
+        Command::Pressure(a) => a.run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod context;
+pub mod dashboard;
 pub mod engine;
 pub mod hook;
 pub mod host;

@@ -1,0 +1,107 @@
+//! `interband pressure`: each session's level, usable context, tokens, source,
+//! calls and age, from the `interpulse/pressure` channel.
+
+use interband::Bus;
+use interband::payloads::{Payload, Pressure};
+use serde_json::{Value, json};
+
+/// One session's row.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The session.
+    pub session: String,
+    /// Its last published pressure.
+    pub pressure: Pressure,
+    /// Seconds since it was published.
+    pub age_secs: f64,
+}
+
+/// Every session's latest pressure, most recent first.
+pub fn rows(bus: &Bus, now: f64) -> Vec<Row> {
+    let Ok(dir) = bus.channel_dir(Pressure::NAMESPACE, Pressure::CHANNEL) else {
+        return vec![];
+    };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut rows: Vec<Row> = rd
+        .flatten()
+        .filter_map(|e| {
+            let m = bus.read_file(&e.path()).ok()?;
+            let env = interband::decode::<Pressure>(m).ok()?;
+            Some(Row {
+                session: env.session_id,
+                age_secs: (now - env.payload.ts).max(0.0),
+                pressure: env.payload,
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        a.age_secs
+            .total_cmp(&b.age_secs)
+            .then_with(|| a.session.cmp(&b.session))
+    });
+    rows
+}
+
+/// A 20-cell bar of `pct`.
+pub fn bar(pct: f64) -> String {
+    let full = ((pct.clamp(0.0, 100.0) / 5.0).round()) as usize;
+    format!("[{}{}]", "█".repeat(full), "░".repeat(20 - full))
+}
+
+fn age(secs: f64) -> String {
+    match secs {
+        s if s < 90.0 => format!("{s:.0}s ago"),
+        s if s < 5400.0 => format!("{:.0}m ago", s / 60.0),
+        s => format!("{:.1}h ago", s / 3600.0),
+    }
+}
+
+/// One line for a row.
+///
+/// ```
+/// use interband::payloads::{Level, Pressure};
+/// let p = Pressure { level: Level::Orange, context_usable: Some(16.0), used_tokens: Some(140_000),
+///     window: Some(200_000), source: Some("transcript".into()), calls: Some(42), heavy_calls: Some(12), ..Default::default() };
+/// let row = interpulse::dashboard::Row { session: "abc".into(), pressure: p, age_secs: 3.0 };
+/// let line = interpulse::dashboard::line(&row);
+/// assert!(line.contains("ORANGE") && line.contains(" 16% ") && line.contains("140k/200k"));
+/// assert!(line.contains("42 calls (12 heavy)") && line.contains("3s ago"));
+/// ```
+pub fn line(r: &Row) -> String {
+    let p = &r.pressure;
+    let usable = match p.context_usable {
+        Some(u) => format!("usable {u:>3.0}% {}", bar(u)),
+        None => format!("usable   ? {}", "[....................]"),
+    };
+    let tokens = match (p.used_tokens, p.window) {
+        (Some(u), Some(w)) => format!("{}k/{}k", u / 1000, w / 1000),
+        _ => format!("~{}k est.", (p.est_tokens / 1000.0).round()),
+    };
+    format!(
+        "{:<12} {:<6} {usable} {tokens:>11} {:<10} {} calls ({} heavy), pressure {:.0}, {}",
+        short(&r.session),
+        p.level.as_str().to_uppercase(),
+        p.source.as_deref().unwrap_or("?"),
+        p.calls.unwrap_or(0),
+        p.heavy_calls.unwrap_or(0),
+        p.pressure,
+        age(r.age_secs)
+    )
+}
+
+fn short(s: &str) -> String {
+    s.chars().take(12).collect()
+}
+
+/// A row as JSON: at least `session`, `level`, `calls`, `source`.
+pub fn json(r: &Row) -> Value {
+    let p = &r.pressure;
+    json!({
+        "session": r.session, "level": p.level, "calls": p.calls.unwrap_or(0),
+        "heavy_calls": p.heavy_calls.unwrap_or(0), "source": p.source.as_deref().unwrap_or("heuristic"),
+        "usable_pct": p.context_usable, "raw_remaining_pct": p.context_raw, "used_tokens": p.used_tokens,
+        "window": p.window, "pressure": p.pressure, "est_tokens": p.est_tokens, "age_secs": r.age_secs.round(),
+    })
+}

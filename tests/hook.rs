@@ -1,0 +1,453 @@
+//! `interband hook` as Claude Code, Codex and Gemini run it: the real captured
+//! PostToolUse input, transcripts at chosen usage, checked through stdout and
+//! the channel files.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/fixtures/claude-code-2.1.332"
+);
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(FIXTURES).join(name)).unwrap()
+}
+
+/// A transcript: the real one up to its compaction, then an assistant line
+/// whose usage puts `used` tokens in context.
+fn transcript(dir: &Path, name: &str, used: u64) -> PathBuf {
+    let real = String::from_utf8(fixture("transcript.compacted_session.jsonl")).unwrap();
+    let lines: Vec<&str> = real.lines().collect();
+    let template = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains(r#""type":"assistant""#))
+        .unwrap();
+    let mut last: Value = serde_json::from_str(template).unwrap();
+    last["message"]["usage"]["input_tokens"] = json!(used / 10);
+    last["message"]["usage"]["cache_creation_input_tokens"] = json!(0);
+    last["message"]["usage"]["cache_read_input_tokens"] = json!(used - used / 10);
+    let boundary = lines
+        .iter()
+        .position(|l| l.contains("compact_boundary"))
+        .unwrap();
+    let mut text = lines[..boundary].join("\n");
+    text.push('\n');
+    text.push_str(&last.to_string());
+    text.push('\n');
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The real PostToolUse input, for `session`, with `transcript`.
+fn input(session: &str, transcript: &Path) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&fixture("PostToolUse.input.json")).unwrap();
+    v["session_id"] = json!(session);
+    v["transcript_path"] = json!(transcript);
+    v["cwd"] = json!(transcript.parent().unwrap());
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn hook(w: &World, stdin: &[u8]) -> std::process::Output {
+    let o = w.run_with_stdin(&["hook"], stdin);
+    assert_eq!(code(&o), 0, "a hook always exits 0: {}", stderr(&o));
+    o
+}
+
+/// The additional context a hook output carries, checking its shape.
+fn context_of(o: &std::process::Output, event: &str) -> Option<String> {
+    let out = stdout(o);
+    if out.trim().is_empty() {
+        return None;
+    }
+    let v: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {out}"));
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], event, "{v}");
+    assert!(v.get("additionalContext").is_none(), "never top-level");
+    Some(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    )
+}
+
+fn pressure(w: &World, session: &str) -> Value {
+    let m = w.bus().read("interpulse", "pressure", session).unwrap();
+    serde_json::to_value(m.envelope.payload).unwrap()
+}
+
+#[test]
+fn real_usage_at_20_60_70_80_percent_gives_green_yellow_orange_red() {
+    let w = World::new();
+    let cases = [
+        (20, None),
+        (60, Some("YELLOW")),
+        (70, Some("ORANGE")),
+        (80, Some("RED")),
+    ];
+    for (pct, word) in cases {
+        let session = format!("s{pct}");
+        let t = transcript(w.dir.path(), &format!("{session}.jsonl"), pct * 2000);
+        let o = hook(&w, &input(&session, &t));
+        let said = context_of(&o, "PostToolUse");
+        match word {
+            None => assert_eq!(said, None, "green says nothing"),
+            Some(word) => {
+                let said = said.unwrap_or_else(|| panic!("{pct}%: no warning"));
+                assert!(said.contains(&format!("Context {word}")), "{said}");
+                assert!(said.contains("from the transcript"), "{said}");
+            }
+        }
+        let p = pressure(&w, &session);
+        assert_eq!(
+            p["level"],
+            ["green", "yellow", "orange", "red"][cases.iter().position(|c| c.0 == pct).unwrap()]
+        );
+        assert_eq!(p["source"], "transcript");
+        assert_eq!(p["used_tokens"], pct * 2000);
+        assert_eq!(p["window"], 200_000);
+        assert_eq!(p["calls"], 1);
+        // The legacy channel lights up older statuslines.
+        let legacy = w.bus().read("intercheck", "pressure", &session).unwrap();
+        assert_eq!(legacy.envelope.payload["level"], p["level"]);
+        let checkpoint = w.bus().read("interpulse", "checkpoint", &session);
+        match pct {
+            70 => assert_eq!(
+                checkpoint.unwrap().envelope.payload["trigger"],
+                "orange_pressure"
+            ),
+            80 => assert_eq!(
+                checkpoint.unwrap().envelope.payload["trigger"],
+                "red_pressure"
+            ),
+            _ => assert!(checkpoint.is_err(), "{pct}%: no checkpoint"),
+        }
+    }
+    let said = context_of(
+        &hook(
+            &w,
+            &input("s70b", &transcript(w.dir.path(), "b.jsonl", 140_000)),
+        ),
+        "PostToolUse",
+    );
+    assert!(
+        said.unwrap().contains("memory note"),
+        "orange names the next step"
+    );
+    assert!(
+        w.root()
+            .join(".state/interpulse/checkpoints/s80.json")
+            .exists(),
+        "red writes a checkpoint file"
+    );
+}
+
+#[test]
+fn a_1m_window_from_the_statusline_bridge_at_60_percent_is_green() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "big.jsonl", 600_000);
+    w.run(&[
+        "publish",
+        "interline",
+        "context",
+        "big",
+        "--type",
+        "context_window",
+        "--session",
+        "big",
+        "--payload",
+        r#"{"window":1000000,"ts":1796000000}"#,
+    ]);
+    let o = hook(&w, &input("big", &t));
+    assert_eq!(context_of(&o, "PostToolUse"), None);
+    let p = pressure(&w, "big");
+    assert_eq!(
+        (p["level"].as_str(), p["window"].as_u64()),
+        (Some("green"), Some(1_000_000))
+    );
+    // Without the bridge, usage above 200k raises the assumed window to 1M as well.
+    let o = hook(&w, &input("big2", &t));
+    assert_eq!(context_of(&o, "PostToolUse"), None);
+    assert_eq!(pressure(&w, "big2")["window"], 1_000_000);
+}
+
+#[test]
+fn a_subagent_call_never_warns_the_parent() {
+    let w = World::new();
+    let calm = transcript(w.dir.path(), "calm.jsonl", 40_000);
+    hook(&w, &input("p", &calm));
+    let full = transcript(w.dir.path(), "full.jsonl", 190_000);
+    let mut v: Value = serde_json::from_slice(&input("p", &full)).unwrap();
+    v["agent_id"] = json!("aa44453210eac1b08");
+    v["agent_type"] = json!("general-purpose");
+    v["tool_name"] = json!("Read");
+    let o = hook(&w, &serde_json::to_vec(&v).unwrap());
+    assert_eq!(context_of(&o, "PostToolUse"), None);
+    let p = pressure(&w, "p");
+    assert_eq!(p["level"], "green");
+    assert_eq!(p["calls"], 2, "counted for the dashboard");
+    assert_eq!(p["heavy_calls"], 0, "but not as the parent's");
+}
+
+#[test]
+fn gemini_after_tool_gets_its_own_event_name_back() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "g.jsonl", 160_000);
+    let v = json!({"session_id": "g", "transcript_path": t, "cwd": w.dir.path(), "hook_event_name": "AfterTool",
+                   "timestamp": "2026-11-30T00:00:00Z", "tool_name": "run_shell_command",
+                   "tool_input": {"command": "ls"}, "tool_response": {"llmContent": "a b", "returnDisplay": "a b"}});
+    let said = context_of(&hook(&w, &serde_json::to_vec(&v).unwrap()), "AfterTool");
+    assert!(said.unwrap().contains("Context RED"));
+}
+
+#[test]
+fn directives_come_back_at_31_percent_once() {
+    let w = World::new();
+    let project = w.dir.path().join("project");
+    std::fs::create_dir_all(project.join(".interband")).unwrap();
+    std::fs::write(
+        project.join(".interband/directives.md"),
+        "Always run the tests before committing.\n",
+    )
+    .unwrap();
+    let t = transcript(&project, "d.jsonl", 50_000); // 25%
+    assert_eq!(
+        context_of(&hook(&w, &input("d", &t)), "PostToolUse"),
+        None,
+        "25% does not fire"
+    );
+    let t = transcript(&project, "d.jsonl", 62_000); // 31%
+    let said = context_of(&hook(&w, &input("d", &t)), "PostToolUse").expect("31% fires");
+    assert!(
+        said.contains("Always run the tests before committing."),
+        "{said}"
+    );
+    assert!(said.contains("passed 30% used"), "{said}");
+    assert_eq!(
+        context_of(&hook(&w, &input("d", &t)), "PostToolUse"),
+        None,
+        "31% twice fires once"
+    );
+}
+
+#[test]
+fn eight_processes_times_fifty_calls_count_exactly_400() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "c.jsonl", 20_000);
+    let stdin = input("crowd", &t);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..50 {
+                    hook(&w, &stdin);
+                }
+            });
+        }
+    });
+    assert_eq!(pressure(&w, "crowd")["calls"], 400);
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(w.root().join(".state/interpulse/crowd.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["calls"], 400);
+}
+
+/// Every file under the temp world, except the transcripts the test wrote.
+fn written(w: &World) -> Vec<String> {
+    files_under(w.dir.path())
+        .into_iter()
+        .filter(|f| f.starts_with("root/") || f.starts_with("home/"))
+        .collect()
+}
+
+#[test]
+fn bad_input_fails_open_and_the_next_good_call_works() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "ok.jsonl", 130_000); // yellow
+    let mut huge =
+        br#"{"session_id":"big","hook_event_name":"PostToolUse","tool_response":""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'x', 10 << 20));
+    let no_session = br#"{"hook_event_name":"PostToolUse","tool_name":"Bash"}"#.to_vec();
+    let bad: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", vec![]),
+        ("malformed", b"{\"session_id\": \"x\", ".to_vec()),
+        ("binary", (0..=255u8).cycle().take(5000).collect()),
+        ("10 MiB unterminated", huge),
+        ("no session", no_session),
+        ("array", b"[1,2]".to_vec()),
+    ];
+    for (what, stdin) in bad {
+        let o = hook(&w, &stdin);
+        assert_eq!(stdout(&o), "", "{what}: nothing on stdout");
+    }
+    assert!(
+        written(&w).iter().all(|f| f.starts_with("root/")),
+        "{:?}",
+        written(&w)
+    );
+
+    // A session id that tries to climb out stays inside the root.
+    let o = hook(&w, &input("../../x", &t));
+    assert!(context_of(&o, "PostToolUse").is_some());
+    assert!(
+        written(&w).iter().all(|f| f.starts_with("root/")),
+        "{:?}",
+        written(&w)
+    );
+    assert!(
+        !w.dir.path().join("x.json").exists()
+            && !w.dir.path().parent().unwrap().join("x.json").exists()
+    );
+
+    // A corrupt state file, then a symlink planted at its path.
+    let state = w.root().join(".state/interpulse/s.json");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::fs::write(&state, b"\x00garbage").unwrap();
+    assert!(context_of(&hook(&w, &input("s", &t)), "PostToolUse").is_some());
+    let outside = w.dir.path().join("outside.json");
+    std::fs::write(&outside, r#"{"calls": 999}"#).unwrap();
+    std::fs::remove_file(&state).unwrap();
+    std::os::unix::fs::symlink(&outside, &state).unwrap();
+    hook(&w, &input("s", &t));
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        r#"{"calls": 999}"#,
+        "never written through"
+    );
+    assert!(
+        !std::fs::symlink_metadata(&state)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        pressure(&w, "s")["calls"],
+        1,
+        "started over rather than trusting a planted file"
+    );
+
+    // Transcripts: missing, truncated mid-line, and with 100 KB lines.
+    let missing = w.dir.path().join("missing.jsonl");
+    let o = hook(&w, &input("m", &missing));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(pressure(&w, "m")["source"], "heuristic");
+    let truncated = transcript(w.dir.path(), "cut.jsonl", 130_000);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&truncated)
+        .unwrap();
+    use std::io::Write;
+    f.write_all(br#"{"type":"assistant","message":{"usage":{"input_tok"#)
+        .unwrap();
+    assert!(
+        context_of(&hook(&w, &input("cut", &truncated)), "PostToolUse")
+            .unwrap()
+            .contains("YELLOW")
+    );
+    let long = transcript(w.dir.path(), "long.jsonl", 130_000);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&long)
+        .unwrap();
+    for _ in 0..3 {
+        let line =
+            json!({"type": "user", "message": {"role": "user", "content": "y".repeat(100_000)}});
+        writeln!(f, "{line}").unwrap();
+    }
+    assert!(
+        context_of(&hook(&w, &input("long", &long)), "PostToolUse")
+            .unwrap()
+            .contains("YELLOW")
+    );
+
+    // The next good call works.
+    let o = hook(&w, &input("good", &t));
+    assert!(context_of(&o, "PostToolUse").unwrap().contains("YELLOW"));
+}
+
+#[test]
+fn an_unwritable_root_fails_open() {
+    let w = World::new();
+    let blocker = w.dir.path().join("blocker");
+    std::fs::write(&blocker, "").unwrap();
+    let t = transcript(w.dir.path(), "t.jsonl", 150_000);
+    let log = w.dir.path().join("hook.log");
+    let o = w
+        .cmd(&["hook"])
+        .env("INTERBAND_ROOT", blocker.join("root"))
+        .env("INTERBAND_LOG", &log)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(&input("u", &t))?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    assert_eq!(stdout(&o), "");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("blocker"),
+        "the log names the path: {logged}"
+    );
+}
+
+#[test]
+fn other_events_are_accepted_and_ignored() {
+    let w = World::new();
+    for f in [
+        "Stop.input.json",
+        "PreCompact.auto.input.json",
+        "UserPromptSubmit.input.json",
+        "statusLine.input.json",
+    ] {
+        let o = hook(&w, &fixture(f));
+        assert_eq!(stdout(&o), "", "{f}");
+    }
+}
+
+#[test]
+fn the_dashboard_shows_level_usable_tokens_source_and_calls() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "t.jsonl", 140_000);
+    hook(&w, &input("dash", &t));
+    let o = w.run(&["pressure"]);
+    assert_eq!(code(&o), 0);
+    let line = stdout(&o);
+    assert!(
+        line.contains("ORANGE")
+            && line.contains("140k/200k")
+            && line.contains("transcript")
+            && line.contains("1 calls"),
+        "{line}"
+    );
+    let o = w.run(&["pressure", "--all", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["level"], "orange");
+    assert_eq!(v[0]["calls"], 1);
+    assert_eq!(v[0]["source"], "transcript");
+    let o = w.run(&["pressure", "--session", "nope"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn the_readme_carries_the_threshold_table_the_code_prints() {
+    let w = World::new();
+    let o = w.run(&["thresholds", "--markdown"]);
+    assert_eq!(code(&o), 0);
+    let table = stdout(&o);
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&table),
+        "README's threshold table differs from `interband thresholds --markdown`:\n{table}"
+    );
+}
