@@ -17,6 +17,11 @@
 //! Run: `cargo bench --bench spawn`. Environment:
 //! - `INTERBAND_BENCH_ROUNDS`: measured rounds, default 300.
 //! - `INTERBAND_BENCH_STATIC=0`: skip the static build.
+//! - `INTERBAND_BENCH_TRANSCRIPT_MB`: size of the generated large transcript, default 500.
+//!
+//! The `hook` cases feed the real captured PostToolUse input to `interband hook`, once with a
+//! small transcript and once with a generated 500 MB one (written to the temp dir, removed after):
+//! the hook reads the transcript from the end, so both should cost the same.
 //! - `INTERBAND_BENCH_PEER`: a command to compare against, run as `sh -c "$INTERBAND_BENCH_PEER"`.
 //!
 //! Prints a markdown table and writes it as JSON to `target/bench-spawn.json`. This is a
@@ -53,7 +58,6 @@ impl Case {
     }
 
     /// Feeds `bytes` to the child's stdin.
-    #[allow(dead_code)] // for the coming `hook` and `statusline` cases
     fn with_stdin(self, bytes: &[u8]) -> Case {
         Case {
             stdin: Some(bytes.to_vec()),
@@ -88,8 +92,53 @@ fn static_binary() -> Option<String> {
     }
 }
 
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/fixtures/claude-code-2.1.332"
+);
+
+/// A transcript: the real one's lines, then `filler` bytes of realistic
+/// traffic, then an assistant line at 120k tokens (yellow on a 200k window).
+fn make_transcript(path: &Path, filler: u64) -> std::io::Result<()> {
+    let real =
+        std::fs::read_to_string(Path::new(FIXTURES).join("transcript.compacted_session.jsonl"))?;
+    let lines: Vec<&str> = real
+        .lines()
+        .filter(|l| !l.contains("compact_boundary"))
+        .collect();
+    let assistant = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains(r#""type":"assistant""#))
+        .expect("an assistant line");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut written = 0u64;
+    while written < filler {
+        for l in &lines {
+            f.write_all(l.as_bytes())?;
+            f.write_all(b"\n")?;
+            written += l.len() as u64 + 1;
+        }
+    }
+    let last = assistant.replace(
+        r#""cache_read_input_tokens":30000"#,
+        r#""cache_read_input_tokens":118300"#,
+    );
+    writeln!(f, "{last}")?;
+    f.flush()
+}
+
+/// The real PostToolUse input for `session` with `transcript`.
+fn hook_input(session: &str, transcript: &Path) -> Vec<u8> {
+    let real = std::fs::read(Path::new(FIXTURES).join("PostToolUse.input.json")).expect("fixture");
+    let mut v: serde_json::Value = serde_json::from_slice(&real).expect("fixture is JSON");
+    v["session_id"] = serde_json::json!(session);
+    v["transcript_path"] = serde_json::json!(transcript);
+    serde_json::to_vec(&v).expect("serializes")
+}
+
 /// The cases, `floor` first. Add new ones here.
-fn cases(peer: Option<&str>, static_bin: Option<&str>) -> Vec<Case> {
+fn cases(peer: Option<&str>, static_bin: Option<&str>, small: &Path, big: &Path) -> Vec<Case> {
     let mut cases = vec![Case::new("floor", &["/bin/true"])];
     let mut builds = vec![];
     if let Some(bin) = static_bin {
@@ -115,6 +164,14 @@ fn cases(peer: Option<&str>, static_bin: Option<&str>) -> Vec<Case> {
             &[bin, "read", "interpulse/pressure/bench"],
         ));
         cases.push(Case::new(format!("publish{suffix}"), &publish));
+        cases.push(
+            Case::new(format!("hook{suffix}"), &[bin, "hook"])
+                .with_stdin(&hook_input("bench-hook", small)),
+        );
+        cases.push(
+            Case::new(format!("hook, 500 MB transcript{suffix}"), &[bin, "hook"])
+                .with_stdin(&hook_input("bench-hook-big", big)),
+        );
     }
     if let Some(cmd) = peer {
         cases.push(Case::new("peer", &["sh", "-c", cmd]));
@@ -181,7 +238,14 @@ fn bench() -> Result<(), String> {
     std::fs::create_dir_all(&env[1].1).map_err(|e| format!("cannot create the temp home: {e}"))?;
     let peer = std::env::var("INTERBAND_BENCH_PEER").ok();
     let static_bin = static_binary();
-    let cases = cases(peer.as_deref(), static_bin.as_deref());
+    let (small, big) = (tmp.path().join("small.jsonl"), tmp.path().join("big.jsonl"));
+    let big_mb: u64 = std::env::var("INTERBAND_BENCH_TRANSCRIPT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    make_transcript(&small, 0).map_err(|e| format!("cannot write a transcript: {e}"))?;
+    make_transcript(&big, big_mb << 20).map_err(|e| format!("cannot write a transcript: {e}"))?;
+    let cases = cases(peer.as_deref(), static_bin.as_deref(), &small, &big);
 
     // Seed the message `read` reads (the publish case writes the same one), then warm up.
     let seed = cases.iter().find(|c| c.name.starts_with("publish"));

@@ -20,6 +20,38 @@ use serde_json::{Map, Value};
 
 use crate::fsio::{MAX_MESSAGE_BYTES, read_capped};
 
+/// Where settings read environment variables from.
+pub trait Env {
+    /// The variable's value, if set.
+    fn var(&self, name: &str) -> Option<String>;
+    /// False only when no variable starting with `prefix` is set (lets a
+    /// hook skip the per-key look-ups). The default says "maybe".
+    fn may_have_prefix(&self, prefix: &str) -> bool {
+        let _ = prefix;
+        true
+    }
+}
+
+impl<F: Fn(&str) -> Option<String>> Env for F {
+    fn var(&self, name: &str) -> Option<String> {
+        self(name)
+    }
+}
+
+/// The process's environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn may_have_prefix(&self, prefix: &str) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        std::env::vars_os().any(|(k, _)| k.as_bytes().starts_with(prefix.as_bytes()))
+    }
+}
+
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -46,19 +78,43 @@ impl fmt::Display for Origin {
 pub struct Layered<T> {
     /// The effective value.
     pub value: T,
-    /// `tool.key.path` → where its value came from, for every leaf setting.
-    pub origins: BTreeMap<String, Origin>,
+    /// `tool.key.path` → where its value came from, for the settings not at their default.
+    pub overrides: BTreeMap<String, Origin>,
     /// Values that were ignored, and why.
     pub problems: Vec<String>,
+}
+
+impl<T: Serialize> Layered<T> {
+    /// Where the setting `key` (`tool.key.path`) came from.
+    pub fn origin(&self, key: &str) -> Origin {
+        self.overrides.get(key).cloned().unwrap_or(Origin::Default)
+    }
+
+    /// Every setting under `tool`: its dotted key, effective value and origin.
+    pub fn entries(&self, tool: &str) -> Vec<(String, Value, Origin)> {
+        let mut leaves = BTreeMap::new();
+        flatten(
+            tool,
+            &serde_json::to_value(&self.value).unwrap_or_default(),
+            &mut leaves,
+        );
+        leaves
+            .into_iter()
+            .map(|(k, v)| {
+                let o = self.origin(&k);
+                (k, v, o)
+            })
+            .collect()
+    }
 }
 
 /// The settings files, lowest precedence first: the user's
 /// (`$INTERBAND_CONFIG`, else `$XDG_CONFIG_HOME/interband/config.toml`, else
 /// `~/.config/interband/config.toml`), then the project's
 /// (`<project>/.interband/config.toml`).
-pub fn default_files(project: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+pub fn default_files(project: Option<&Path>, env: &dyn Env) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    let set = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let set = |k: &str| env.var(k).filter(|v| !v.trim().is_empty());
     if let Some(p) = set("INTERBAND_CONFIG") {
         files.push(PathBuf::from(p));
     } else if let Some(x) = set("XDG_CONFIG_HOME") {
@@ -95,24 +151,18 @@ pub fn env_name(key: &str) -> String {
 /// std::fs::write(&file, "[demo]\ncalls = 5\n").unwrap();
 /// let env = |k: &str| (k == "DEMO_THRESHOLDS").then(|| "30,52".to_string());
 /// let s = interband::settings::load::<Demo>("demo", &[file.clone()], &env, &[("DEMO_THRESHOLDS", "thresholds")]);
-/// assert_eq!((s.value.calls, s.value.thresholds), (5, vec![30, 52]));
-/// assert_eq!(s.origins["demo.calls"], interband::settings::Origin::File(file));
+/// assert_eq!((s.value.calls, &s.value.thresholds), (5, &vec![30, 52]));
+/// assert_eq!(s.origin("demo.calls"), interband::settings::Origin::File(file));
+/// assert_eq!(s.origin("demo.thresholds"), interband::settings::Origin::Env("DEMO_THRESHOLDS".into()));
 /// ```
 pub fn load<T: Serialize + DeserializeOwned + Default>(
     tool: &str,
     files: &[PathBuf],
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &dyn Env,
     aliases: &[(&str, &str)],
 ) -> Layered<T> {
-    let defaults = serde_json::to_value(T::default()).expect("settings serialize");
-    let mut leaves = BTreeMap::new();
-    flatten(tool, &defaults, &mut leaves);
-    let mut current: BTreeMap<String, (Value, Origin)> = leaves
-        .into_iter()
-        .map(|(k, v)| (k, (v, Origin::Default)))
-        .collect();
     let mut problems = Vec::new();
-
+    let mut layers = Vec::new();
     for file in files {
         let text = match read_capped(file, MAX_MESSAGE_BYTES) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -122,22 +172,44 @@ pub fn load<T: Serialize + DeserializeOwned + Default>(
                 continue;
             }
         };
-        let doc: Value = match toml::from_str::<toml::Table>(&text) {
-            Ok(t) => serde_json::to_value(t).unwrap_or_default(),
-            Err(e) => {
-                problems.push(format!(
-                    "{}: not valid TOML: {}",
-                    file.display(),
-                    e.message()
-                ));
-                continue;
+        match toml::from_str::<toml::Table>(&text) {
+            Ok(mut t) => {
+                if let Some(section) = t.remove(tool) {
+                    layers.push((
+                        file.clone(),
+                        serde_json::to_value(section).unwrap_or_default(),
+                    ));
+                }
             }
+            Err(e) => problems.push(format!(
+                "{}: not valid TOML: {}",
+                file.display(),
+                e.message()
+            )),
+        }
+    }
+    let env_prefix = format!("INTERBAND_{}_", crate::retention::env_safe(tool));
+    let env_may_apply =
+        env.may_have_prefix(&env_prefix) || aliases.iter().any(|(var, _)| env.var(var).is_some());
+    if layers.is_empty() && !env_may_apply {
+        // The common case in a hook: nothing to layer, no work.
+        return Layered {
+            value: T::default(),
+            overrides: BTreeMap::new(),
+            problems,
         };
-        let Some(section) = doc.get(tool) else {
-            continue;
-        };
+    }
+
+    let defaults = serde_json::to_value(T::default()).expect("settings serialize");
+    let mut leaves = BTreeMap::new();
+    flatten(tool, &defaults, &mut leaves);
+    let mut current: BTreeMap<String, (Value, Origin)> = leaves
+        .into_iter()
+        .map(|(k, v)| (k, (v, Origin::Default)))
+        .collect();
+    for (file, section) in layers {
         let mut layer = BTreeMap::new();
-        flatten(tool, section, &mut layer);
+        flatten(tool, &section, &mut layer);
         for (k, v) in layer {
             apply::<T>(
                 &mut current,
@@ -148,16 +220,14 @@ pub fn load<T: Serialize + DeserializeOwned + Default>(
             );
         }
     }
-
     let keys: Vec<String> = current.keys().cloned().collect();
-    let prefix = format!("{tool}.");
     let env_keys = keys.iter().map(|k| (env_name(k), k.clone())).chain(
         aliases
             .iter()
-            .map(|(e, k)| (e.to_string(), format!("{prefix}{k}"))),
+            .map(|(e, k)| (e.to_string(), format!("{tool}.{k}"))),
     );
     for (var, key) in env_keys {
-        let Some(raw) = env(&var) else { continue };
+        let Some(raw) = env.var(&var) else { continue };
         let Some((default, _)) = current.get(&key) else {
             continue;
         };
@@ -168,7 +238,11 @@ pub fn load<T: Serialize + DeserializeOwned + Default>(
     let value = build::<T>(&current).unwrap_or_default();
     Layered {
         value,
-        origins: current.into_iter().map(|(k, (_, o))| (k, o)).collect(),
+        overrides: current
+            .into_iter()
+            .filter(|(_, (_, o))| *o != Origin::Default)
+            .map(|(k, (_, o))| (k, o))
+            .collect(),
         problems,
     }
 }
@@ -304,11 +378,27 @@ mod tests {
                 inner: Inner { list: vec![3] }
             }
         );
-        assert_eq!(s.origins["t.n"], Origin::File(user));
-        assert_eq!(s.origins["t.name"], Origin::File(project.clone()));
-        assert_eq!(s.origins["t.inner.list"], Origin::File(project));
-        assert_eq!(s.origins["t.on"], Origin::Env("INTERBAND_T_ON".into()));
+        assert_eq!(s.origin("t.n"), Origin::File(user));
+        assert_eq!(s.origin("t.name"), Origin::File(project.clone()));
+        assert_eq!(s.origin("t.inner.list"), Origin::File(project));
+        assert_eq!(s.origin("t.on"), Origin::Env("INTERBAND_T_ON".into()));
+        let entries = s.entries("t");
+        assert_eq!(entries.len(), 4);
+        assert!(entries.contains(&(
+            "t.n".into(),
+            serde_json::json!(7),
+            Origin::File(dir.path().join("user.toml"))
+        )));
         assert!(s.problems.is_empty(), "{:?}", s.problems);
+    }
+
+    #[test]
+    fn the_process_env_skips_lookups_when_nothing_is_set() {
+        assert!(!ProcessEnv.may_have_prefix("INTERBAND_SURELY_NOT_SET_"));
+        assert!(ProcessEnv.may_have_prefix("PATH"));
+        let s = load::<T>("t", &[], &ProcessEnv, &[]);
+        assert_eq!(s.value, T::default());
+        assert!(s.overrides.is_empty());
     }
 
     #[test]

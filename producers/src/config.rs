@@ -1,7 +1,7 @@
 //! The producer's settings, and the one threshold table.
 
 use interband::payloads::Level;
-use interband::settings::{Layered, default_files, load};
+use interband::settings::{Env, Layered, default_files, load};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -178,7 +178,7 @@ pub const ENV_ALIASES: &[(&str, &str)] =
 
 impl Config {
     /// Loads the settings for a project folder from the files and the environment.
-    pub fn load(project: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Layered<Config> {
+    pub fn load(project: Option<&Path>, env: &dyn Env) -> Layered<Config> {
         let files: Vec<PathBuf> = default_files(project, env);
         load("interpulse", &files, env, ENV_ALIASES)
     }

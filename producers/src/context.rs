@@ -5,6 +5,7 @@
 //! lowers it to `min(floor(window × P / 100), default)`; `DISABLE_AUTO_COMPACT`
 //! turns it off (the whole window is usable).
 
+use interband::settings::Env;
 use serde::{Deserialize, Serialize};
 
 /// The window assumed when nothing says otherwise.
@@ -83,14 +84,11 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// The window to assume: the bridge's, else the configured one, else the
 /// host's `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, else 200k — raised to 1M when the
 /// usage seen is larger than that.
-pub fn window(
-    bridge: Option<u64>,
-    configured: u64,
-    env: &dyn Fn(&str) -> Option<String>,
-    used: u64,
-) -> u64 {
-    let from_env =
-        || env("CLAUDE_CODE_AUTO_COMPACT_WINDOW").and_then(|v| v.trim().parse::<u64>().ok());
+pub fn window(bridge: Option<u64>, configured: u64, env: &dyn Env, used: u64) -> u64 {
+    let from_env = || {
+        env.var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
     let w = bridge
         .filter(|&w| w > 0)
         .or((configured > 0).then_some(configured))
@@ -110,15 +108,21 @@ pub fn window(
 /// let pct = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "50".to_string());
 /// assert_eq!(autocompact_at(200_000, &pct), 100_000);
 /// ```
-pub fn autocompact_at(window: u64, env: &dyn Fn(&str) -> Option<String>) -> u64 {
-    let on = |k: &str| env(k).is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+pub fn autocompact_at(window: u64, env: &dyn Env) -> u64 {
+    let on = |k: &str| {
+        env.var(k)
+            .is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+    };
     if on("DISABLE_AUTO_COMPACT") {
         return window;
     }
     let default = window
         .saturating_sub(OUTPUT_RESERVE.min(window / 4) + BUFFER)
         .max(window / 2);
-    match env("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").and_then(|v| v.trim().parse::<f64>().ok()) {
+    match env
+        .var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
         Some(p) if p > 0.0 && p <= 100.0 => {
             ((window as f64 * p / 100.0).floor() as u64).min(default)
         }

@@ -7,6 +7,7 @@ use interband::Bus;
 use interband::lock::{DEFAULT_WAIT, update_json};
 use interband::paths::{ensure_private_dir, safe_key};
 use interband::payloads::{Checkpoint, ContextWindow, LegacyPressure, Level, Pressure};
+use interband::settings::Env;
 
 use crate::config::Config;
 use crate::context::{self, Figures, Source};
@@ -20,7 +21,7 @@ pub struct Hook<'a> {
     /// The bus.
     pub bus: &'a Bus,
     /// The environment (a function, so tests pass their own).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub env: &'a dyn Env,
     /// Unix time, seconds.
     pub now: f64,
 }
@@ -44,8 +45,8 @@ fn state_dir(bus: &Bus) -> PathBuf {
 }
 
 /// The project folder: `CLAUDE_PROJECT_DIR`, else the input's `cwd`.
-pub fn project_dir(input: &HookInput, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    env("CLAUDE_PROJECT_DIR")
+pub fn project_dir(input: &HookInput, env: &dyn Env) -> Option<PathBuf> {
+    env.var("CLAUDE_PROJECT_DIR")
         .filter(|p| !p.trim().is_empty())
         .or_else(|| input.cwd.clone())
         .map(PathBuf::from)

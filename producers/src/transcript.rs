@@ -222,26 +222,47 @@ fn join(head: &[u8], pieces: &mut Vec<Vec<u8>>, out: &mut Vec<u8>) {
 
 /// Judges one line (without its `\n`) that ends at `offset`. Returns true if
 /// it decides the answer, which is then recorded in `tail`.
+/// The few fields of a transcript line that matter; serde skips the rest
+/// (message content can be large) without building it.
+#[derive(serde::Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    subtype: Option<Value>,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: Option<Value>,
+    message: Option<LineMessage>,
+    uuid: Option<Value>,
+    #[serde(rename = "compactMetadata")]
+    compact_metadata: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct LineMessage {
+    model: Option<Value>,
+    usage: Option<Value>,
+}
+
 fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if !contains(line, b"\"assistant\"") && !contains(line, b"compact_boundary") {
         return false;
     }
-    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line) else {
+    let Ok(l) = serde_json::from_slice::<Line>(line) else {
         return false;
     };
-    if obj.get("isSidechain") == Some(&Value::Bool(true)) {
+    if l.is_sidechain == Some(Value::Bool(true)) {
         return false;
     }
-    match obj.get("type").and_then(Value::as_str) {
+    match l.kind.as_ref().and_then(Value::as_str) {
         Some("assistant") => {
-            let Some(message) = obj.get("message").and_then(Value::as_object) else {
+            let Some(message) = l.message else {
                 return false;
             };
-            let Some(usage) = message.get("usage").and_then(Value::as_object) else {
+            let Some(Value::Object(usage)) = message.usage else {
                 return false;
             };
-            let model = message.get("model").and_then(Value::as_str);
+            let model = message.model.as_ref().and_then(Value::as_str);
             if model == Some("<synthetic>") {
                 return false;
             }
@@ -251,7 +272,7 @@ fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
                 "cache_read_input_tokens",
             ]
             .iter()
-            .fold(0u64, |sum, key| sum.saturating_add(number(usage, key)));
+            .fold(0u64, |sum, key| sum.saturating_add(number(&usage, key)));
             tail.usage = Some(TailUsage {
                 used_tokens,
                 kind: UsageKind::Assistant,
@@ -261,11 +282,12 @@ fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
             true
         }
         Some("system")
-            if obj.get("subtype").and_then(Value::as_str) == Some("compact_boundary") =>
+            if l.subtype.as_ref().and_then(Value::as_str) == Some("compact_boundary") =>
         {
-            tail.latest_boundary = obj.get("uuid").and_then(Value::as_str).map(str::to_owned);
-            tail.usage = obj
-                .get("compactMetadata")
+            tail.latest_boundary = l.uuid.as_ref().and_then(Value::as_str).map(str::to_owned);
+            tail.usage = l
+                .compact_metadata
+                .as_ref()
                 .and_then(|meta| meta.get("postTokens"))
                 .and_then(Value::as_u64)
                 .map(|used_tokens| TailUsage {

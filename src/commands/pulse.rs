@@ -5,15 +5,12 @@ use std::io::{Read as _, Write as _};
 use anyhow::Result;
 use clap::Args;
 use interband::Bus;
+use interband::settings::ProcessEnv;
 use interpulse::config::Config;
 use interpulse::hook::{Hook as HookCtx, post_tool_use};
 use interpulse::host::{HookInput, MAX_INPUT_BYTES};
 
 use crate::exit;
-
-fn env(k: &str) -> Option<String> {
-    std::env::var(k).ok()
-}
 
 fn now() -> f64 {
     std::time::SystemTime::now()
@@ -72,7 +69,7 @@ fn handle() -> Result<Option<String>> {
     let bus = Bus::from_env()?;
     let ctx = HookCtx {
         bus: &bus,
-        env: &env,
+        env: &ProcessEnv,
         now: now(),
     };
     let reply = match input.hook_event_name.as_str() {
@@ -99,7 +96,7 @@ pub struct Thresholds {
 impl Thresholds {
     pub fn run(self) -> Result<u8> {
         let project = std::env::current_dir().ok();
-        let cfg = Config::load(project.as_deref(), &env);
+        let cfg = Config::load(project.as_deref(), &ProcessEnv);
         for p in &cfg.problems {
             eprintln!("interband: {p}");
         }
