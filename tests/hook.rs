@@ -451,3 +451,49 @@ fn the_readme_carries_the_threshold_table_the_code_prints() {
         "README's threshold table differs from `interband thresholds --markdown`:\n{table}"
     );
 }
+
+#[test]
+fn the_statusline_bridge_wins_when_it_saw_the_transcript_at_least_as_far() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "b.jsonl", 60_000); // the transcript says 30%
+    let len = std::fs::metadata(&t).unwrap().len();
+    let bridge = |seen: u64| {
+        let payload = json!({"window": 200_000, "used_tokens": 150_000, "transcript_path": t, "transcript_bytes": seen, "ts": 1});
+        w.run(&[
+            "publish",
+            "interline",
+            "context",
+            "b",
+            "--type",
+            "context_window",
+            "--payload",
+            &payload.to_string(),
+        ]);
+    };
+    bridge(len); // saw all of it: fresher than the transcript's last usage line
+    hook(&w, &input("b", &t));
+    let p = pressure(&w, "b");
+    assert_eq!(
+        (p["source"].as_str(), p["used_tokens"].as_u64()),
+        (Some("statusline"), Some(150_000))
+    );
+    bridge(len / 2); // saw an older state: the transcript is fresher, whatever the clock says
+    hook(&w, &input("b", &t));
+    let p = pressure(&w, "b");
+    assert_eq!(
+        (p["source"].as_str(), p["used_tokens"].as_u64()),
+        (Some("transcript"), Some(60_000))
+    );
+}
+
+#[test]
+fn codex_input_without_a_transcript_falls_back_to_the_labelled_heuristic() {
+    let w = World::new();
+    let v = json!({"session_id": "cx", "transcript_path": null, "cwd": w.dir.path(), "hook_event_name": "PostToolUse",
+                   "turn_id": "t1", "model": "gpt-5", "tool_name": "shell", "tool_input": {"command": ["ls"]},
+                   "tool_response": "x".repeat(800_000)});
+    let o = hook(&w, &serde_json::to_vec(&v).unwrap());
+    let said = context_of(&o, "PostToolUse").expect("200k estimated tokens is red");
+    assert!(said.contains("estimate"), "{said}");
+    assert_eq!(pressure(&w, "cx")["source"], "heuristic");
+}
