@@ -32,6 +32,7 @@
 
 mod bus;
 pub mod consumer;
+pub mod context;
 pub mod envelope;
 mod error;
 pub mod fsio;

@@ -1,106 +1,9 @@
 //! The producer's settings, and the one threshold table.
 
-use interband::payloads::Level;
+pub use interband::context::{Bounds, Thresholds};
 use interband::settings::{Env, Layered, default_files, load};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// Yellow, orange and red bounds for one measure.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bounds {
-    /// Yellow from here.
-    pub yellow: f64,
-    /// Orange from here.
-    pub orange: f64,
-    /// Red from here.
-    pub red: f64,
-}
-
-impl Bounds {
-    /// The level of a value that gets worse as it rises (`value > bound`).
-    pub fn above(&self, v: f64) -> Level {
-        match v {
-            v if v > self.red => Level::Red,
-            v if v > self.orange => Level::Orange,
-            v if v > self.yellow => Level::Yellow,
-            _ => Level::Green,
-        }
-    }
-    /// The level of a value that gets worse as it falls (`value < bound`).
-    pub fn below(&self, v: f64) -> Level {
-        match v {
-            v if v < self.red => Level::Red,
-            v if v < self.orange => Level::Orange,
-            v if v < self.yellow => Level::Yellow,
-            _ => Level::Green,
-        }
-    }
-}
-
-/// When each level starts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Thresholds {
-    /// Usable context remaining, percent (below).
-    pub usable: Bounds,
-    /// The heuristic pressure score (above).
-    pub pressure: Bounds,
-    /// Estimated tokens from tool output sizes (above), the fallback.
-    pub tokens: Bounds,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            usable: Bounds {
-                yellow: 35.0,
-                orange: 20.0,
-                red: 10.0,
-            },
-            pressure: Bounds {
-                yellow: 60.0,
-                orange: 90.0,
-                red: 120.0,
-            },
-            tokens: Bounds {
-                yellow: 150_000.0,
-                orange: 180_000.0,
-                red: 200_000.0,
-            },
-        }
-    }
-}
-
-impl Thresholds {
-    /// The table as markdown; the README carries exactly this.
-    ///
-    /// ```
-    /// let md = interpulse::config::Thresholds::default().markdown();
-    /// assert!(md.contains("| usable context remaining, % | < 35 | < 20 | < 10 |"));
-    /// ```
-    pub fn markdown(&self) -> String {
-        let n = |v: f64| {
-            if v.fract() == 0.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v}")
-            }
-        };
-        let row = |name: &str, b: &Bounds, op: &str| {
-            format!(
-                "| {name} | {op} {} | {op} {} | {op} {} |\n",
-                n(b.yellow),
-                n(b.orange),
-                n(b.red)
-            )
-        };
-        let mut s = String::from("| measure | yellow | orange | red |\n|---|---|---|---|\n");
-        s += &row("usable context remaining, %", &self.usable, "<");
-        s += &row("pressure score (fallback)", &self.pressure, ">");
-        s += &row("estimated tokens (fallback)", &self.tokens, ">");
-        s
-    }
-}
 
 /// Directive re-injection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,6 +90,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use interband::payloads::Level;
 
     #[test]
     fn bounds_are_strict() {

@@ -7,7 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
-pub mod context;
+pub use interband::context;
 pub mod dashboard;
 pub mod engine;
 pub mod hook;

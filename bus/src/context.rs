@@ -1,11 +1,13 @@
-//! Context figures: the window, the autocompact reserve, and usable remaining.
+//! Context figures shared by producers and consumers: the window, the
+//! autocompact reserve, usable remaining, and the threshold table.
 //!
 //! Autocompact starts at `window − min(max output, 20000) − 13000` tokens: 167k of
 //! a 200k window (a 16.5% reserve), 967k of 1M (3.3%). `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=P`
 //! lowers it to `min(floor(window × P / 100), default)`; `DISABLE_AUTO_COMPACT`
 //! turns it off (the whole window is usable).
 
-use interband::settings::Env;
+use crate::payloads::Level;
+use crate::settings::Env;
 use serde::{Deserialize, Serialize};
 
 /// The window assumed when nothing says otherwise.
@@ -101,7 +103,7 @@ pub fn window(bridge: Option<u64>, configured: u64, env: &dyn Env, used: u64) ->
 /// Where autocompact starts for a window, from the host's rules and settings.
 ///
 /// ```
-/// use interpulse::context::autocompact_at;
+/// use interband::context::autocompact_at;
 /// let none = |_: &str| None;
 /// assert_eq!(autocompact_at(200_000, &none), 167_000);
 /// assert_eq!(autocompact_at(1_000_000, &none), 967_000);
@@ -127,6 +129,103 @@ pub fn autocompact_at(window: u64, env: &dyn Env) -> u64 {
             ((window as f64 * p / 100.0).floor() as u64).min(default)
         }
         _ => default,
+    }
+}
+
+/// Yellow, orange and red bounds for one measure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// Yellow from here.
+    pub yellow: f64,
+    /// Orange from here.
+    pub orange: f64,
+    /// Red from here.
+    pub red: f64,
+}
+
+impl Bounds {
+    /// The level of a value that gets worse as it rises (`value > bound`).
+    pub fn above(&self, v: f64) -> Level {
+        match v {
+            v if v > self.red => Level::Red,
+            v if v > self.orange => Level::Orange,
+            v if v > self.yellow => Level::Yellow,
+            _ => Level::Green,
+        }
+    }
+    /// The level of a value that gets worse as it falls (`value < bound`).
+    pub fn below(&self, v: f64) -> Level {
+        match v {
+            v if v < self.red => Level::Red,
+            v if v < self.orange => Level::Orange,
+            v if v < self.yellow => Level::Yellow,
+            _ => Level::Green,
+        }
+    }
+}
+
+/// When each level starts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    /// Usable context remaining, percent (below).
+    pub usable: Bounds,
+    /// The heuristic pressure score (above).
+    pub pressure: Bounds,
+    /// Estimated tokens from tool output sizes (above), the fallback.
+    pub tokens: Bounds,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            usable: Bounds {
+                yellow: 35.0,
+                orange: 20.0,
+                red: 10.0,
+            },
+            pressure: Bounds {
+                yellow: 60.0,
+                orange: 90.0,
+                red: 120.0,
+            },
+            tokens: Bounds {
+                yellow: 150_000.0,
+                orange: 180_000.0,
+                red: 200_000.0,
+            },
+        }
+    }
+}
+
+impl Thresholds {
+    /// The table as markdown; the README carries exactly this.
+    ///
+    /// ```
+    /// let md = interband::context::Thresholds::default().markdown();
+    /// assert!(md.contains("| usable context remaining, % | < 35 | < 20 | < 10 |"));
+    /// ```
+    pub fn markdown(&self) -> String {
+        let n = |v: f64| {
+            if v.fract() == 0.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v}")
+            }
+        };
+        let row = |name: &str, b: &Bounds, op: &str| {
+            format!(
+                "| {name} | {op} {} | {op} {} | {op} {} |\n",
+                n(b.yellow),
+                n(b.orange),
+                n(b.red)
+            )
+        };
+        let mut s = String::from("| measure | yellow | orange | red |\n|---|---|---|---|\n");
+        s += &row("usable context remaining, %", &self.usable, "<");
+        s += &row("pressure score (fallback)", &self.pressure, ">");
+        s += &row("estimated tokens (fallback)", &self.tokens, ">");
+        s
     }
 }
 
