@@ -177,6 +177,24 @@ impl Bus {
         self.publish(P::NAMESPACE, P::CHANNEL, key, P::TYPE, session_id, value)
     }
 
+    /// Removes the message at `namespace/channel/key` (under its lock).
+    /// Returns whether there was one.
+    pub fn remove(&self, namespace: &str, channel: &str, key: &str) -> Result<bool> {
+        let path = self.path(namespace, channel, key)?;
+        if !path.exists() {
+            return Ok(false);
+        }
+        with_lock(
+            &lock_path_for(&path),
+            DEFAULT_WAIT,
+            |_| match std::fs::remove_file(&path) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(Error::io(&path, e)),
+            },
+        )
+    }
+
     /// Reads and validates the message at `namespace/channel/key`.
     pub fn read(&self, namespace: &str, channel: &str, key: &str) -> Result<Message> {
         let mut msg = read_path(&self.path(namespace, channel, key)?)?;
@@ -320,6 +338,23 @@ mod tests {
         assert!(!dir.path().join("intercheck").exists());
         assert!(bus.publish("../x", "c", "k", "t", "", json!({})).is_err());
         assert!(bus.publish("n", "c", "k", "t", "", json!([])).is_err());
+    }
+
+    #[test]
+    fn remove_takes_a_message_away_and_its_seq_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        assert!(!bus.remove("n", "c", "k").unwrap());
+        bus.publish("n", "c", "k", "t", "", json!({})).unwrap();
+        assert!(bus.remove("n", "c", "k").unwrap());
+        assert!(matches!(
+            bus.read("n", "c", "k"),
+            Err(Error::NotFound { .. })
+        ));
+        assert_eq!(
+            bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
+            2
+        );
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod context;
 pub mod envelope;
 mod error;
 pub mod fsio;
+pub mod journal;
 pub mod lock;
 pub mod paths;
 pub mod payloads;
