@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use interband::Bus;
+use interband::journal::Journal;
 use interband::lock::{DEFAULT_WAIT, update_json};
 use interband::paths::{ensure_private_dir, safe_key};
 use interband::payloads::{Checkpoint, ContextWindow, LegacyPressure, Level, Pressure};
@@ -163,6 +164,20 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         },
     )?;
 
+    if out.level == Level::Red && !subagent {
+        // The wind-down journal: every call at red, durably, for the next memory note.
+        let record = serde_json::json!({
+            "ts": h.now,
+            "tool": input.tool_name,
+            "summary": input.argument_summary(80),
+            "error": input.looks_failed(),
+            "context_usable": figures.map(|f| round1(f.usable_remaining())),
+        });
+        if let Err(e) = Journal::new(h.bus, session).append(&record) {
+            reply.problems.push(e.to_string());
+        }
+    }
+
     let mut problem = |r: Result<(), interband::Error>| {
         if let Err(e) = r {
             reply.problems.push(e.to_string());
@@ -267,7 +282,12 @@ fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(),
     interband::fsio::write_atomic(&path, body.to_string().as_bytes(), true)
 }
 
-/// True when the level is worth a dashboard colour.
-pub fn is_alert(level: Level) -> bool {
-    level > Level::Green
+/// A new context (after a compaction, a resume or a clear): the session's
+/// pressure state starts over, green.
+pub fn reset(bus: &Bus, session: &str) -> Result<(), Error> {
+    ensure_private_dir(&state_dir(bus))?;
+    update_json(&state_path(bus, session), DEFAULT_WAIT, |s: &mut State| {
+        s.new_context()
+    })?;
+    Ok(())
 }

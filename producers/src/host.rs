@@ -74,6 +74,61 @@ impl HookInput {
             .is_some_and(|a| !a.trim().is_empty())
     }
 
+    /// A short summary of the tool's argument (the command, file, pattern...), at most `max` chars.
+    pub fn argument_summary(&self, max: usize) -> String {
+        let v: serde_json::Value = self
+            .tool_input
+            .as_ref()
+            .and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or_default();
+        let keys = [
+            "command",
+            "file_path",
+            "notebook_path",
+            "pattern",
+            "url",
+            "query",
+            "description",
+            "prompt",
+        ];
+        let text = keys
+            .iter()
+            .find_map(|k| match &v[*k] {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Array(a) => Some(
+                    a.iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        match one_line.char_indices().nth(max) {
+            Some((i, _)) => format!("{}…", &one_line[..i]),
+            None => one_line,
+        }
+    }
+
+    /// True when the tool's response says it failed (`is_error`, `error`, `interrupted`).
+    pub fn looks_failed(&self) -> bool {
+        let Some(v) = self
+            .tool_response
+            .as_ref()
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
+        else {
+            return false;
+        };
+        let set = |k: &str| match &v[k] {
+            serde_json::Value::Bool(b) => *b,
+            serde_json::Value::Null => false,
+            serde_json::Value::String(s) => !s.is_empty(),
+            _ => true,
+        };
+        set("is_error") || set("error") || set("interrupted")
+    }
+
     /// Size of the tool's response in bytes.
     pub fn response_bytes(&self) -> u64 {
         self.tool_response
@@ -132,6 +187,12 @@ mod tests {
         assert_eq!(g.hook_event_name, "AfterTool");
         assert!(g.response_bytes() > 20);
         assert!(HookInput::parse(br#"{"session_id":7}"#).is_err());
+        let failed = br#"{"tool_name":"Bash","tool_input":{"command":"cargo   test\n --all"},"tool_response":{"stdout":"","interrupted":true}}"#;
+        let f = HookInput::parse(failed).unwrap();
+        assert!(f.looks_failed());
+        assert_eq!(f.argument_summary(8), "cargo te…");
+        assert_eq!(f.argument_summary(80), "cargo test --all");
+        assert!(!g.looks_failed());
         assert_eq!(HookInput::parse(b"{}").unwrap().session_id, "");
     }
 }
