@@ -32,7 +32,11 @@ enum Command {
     /// Print (or hand to a command) each new value of the keys matching the globs.
     Watch(commands::bus::Watch),
     /// Handle one host hook call: the event as JSON on stdin (always exits 0).
-    Hook(commands::pulse::Hook),
+    Hook(commands::hook::Hook),
+    /// The statusline: reads the host's statusLine input, publishes the context window, prints one line.
+    Statusline(commands::hook::Statusline),
+    /// Print the effective settings and where each value came from.
+    Config(commands::config::ShowConfig),
     /// Print the effective threshold table.
     Thresholds(commands::pulse::Thresholds),
     /// Show each session's context level, usable context, tokens and calls.
@@ -51,7 +55,7 @@ pub mod exit {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Hook(_)) {
+    if !matches!(cli.command, Command::Hook(_) | Command::Statusline(_)) {
         // Like other Unix tools, stop quietly when the reader of our output goes away
         // (a hook must exit 0 instead, so it keeps the default of ignoring it).
         // SAFETY: setting a signal disposition before any thread is started.
@@ -66,6 +70,8 @@ fn main() -> ExitCode {
         Command::Prune(a) => a.run(),
         Command::Watch(a) => a.run(),
         Command::Hook(a) => a.run(),
+        Command::Statusline(a) => a.run(),
+        Command::Config(a) => a.run(),
         Command::Thresholds(a) => a.run(),
         Command::Pressure(a) => a.run(),
     };

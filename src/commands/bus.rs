@@ -336,8 +336,8 @@ impl Prune {
 /// `interband watch GLOB... [--exec CMD ARGS...]`
 #[derive(Args)]
 pub struct Watch {
-    /// `NAMESPACE/CHANNEL/KEY` globs to follow.
-    #[arg(required = true)]
+    /// `NAMESPACE/CHANNEL/KEY` globs to follow. Without any: run the enabled
+    /// consumers (intermem, the compaction command) until stopped.
     globs: Vec<String>,
     /// Also deliver the values present at start.
     #[arg(long)]
@@ -367,6 +367,9 @@ impl Watch {
             initial: self.existing,
             ..defaults
         };
+        if self.globs.is_empty() {
+            return run_consumers(&bus, opts, self.idle_timeout);
+        }
         let mut sub = Subscription::new(&bus, &self.globs, opts)?;
         if !sub.uses_events() && !poll {
             eprintln!("interband: file events unavailable here; polling instead");
@@ -402,6 +405,46 @@ impl Watch {
         }
         Ok(exit::OK)
     }
+}
+
+/// `interband watch` without globs: every enabled consumer, in one process.
+fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Result<u8> {
+    let env = interband::settings::ProcessEnv;
+    let project = std::env::current_dir().ok();
+    let settings = interband_consumers::hooks::AllSettings::load(project.as_deref(), &env);
+    for p in settings.problems() {
+        eprintln!("interband: {p}");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut consumers = interband_consumers::hooks::watch_consumers(&settings, home);
+    let names: Vec<String> = consumers.iter().map(|c| c.name().to_owned()).collect();
+    eprintln!(
+        "interband: watching {} for {}",
+        bus.root().display(),
+        names.join(", ")
+    );
+    let idle = idle_timeout.map(Duration::from_secs_f64);
+    let (mut handled, mut errors, mut last) = (0, 0, std::time::Instant::now());
+    let report =
+        interband::consumer::watch(bus, &mut consumers, opts, Duration::from_millis(50), |r| {
+            if r.handled > handled || r.errors.len() > errors {
+                last = std::time::Instant::now();
+            }
+            if r.handled > handled {
+                eprintln!("interband: {} value(s) handled", r.handled);
+                handled = r.handled;
+            }
+            for e in &r.errors[errors..] {
+                eprintln!("interband: {e}");
+            }
+            errors = r.errors.len();
+            idle.is_none_or(|idle| last.elapsed() < idle)
+        })?;
+    Ok(if report.errors.is_empty() {
+        exit::OK
+    } else {
+        exit::INVALID
+    })
 }
 
 /// Runs one `--exec` command; its failure is reported, not fatal.

@@ -1,4 +1,6 @@
 //! One module per group of subcommands.
 
 pub mod bus;
+pub mod config;
+pub mod hook;
 pub mod pulse;

@@ -1,0 +1,278 @@
+//! The compaction trigger: when a session reaches red, once per compaction
+//! cycle, make sure a fresh memory note exists, then get a compaction started
+//! by the configured strategy.
+
+use std::path::Path;
+use std::time::Duration;
+
+use interband::Bus;
+use interband::lock::{DEFAULT_WAIT, read_json_or_default, update_json};
+use interband::paths::{ensure_private_dir, safe_key};
+use interband::payloads::{Checkpoint, Level, MemoryNote, Pressure};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::intermem::{self, SessionInfo, Trigger};
+use crate::{Error, now_secs};
+
+/// The channel announcing a requested compaction (the statusline shows it as pending).
+pub const PENDING: (&str, &str) = ("compact", "pending");
+
+/// How to get a compaction started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// At `Stop`, block once with a reason that asks the agent to tell the user to run `/compact`.
+    Advise,
+    /// At `Stop`, type `/compact <focus>` into the session's tmux pane.
+    Tmux,
+    /// Run a command (argv) with the session and note in its environment.
+    Command,
+    /// Do nothing.
+    Off,
+}
+
+/// The trigger's settings (`[compact]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// What to do.
+    pub strategy: Strategy,
+    /// The level that triggers it.
+    pub level: Level,
+    /// Or a raw used percentage (0: use the level).
+    pub used_pct: f64,
+    /// For `command`: the program and its arguments.
+    pub command: Vec<String>,
+    /// For `command`: seconds it may run.
+    pub command_timeout_secs: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            strategy: Strategy::Advise,
+            level: Level::Red,
+            used_pct: 0.0,
+            command: vec![],
+            command_timeout_secs: 30.0,
+        }
+    }
+}
+
+/// Per-session trigger state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CycleState {
+    /// Already acted in this compaction cycle.
+    pub fired: bool,
+    /// The tmux pane recorded at `SessionStart`.
+    pub pane: Option<String>,
+}
+
+fn state_path(bus: &Bus, session: &str) -> std::path::PathBuf {
+    bus.root()
+        .join(".state")
+        .join("compact")
+        .join(format!("{}.json", safe_key(session)))
+}
+
+/// Reads or changes a session's cycle state under its lock.
+pub fn with_state<R>(
+    bus: &Bus,
+    session: &str,
+    f: impl FnOnce(&mut CycleState) -> R,
+) -> Result<R, Error> {
+    let path = state_path(bus, session);
+    ensure_private_dir(path.parent().expect("state has a folder"))?;
+    Ok(update_json(&path, DEFAULT_WAIT, f)?)
+}
+
+/// A new compaction cycle (after `SessionStart` compact, resume or clear): fire again when due.
+pub fn new_cycle(bus: &Bus, session: &str) -> Result<(), Error> {
+    with_state(bus, session, |s| s.fired = false)?;
+    bus.remove(PENDING.0, PENDING.1, session)?;
+    Ok(())
+}
+
+/// True when the session's published pressure has reached the trigger point.
+pub fn due(bus: &Bus, session: &str, settings: &Settings) -> bool {
+    let Ok(p) = bus.read_typed::<Pressure>(session) else {
+        return false;
+    };
+    let p = p.payload;
+    if settings.used_pct > 0.0 {
+        return p
+            .context_raw
+            .is_some_and(|raw| 100.0 - raw >= settings.used_pct);
+    }
+    p.level >= settings.level
+}
+
+/// What the trigger did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Acted {
+    /// Not due, already fired, or off.
+    Nothing,
+    /// Tell the host to block the stop with this reason.
+    Block(String),
+    /// Sent `/compact` to a tmux pane.
+    Tmux(String),
+    /// Ran the command.
+    Command,
+}
+
+/// At `Stop`: acts once per cycle when due. Never when `stop_hook_active` (a block already happened).
+pub fn on_stop(
+    bus: &Bus,
+    info: &SessionInfo,
+    stop_hook_active: bool,
+    settings: &Settings,
+    notes: &intermem::Settings,
+    home: Option<&Path>,
+) -> Result<Acted, Error> {
+    if settings.strategy == Strategy::Off || stop_hook_active || !due(bus, &info.session, settings)
+    {
+        return Ok(Acted::Nothing);
+    }
+    let already = with_state(bus, &info.session, |s| {
+        std::mem::replace(&mut s.fired, true)
+    })?;
+    if already {
+        return Ok(Acted::Nothing);
+    }
+    let note = fresh_note(bus, info, notes, home)?;
+    let focus = focus(&note.1);
+    let acted = match settings.strategy {
+        Strategy::Advise => Acted::Block(format!(
+            "Context is nearly full. A memory note of this session was saved to {}. Tell the user to run `/compact {focus}` now (the note will be brought back after the compaction), and do not start new work.",
+            note.0.path
+        )),
+        Strategy::Tmux => match with_state(bus, &info.session, |s| s.pane.clone())? {
+            Some(pane) => {
+                let text = format!("/compact {focus}");
+                run(
+                    &[
+                        "tmux".into(),
+                        "send-keys".into(),
+                        "-t".into(),
+                        pane.clone(),
+                        text,
+                        "Enter".into(),
+                    ],
+                    &[],
+                    Duration::from_secs(5),
+                )?;
+                Acted::Tmux(pane)
+            }
+            None => Acted::Block(format!(
+                "Context is nearly full and no tmux pane was recorded for this session. A memory note was saved to {}. Tell the user to run `/compact {focus}`.",
+                note.0.path
+            )),
+        },
+        Strategy::Command => {
+            let env = [
+                ("INTERBAND_SESSION", info.session.clone()),
+                ("INTERBAND_NOTE", note.0.path.clone()),
+                ("INTERBAND_FOCUS", focus.clone()),
+            ];
+            run(
+                &settings.command,
+                &env,
+                Duration::from_secs_f64(settings.command_timeout_secs),
+            )?;
+            Acted::Command
+        }
+        Strategy::Off => Acted::Nothing,
+    };
+    let payload = json!({"strategy": settings.strategy, "note": note.0.path, "focus": focus, "ts": now_secs()});
+    bus.publish(
+        PENDING.0,
+        PENDING.1,
+        &info.session,
+        "compaction_requested",
+        &info.session,
+        payload,
+    )?;
+    Ok(acted)
+}
+
+/// The latest note if it is newer than the last checkpoint request, else a new one.
+fn fresh_note(
+    bus: &Bus,
+    info: &SessionInfo,
+    notes: &intermem::Settings,
+    home: Option<&Path>,
+) -> Result<(MemoryNote, String), Error> {
+    let checkpoint_ts = bus
+        .read_typed::<Checkpoint>(&info.session)
+        .map_or(0.0, |e| e.payload.ts);
+    if let Some((note, text)) =
+        intermem::latest_note(bus, &info.session).filter(|(n, _)| n.ts >= checkpoint_ts)
+    {
+        return Ok((note, text));
+    }
+    let trigger = Trigger {
+        name: "compaction".into(),
+        context_usable: None,
+        id: None,
+    };
+    intermem::write_note(bus, info, &trigger, notes, home)?;
+    intermem::latest_note(bus, &info.session).ok_or_else(|| Error::Command {
+        command: "intermem".into(),
+        reason: "the note just written cannot be read back".into(),
+    })
+}
+
+/// A short focus for `/compact`: the task's latest prompt, from the note.
+fn focus(note: &str) -> String {
+    let line = note
+        .lines()
+        .skip_while(|l| !l.starts_with("## Task"))
+        .find(|l| l.starts_with("> "))
+        .map(|l| l.trim_start_matches("> ").trim())
+        .unwrap_or("");
+    let one: String = line.chars().filter(|c| !c.is_control()).take(120).collect();
+    if one.is_empty() {
+        "keep the task, todos and changed files".into()
+    } else {
+        format!("keep: {one}")
+    }
+}
+
+/// Runs argv (never a shell) with extra env, waiting at most `timeout`.
+pub fn run(argv: &[String], env: &[(&str, String)], timeout: Duration) -> Result<(), Error> {
+    let fail = |reason: String| Error::Command {
+        command: argv.first().cloned().unwrap_or_default(),
+        reason,
+    };
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| fail("no command configured".into()))?;
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| fail(e.to_string()))?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match child.try_wait().map_err(|e| fail(e.to_string()))? {
+            Some(s) if s.success() => return Ok(()),
+            Some(s) => return Err(fail(format!("exited with {s}"))),
+            None if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(fail(format!("still running after {timeout:?}; killed")));
+            }
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// The trigger's state as read, for tests and the dashboard.
+pub fn state(bus: &Bus, session: &str) -> CycleState {
+    read_json_or_default(&state_path(bus, session))
+}

@@ -1,0 +1,1216 @@
+//! What a memory note needs from a Claude Code transcript, read cheaply.
+//!
+//! A memory note is written for a session just before its context is
+//! compacted. The session's transcript is JSONL (one JSON object a line) and
+//! can reach hundreds of megabytes, with single lines of hundreds of
+//! kilobytes, so this module never reads it whole: it reads the HEAD (at most
+//! [`Limits::head_cap`] bytes, for the first user prompt) and the TAIL (at
+//! most [`Limits::tail_cap`] bytes from the end, for everything else). A file
+//! no bigger than both caps together is read once, whole.
+//!
+//! The extraction is deterministic and never panics: lines that do not parse
+//! are skipped (the last line may be half-written), the tail window's first
+//! line is skipped unless the window starts at offset 0 (it is usually cut),
+//! and the head window's last line is skipped unless it ends with a newline.
+//! Lines with `isSidechain: true` belong to subagents and are ignored
+//! everywhere.
+//!
+//! [`digest_file`] reads a file; [`digest`] does the same on bytes in memory,
+//! with the same windows, so both give the same [`Digest`] for the same
+//! content.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::Value;
+
+/// One todo item.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Todo {
+    /// What is to be done (`content` of the TodoWrite item, truncated to
+    /// [`Limits::text`] characters).
+    pub content: String,
+    /// `pending`, `in_progress` or `completed` as written by the agent (empty
+    /// when the item has no string status).
+    pub status: String,
+}
+
+/// One shell command the agent ran.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Command {
+    /// The command line (`input.command` of a `Bash` tool call, truncated to
+    /// [`Limits::text`] characters).
+    pub command: String,
+    /// Whether its tool result has `is_error: true`. A command whose result
+    /// is not in the window read (or not written yet) counts as not failed.
+    pub failed: bool,
+}
+
+/// A tool call that failed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ToolError {
+    /// The tool's name, found through `tool_use_id`; `?` when the call is not
+    /// in the window read.
+    pub tool: String,
+    /// The first non-empty line of the result's text (a `<tool_use_error>`
+    /// wrapper removed), truncated to [`Limits::text`] characters.
+    pub message: String,
+}
+
+/// What a memory note needs from a transcript.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Digest {
+    /// The first real user prompt, from the head of the file.
+    pub first_prompt: Option<String>,
+    /// The last real user prompt in the tail; failing one, the tail's last
+    /// `last-prompt` record (the client's own note of the latest prompt).
+    pub latest_prompt: Option<String>,
+    /// The current todo list: the last TodoWrite call's `todos` (empty when
+    /// there is none in the tail, or when it cleared the list).
+    pub todos: Vec<Todo>,
+    /// Files written by `Edit`, `Write`, `MultiEdit` and `NotebookEdit`: most
+    /// recent first, each path once, at most [`Limits::files`].
+    pub files_changed: Vec<String>,
+    /// `Bash` commands: chronological, the last [`Limits::commands`].
+    pub commands: Vec<Command>,
+    /// Tool results with `is_error: true`: chronological, the last
+    /// [`Limits::errors`].
+    pub tool_errors: Vec<ToolError>,
+    /// The text of the last main-thread assistant message that has text
+    /// (synthetic messages skipped).
+    pub last_assistant: Option<String>,
+    /// The text of the last compaction summary (`isCompactSummary: true`),
+    /// whole: it is not truncated.
+    pub compaction_summary: Option<String>,
+    /// The working directory of the last line that has one (the tail's, else
+    /// the head's).
+    pub cwd: Option<String>,
+    /// The git branch of the last line that has one (the tail's, else the
+    /// head's).
+    pub git_branch: Option<String>,
+}
+
+/// Caps on what is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes read from the start of the file, for the first prompt.
+    pub head_cap: u64,
+    /// Bytes read from the end of the file, for everything else.
+    pub tail_cap: u64,
+    /// Most files kept in [`Digest::files_changed`].
+    pub files: usize,
+    /// Most commands kept in [`Digest::commands`].
+    pub commands: usize,
+    /// Most errors kept in [`Digest::tool_errors`].
+    pub errors: usize,
+    /// Most characters kept of each prompt, assistant message, todo, command
+    /// and error message; a truncated text gets `…` appended (so it is at
+    /// most `text + 1` characters).
+    pub text: usize,
+}
+
+impl Default for Limits {
+    /// Head 256 KiB, tail 4 MiB, 20 files, 12 commands, 8 errors, 600
+    /// characters of text.
+    fn default() -> Self {
+        Limits {
+            head_cap: 256 * 1024,
+            tail_cap: 4 * 1024 * 1024,
+            files: 20,
+            commands: 12,
+            errors: 8,
+            text: 600,
+        }
+    }
+}
+
+/// Reads the head and tail of the transcript at `path`.
+///
+/// Reads at most `head_cap + tail_cap` bytes: the whole file when it is no
+/// bigger than that, else its first `head_cap` and last `tail_cap` bytes.
+/// Errors only when the file cannot be opened or read; its content, whatever
+/// it is, gives a [`Digest`] (an empty one for an empty or garbage file).
+pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    digest_reader(&mut file, len, limits)
+}
+
+/// The same on bytes in memory (the whole file).
+///
+/// Uses the same head and tail windows as [`digest_file`], so both give the
+/// same result for the same content.
+pub fn digest(bytes: &[u8], limits: &Limits) -> Digest {
+    let len = bytes.len() as u64;
+    if len <= limits.head_cap.saturating_add(limits.tail_cap) {
+        return from_whole(bytes, limits);
+    }
+    // Here head_cap < len and tail_cap < len, and len fits in usize.
+    let head_end = usize::try_from(limits.head_cap).unwrap_or(bytes.len());
+    let tail_start = usize::try_from(len - limits.tail_cap).unwrap_or(0);
+    let head = bytes.get(..head_end).unwrap_or(bytes);
+    let tail = bytes.get(tail_start..).unwrap_or(&[]);
+    from_split(head, tail, limits)
+}
+
+/// [`digest_file`] on any seekable reader of `len` bytes.
+fn digest_reader<R: Read + Seek>(reader: &mut R, len: u64, limits: &Limits) -> io::Result<Digest> {
+    let both = limits.head_cap.saturating_add(limits.tail_cap);
+    if len <= both {
+        // Bounded even if the file grew since its length was taken.
+        let bytes = read_window(reader, 0, both)?;
+        return Ok(from_whole(&bytes, limits));
+    }
+    let head = read_window(reader, 0, limits.head_cap)?;
+    let tail = read_window(reader, len - limits.tail_cap, limits.tail_cap)?;
+    Ok(from_split(&head, &tail, limits))
+}
+
+/// Up to `cap` bytes from `offset`.
+fn read_window<R: Read + Seek>(reader: &mut R, offset: u64, cap: u64) -> io::Result<Vec<u8>> {
+    reader.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::with_capacity(usize::try_from(cap.min(1 << 20)).unwrap_or(0));
+    reader.take(cap).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// The digest of a whole file.
+fn from_whole(bytes: &[u8], limits: &Limits) -> Digest {
+    let mut scan = Scan::new(limits);
+    for line in lines(bytes, false, false) {
+        scan.line(line);
+    }
+    let first_prompt = scan.first_prompt.take();
+    scan.finish(first_prompt)
+}
+
+/// The digest of a file from its head and tail windows (which do not meet).
+fn from_split(head: &[u8], tail: &[u8], limits: &Limits) -> Digest {
+    let mut head_scan = Scan::new(limits);
+    for line in lines(head, false, true) {
+        head_scan.line(line);
+    }
+    let mut tail_scan = Scan::new(limits);
+    for line in lines(tail, true, false) {
+        tail_scan.line(line);
+    }
+    if tail_scan.cwd.is_none() {
+        tail_scan.cwd = head_scan.cwd.take();
+    }
+    if tail_scan.git_branch.is_none() {
+        tail_scan.git_branch = head_scan.git_branch.take();
+    }
+    tail_scan.finish(head_scan.first_prompt)
+}
+
+/// The non-empty lines of a window, without their `\r\n` / `\n`. The first
+/// line is dropped when `skip_first` (a window starting mid-file), the last
+/// one when `skip_unterminated` and it has no newline (a window ending
+/// mid-file).
+fn lines(bytes: &[u8], skip_first: bool, skip_unterminated: bool) -> impl Iterator<Item = &[u8]> {
+    let mut body = bytes;
+    if skip_first {
+        body = match body.iter().position(|&b| b == b'\n') {
+            Some(i) => &body[i + 1..],
+            None => &[],
+        };
+    }
+    if skip_unterminated && !body.ends_with(b"\n") {
+        body = match body.iter().rposition(|&b| b == b'\n') {
+            Some(i) => &body[..=i],
+            None => &[],
+        };
+    }
+    body.split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
+}
+
+/// Text openings the client writes into `user` lines itself: these lines (or
+/// text items) are not prompts.
+const HARNESS_PREFIXES: &[&str] = &[
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<system-reminder>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "[Request interrupted by user",
+];
+
+/// Tools that change a file, and the input field naming it.
+const FILE_TOOLS: &[(&str, &str)] = &[
+    ("Edit", "file_path"),
+    ("Write", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+];
+
+/// What one window yields, line by line.
+struct Scan<'a> {
+    limits: &'a Limits,
+    first_prompt: Option<String>,
+    latest_prompt: Option<String>,
+    last_prompt_record: Option<String>,
+    todos: Option<Vec<Todo>>,
+    /// Changed paths, chronological, repeats included.
+    files: Vec<String>,
+    /// `Bash` calls, chronological: tool_use id and command.
+    commands: Vec<(Option<String>, String)>,
+    /// Tool name by tool_use id.
+    tool_names: HashMap<String, String>,
+    /// tool_use ids whose result is an error.
+    failed_ids: HashSet<String>,
+    /// Error results, chronological: tool_use id and message.
+    errors: Vec<(Option<String>, String)>,
+    last_assistant: Option<String>,
+    compaction_summary: Option<String>,
+    cwd: Option<String>,
+    git_branch: Option<String>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(limits: &'a Limits) -> Self {
+        Scan {
+            limits,
+            first_prompt: None,
+            latest_prompt: None,
+            last_prompt_record: None,
+            todos: None,
+            files: Vec::new(),
+            commands: Vec::new(),
+            tool_names: HashMap::new(),
+            failed_ids: HashSet::new(),
+            errors: Vec::new(),
+            last_assistant: None,
+            compaction_summary: None,
+            cwd: None,
+            git_branch: None,
+        }
+    }
+
+    /// Takes in one line; anything that is not a JSON object is skipped.
+    fn line(&mut self, raw: &[u8]) {
+        let Ok(Value::Object(line)) = serde_json::from_slice::<Value>(raw) else {
+            return;
+        };
+        if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            return;
+        }
+        if let Some(cwd) = line.get("cwd").and_then(Value::as_str) {
+            self.cwd = Some(cwd.to_owned());
+        }
+        if let Some(branch) = line.get("gitBranch").and_then(Value::as_str) {
+            self.git_branch = Some(branch.to_owned());
+        }
+        let message = line.get("message");
+        let content = message.and_then(|m| m.get("content"));
+        match line.get("type").and_then(Value::as_str) {
+            Some("user") => self.user(&line, content),
+            Some("assistant") => self.assistant(message, content),
+            Some("last-prompt") => {
+                if let Some(text) = line.get("lastPrompt").and_then(Value::as_str)
+                    && let Some(text) = prompt_from_str(text)
+                {
+                    self.last_prompt_record = Some(self.cut(text));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn user(&mut self, line: &serde_json::Map<String, Value>, content: Option<&Value>) {
+        let flag = |key: &str| line.get(key).and_then(Value::as_bool) == Some(true);
+        if flag("isCompactSummary") {
+            if let Some(text) = content.and_then(content_text) {
+                self.compaction_summary = Some(text);
+            }
+            return;
+        }
+        if let Some(items) = content.and_then(Value::as_array) {
+            for item in items.iter().filter(|i| item_type(i) == Some("tool_result")) {
+                self.tool_result(line, item);
+            }
+        }
+        if flag("isMeta") {
+            return;
+        }
+        if let Some(prompt) = content.and_then(prompt_text) {
+            let prompt = self.cut(&prompt);
+            if self.first_prompt.is_none() {
+                self.first_prompt = Some(prompt.clone());
+            }
+            self.latest_prompt = Some(prompt);
+        }
+    }
+
+    fn tool_result(&mut self, line: &serde_json::Map<String, Value>, item: &Value) {
+        if item.get("is_error").and_then(Value::as_bool) != Some(true) {
+            return;
+        }
+        let id = item
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut text = item
+            .get("content")
+            .and_then(content_text)
+            .unwrap_or_default();
+        if text.trim().is_empty()
+            && let Some(extra) = line.get("toolUseResult").and_then(Value::as_str)
+        {
+            text = extra.to_owned();
+        }
+        let message = self.cut(first_line(&text));
+        if let Some(id) = &id {
+            self.failed_ids.insert(id.clone());
+        }
+        self.errors.push((id, message));
+    }
+
+    fn assistant(&mut self, message: Option<&Value>, content: Option<&Value>) {
+        if message.and_then(|m| m.get("model")).and_then(Value::as_str) == Some("<synthetic>") {
+            return;
+        }
+        let Some(items) = content.and_then(Value::as_array) else {
+            return;
+        };
+        let mut texts = Vec::new();
+        for item in items {
+            match item_type(item) {
+                Some("text") => {
+                    if let Some(text) = item.get("text").and_then(Value::as_str) {
+                        texts.push(text);
+                    }
+                }
+                Some("tool_use") => self.tool_use(item),
+                _ => {}
+            }
+        }
+        let text = texts.join("\n");
+        let text = text.trim();
+        if !text.is_empty() {
+            self.last_assistant = Some(self.cut(text));
+        }
+    }
+
+    fn tool_use(&mut self, item: &Value) {
+        let Some(name) = item.get("name").and_then(Value::as_str) else {
+            return;
+        };
+        let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
+        if let Some(id) = &id {
+            self.tool_names.insert(id.clone(), name.to_owned());
+        }
+        let input = item.get("input");
+        let field = |key: &str| input.and_then(|i| i.get(key)).and_then(Value::as_str);
+        if let Some((_, key)) = FILE_TOOLS.iter().find(|(tool, _)| *tool == name)
+            && let Some(path) = field(key).filter(|p| !p.is_empty())
+        {
+            self.files.push(path.to_owned());
+        }
+        match name {
+            "Bash" => {
+                if let Some(command) = field("command") {
+                    let command = self.cut(command);
+                    self.commands.push((id, command));
+                }
+            }
+            "TodoWrite" => {
+                if let Some(todos) = input.and_then(|i| i.get("todos")).and_then(Value::as_array) {
+                    let todos = todos
+                        .iter()
+                        .filter_map(|t| {
+                            let content = t.get("content").and_then(Value::as_str)?;
+                            let status = t.get("status").and_then(Value::as_str).unwrap_or("");
+                            Some(Todo {
+                                content: self.cut(content),
+                                status: status.to_owned(),
+                            })
+                        })
+                        .collect();
+                    self.todos = Some(todos);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `text` trimmed and truncated to the text limit.
+    fn cut(&self, text: &str) -> String {
+        truncate(text.trim(), self.limits.text)
+    }
+
+    /// The digest, with `first_prompt` from wherever the caller found it.
+    fn finish(self, first_prompt: Option<String>) -> Digest {
+        let limits = self.limits;
+
+        let mut seen = HashSet::new();
+        let files_changed = self
+            .files
+            .into_iter()
+            .rev()
+            .filter(|p| seen.insert(p.clone()))
+            .take(limits.files)
+            .collect();
+
+        let skip = self.commands.len().saturating_sub(limits.commands);
+        let failed_ids = &self.failed_ids;
+        let commands = self
+            .commands
+            .into_iter()
+            .skip(skip)
+            .map(|(id, command)| Command {
+                failed: id.is_some_and(|id| failed_ids.contains(&id)),
+                command,
+            })
+            .collect();
+
+        let skip = self.errors.len().saturating_sub(limits.errors);
+        let tool_names = &self.tool_names;
+        let tool_errors = self
+            .errors
+            .into_iter()
+            .skip(skip)
+            .map(|(id, message)| ToolError {
+                tool: id
+                    .and_then(|id| tool_names.get(&id).cloned())
+                    .unwrap_or_else(|| "?".to_owned()),
+                message,
+            })
+            .collect();
+
+        Digest {
+            first_prompt,
+            latest_prompt: self.latest_prompt.or(self.last_prompt_record),
+            todos: self.todos.unwrap_or_default(),
+            files_changed,
+            commands,
+            tool_errors,
+            last_assistant: self.last_assistant,
+            compaction_summary: self.compaction_summary,
+            cwd: self.cwd,
+            git_branch: self.git_branch,
+        }
+    }
+}
+
+/// An item's `type`.
+fn item_type(item: &Value) -> Option<&str> {
+    item.get("type").and_then(Value::as_str)
+}
+
+/// The text of a content value: a string, or the `text` items of an array
+/// joined by newlines.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) => {
+            let texts: Vec<&str> = items
+                .iter()
+                .filter(|i| item_type(i) == Some("text"))
+                .filter_map(|i| i.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The prompt a user's content holds, if it is one: not a tool result, and
+/// the text that is not harness-generated.
+fn prompt_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => prompt_from_str(s).map(str::to_owned),
+        Value::Array(items) => {
+            if items.iter().any(|i| item_type(i) == Some("tool_result")) {
+                return None;
+            }
+            let texts: Vec<&str> = items
+                .iter()
+                .filter(|i| item_type(i) == Some("text"))
+                .filter_map(|i| i.get("text").and_then(Value::as_str))
+                .filter_map(prompt_from_str)
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// `text` trimmed, unless it is empty or harness-generated.
+fn prompt_from_str(text: &str) -> Option<&str> {
+    let text = text.trim();
+    let harness = HARNESS_PREFIXES.iter().any(|p| text.starts_with(p));
+    (!text.is_empty() && !harness).then_some(text)
+}
+
+/// The first non-empty line of `text`, without a `<tool_use_error>` wrapper.
+fn first_line(text: &str) -> &str {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line = line.strip_prefix("<tool_use_error>").unwrap_or(line);
+    line.strip_suffix("</tool_use_error>")
+        .unwrap_or(line)
+        .trim()
+}
+
+/// The first `max` characters of `text`, with `…` appended when some were
+/// cut.
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((end, _)) => {
+            let mut out = String::with_capacity(end + '…'.len_utf8());
+            out.push_str(&text[..end]);
+            out.push('…');
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+    use std::io::{Cursor, Write};
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
+    );
+
+    /// Counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        read: u64,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl<R: Seek> Seek for Counting<R> {
+        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    /// Fields every main-thread line carries.
+    fn base(kind: &str) -> serde_json::Map<String, Value> {
+        let Value::Object(map) = json!({
+            "type": kind,
+            "isSidechain": false,
+            "cwd": "/repo",
+            "gitBranch": "main",
+            "sessionId": "s1",
+            "timestamp": "2026-01-01T00:00:00Z",
+        }) else {
+            unreachable!()
+        };
+        map
+    }
+
+    fn user(content: Value) -> Value {
+        let mut m = base("user");
+        m.insert(
+            "message".into(),
+            json!({"role": "user", "content": content}),
+        );
+        Value::Object(m)
+    }
+
+    fn assistant(content: Value) -> Value {
+        let mut m = base("assistant");
+        m.insert(
+            "message".into(),
+            json!({"role": "assistant", "model": "claude-x", "content": content}),
+        );
+        Value::Object(m)
+    }
+
+    fn with(mut line: Value, key: &str, value: Value) -> Value {
+        if let Value::Object(m) = &mut line {
+            m.insert(key.into(), value);
+        }
+        line
+    }
+
+    fn tool_use(id: &str, name: &str, input: Value) -> Value {
+        assistant(json!([{"type": "tool_use", "id": id, "name": name, "input": input}]))
+    }
+
+    fn tool_result(id: &str, is_error: bool, content: Value) -> Value {
+        user(
+            json!([{"type": "tool_result", "tool_use_id": id, "is_error": is_error, "content": content}]),
+        )
+    }
+
+    fn jsonl(lines: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for line in lines {
+            out.extend_from_slice(line.to_string().as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    fn todo_write(id: &str, todos: &[(&str, &str)]) -> Value {
+        let todos: Vec<Value> = todos
+            .iter()
+            .map(|(c, s)| json!({"content": c, "status": s, "activeForm": format!("Doing {c}")}))
+            .collect();
+        tool_use(id, "TodoWrite", json!({ "todos": todos }))
+    }
+
+    #[test]
+    fn real_fixture() {
+        let d = digest_file(Path::new(FIXTURE), &Limits::default()).expect("fixture readable");
+        assert_eq!(d.first_prompt.as_deref(), Some("say hi"));
+        assert_eq!(d.latest_prompt.as_deref(), Some("say hi"));
+        assert_eq!(
+            d.commands,
+            vec![Command {
+                command: "echo hello".into(),
+                failed: false
+            }]
+        );
+        let summary = d.compaction_summary.as_deref().expect("compaction summary");
+        assert!(
+            summary.contains("Mock summary: user asked to say hi"),
+            "{summary}"
+        );
+        assert_eq!(d.cwd.as_deref(), Some("/home/dev/work"));
+        assert_eq!(d.git_branch.as_deref(), Some("HEAD"));
+        assert_eq!(
+            d.last_assistant.as_deref(),
+            Some("Done: the command printed hello.")
+        );
+        assert!(d.todos.is_empty());
+        assert!(d.files_changed.is_empty());
+        assert!(d.tool_errors.is_empty());
+        // The in-memory entry point agrees.
+        let bytes = std::fs::read(FIXTURE).unwrap();
+        assert_eq!(digest(&bytes, &Limits::default()), d);
+    }
+
+    #[test]
+    fn real_fixture_tail_only() {
+        // A tail window that starts after the first prompt and the Bash call
+        // still finds what lies within it; the prompt comes from the head.
+        let bytes = std::fs::read(FIXTURE).unwrap();
+        let limits = Limits {
+            head_cap: 4096,
+            tail_cap: 12 * 1024,
+            ..Limits::default()
+        };
+        assert!(bytes.len() as u64 > limits.head_cap + limits.tail_cap);
+        let d = digest(&bytes, &limits);
+        assert_eq!(d.first_prompt.as_deref(), Some("say hi"));
+        assert!(d.compaction_summary.is_some());
+        assert_eq!(d.cwd.as_deref(), Some("/home/dev/work"));
+        // The window holds no prompt line; the client's last-prompt record
+        // stands in.
+        assert_eq!(d.latest_prompt.as_deref(), Some("say hi"));
+        let mut counting = Counting {
+            inner: Cursor::new(&bytes),
+            read: 0,
+        };
+        let from_reader = digest_reader(&mut counting, bytes.len() as u64, &limits).unwrap();
+        assert_eq!(from_reader, d);
+        assert!(counting.read <= limits.head_cap + limits.tail_cap);
+    }
+
+    fn synthetic() -> Vec<Value> {
+        vec![
+            json!({"type": "queue-operation", "operation": "enqueue"}),
+            with(
+                user(json!(
+                    "<local-command-caveat>Caveat: local commands</local-command-caveat>"
+                )),
+                "isMeta",
+                json!(true),
+            ),
+            user(json!(
+                "<command-name>/model</command-name>\n<command-message>model</command-message>"
+            )),
+            user(json!(
+                "<local-command-stdout>Set model</local-command-stdout>"
+            )),
+            user(json!("Fix the parser")),
+            with(
+                user(json!("meta text that is no prompt")),
+                "isMeta",
+                json!(true),
+            ),
+            todo_write(
+                "t1",
+                &[("Read code", "in_progress"), ("Old item", "pending")],
+            ),
+            tool_result("t1", false, json!("Todos have been modified")),
+            tool_use(
+                "e1",
+                "Edit",
+                json!({"file_path": "/repo/a.rs", "old_string": "x", "new_string": "y"}),
+            ),
+            tool_result("e1", false, json!("ok")),
+            tool_use(
+                "w1",
+                "Write",
+                json!({"file_path": "/repo/b.rs", "content": "fn main() {}"}),
+            ),
+            tool_result(
+                "w1",
+                true,
+                json!(
+                    "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+                ),
+            ),
+            tool_use(
+                "b1",
+                "Bash",
+                json!({"command": "cargo build", "description": "build"}),
+            ),
+            tool_result("b1", false, json!("Finished")),
+            tool_use("b2", "Bash", json!({"command": "cargo test"})),
+            tool_result(
+                "b2",
+                true,
+                json!([{"type": "text", "text": "Exit code 101\nthread 'x' panicked"}]),
+            ),
+            // Subagent lines: ignored everywhere.
+            with(user(json!("sidechain prompt")), "isSidechain", json!(true)),
+            with(
+                tool_use("s1", "Edit", json!({"file_path": "/repo/side.rs"})),
+                "isSidechain",
+                json!(true),
+            ),
+            with(
+                tool_use("s2", "Bash", json!({"command": "rm -rf side"})),
+                "isSidechain",
+                json!(true),
+            ),
+            with(
+                tool_result("s2", true, json!("side failure")),
+                "isSidechain",
+                json!(true),
+            ),
+            with(
+                assistant(json!([{"type": "text", "text": "sidechain says"}])),
+                "isSidechain",
+                json!(true),
+            ),
+            user(
+                json!([{"type": "text", "text": "Now add tests"}, {"type": "text", "text": "<system-reminder>hidden</system-reminder>"}]),
+            ),
+            tool_use(
+                "m1",
+                "MultiEdit",
+                json!({"file_path": "/repo/c.rs", "edits": []}),
+            ),
+            tool_result("m1", false, json!("ok")),
+            tool_use(
+                "n1",
+                "NotebookEdit",
+                json!({"notebook_path": "/repo/n.ipynb", "new_source": ""}),
+            ),
+            tool_result("n1", false, json!("ok")),
+            tool_use("e2", "Edit", json!({"file_path": "/repo/a.rs"})),
+            tool_result("e2", false, json!("ok")),
+            tool_use("r1", "Read", json!({"file_path": "/repo/read-only.rs"})),
+            tool_result("r1", true, json!("File does not exist.")),
+            tool_result("gone", true, json!("\n  orphan failure\nmore")),
+            todo_write(
+                "t2",
+                &[
+                    ("Read code", "completed"),
+                    ("Write tests", "in_progress"),
+                    ("Ship", "pending"),
+                ],
+            ),
+            tool_result("t2", false, json!("ok")),
+            tool_use("b3", "Bash", json!({"command": "ls"})),
+            assistant(json!([{"type": "text", "text": "All done: tests added."}])),
+            user(json!([{"type": "text", "text": "[Request interrupted by user]"}])),
+            {
+                let mut m = base("assistant");
+                m.insert(
+                    "message".into(),
+                    json!({"role": "assistant", "model": "<synthetic>", "content": [{"type": "text", "text": "No response requested."}]}),
+                );
+                Value::Object(m)
+            },
+            with(
+                with(base_value("system"), "cwd", json!("/repo/sub")),
+                "gitBranch",
+                json!("feature"),
+            ),
+            json!({"type": "last-prompt", "lastPrompt": "Now add tests"}),
+        ]
+    }
+
+    fn base_value(kind: &str) -> Value {
+        Value::Object(base(kind))
+    }
+
+    #[test]
+    fn synthetic_transcript() {
+        let d = digest(&jsonl(&synthetic()), &Limits::default());
+        assert_eq!(d.first_prompt.as_deref(), Some("Fix the parser"));
+        assert_eq!(d.latest_prompt.as_deref(), Some("Now add tests"));
+        assert_eq!(
+            d.todos,
+            vec![
+                Todo {
+                    content: "Read code".into(),
+                    status: "completed".into()
+                },
+                Todo {
+                    content: "Write tests".into(),
+                    status: "in_progress".into()
+                },
+                Todo {
+                    content: "Ship".into(),
+                    status: "pending".into()
+                },
+            ]
+        );
+        assert_eq!(
+            d.files_changed,
+            vec!["/repo/a.rs", "/repo/n.ipynb", "/repo/c.rs", "/repo/b.rs"]
+        );
+        assert_eq!(
+            d.commands,
+            vec![
+                Command {
+                    command: "cargo build".into(),
+                    failed: false
+                },
+                Command {
+                    command: "cargo test".into(),
+                    failed: true
+                },
+                Command {
+                    command: "ls".into(),
+                    failed: false
+                },
+            ]
+        );
+        assert_eq!(
+            d.tool_errors,
+            vec![
+                ToolError {
+                    tool: "Write".into(),
+                    message: "File has not been read yet. Read it first before writing to it."
+                        .into()
+                },
+                ToolError {
+                    tool: "Bash".into(),
+                    message: "Exit code 101".into()
+                },
+                ToolError {
+                    tool: "Read".into(),
+                    message: "File does not exist.".into()
+                },
+                ToolError {
+                    tool: "?".into(),
+                    message: "orphan failure".into()
+                },
+            ]
+        );
+        assert_eq!(d.last_assistant.as_deref(), Some("All done: tests added."));
+        assert_eq!(d.compaction_summary, None);
+        assert_eq!(d.cwd.as_deref(), Some("/repo/sub"));
+        assert_eq!(d.git_branch.as_deref(), Some("feature"));
+    }
+
+    #[test]
+    fn caps_keep_the_most_recent() {
+        let limits = Limits {
+            files: 2,
+            commands: 2,
+            errors: 1,
+            ..Limits::default()
+        };
+        let d = digest(&jsonl(&synthetic()), &limits);
+        assert_eq!(d.files_changed, vec!["/repo/a.rs", "/repo/n.ipynb"]);
+        let commands: Vec<&str> = d.commands.iter().map(|c| c.command.as_str()).collect();
+        assert_eq!(commands, vec!["cargo test", "ls"]);
+        assert!(d.commands[0].failed);
+        assert_eq!(d.tool_errors.len(), 1);
+        assert_eq!(d.tool_errors[0].tool, "?");
+    }
+
+    #[test]
+    fn compaction_summary_and_latest_prompt_after_it() {
+        let lines = vec![
+            user(json!("first ask")),
+            with(
+                user(json!(
+                    "This session is being continued...\nSummary:\nearlier work"
+                )),
+                "isCompactSummary",
+                json!(true),
+            ),
+            with(
+                user(json!([{"type": "text", "text": "second summary"}])),
+                "isCompactSummary",
+                json!(true),
+            ),
+            user(
+                json!([{"type": "text", "text": "after compaction"}, {"type": "image", "source": {}}]),
+            ),
+        ];
+        let d = digest(&jsonl(&lines), &Limits::default());
+        assert_eq!(d.compaction_summary.as_deref(), Some("second summary"));
+        assert_eq!(d.first_prompt.as_deref(), Some("first ask"));
+        assert_eq!(d.latest_prompt.as_deref(), Some("after compaction"));
+    }
+
+    #[test]
+    fn bounded_reads_on_a_big_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.jsonl");
+        let mut file = std::io::BufWriter::new(File::create(&path).unwrap());
+        file.write_all(&jsonl(&[user(json!("the very first prompt"))]))
+            .unwrap();
+        file.write_all(&jsonl(&[todo_write("old", &[("stale todo", "pending")])]))
+            .unwrap();
+        let filler = format!(
+            "{}\n",
+            json!({"type": "progress", "data": "x".repeat(1000), "cwd": "/filler"})
+        );
+        let mut written = 0;
+        while written < 10 * 1024 * 1024 {
+            file.write_all(filler.as_bytes()).unwrap();
+            written += filler.len();
+        }
+        file.write_all(&jsonl(&[
+            user(json!("the latest prompt")),
+            todo_write("new", &[("fresh todo", "in_progress")]),
+        ]))
+        .unwrap();
+        // A half-written last line.
+        file.write_all(br#"{"type":"assistant","message":{"content":[{"type":"te"#)
+            .unwrap();
+        drop(file.into_inner().unwrap());
+
+        let limits = Limits::default();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > 10 * 1024 * 1024);
+
+        let mut counting = Counting {
+            inner: File::open(&path).unwrap(),
+            read: 0,
+        };
+        let d = digest_reader(&mut counting, len, &limits).unwrap();
+        assert!(
+            counting.read <= limits.head_cap + limits.tail_cap,
+            "read {} bytes",
+            counting.read
+        );
+        assert!(counting.read > 0);
+        assert_eq!(d.first_prompt.as_deref(), Some("the very first prompt"));
+        assert_eq!(d.latest_prompt.as_deref(), Some("the latest prompt"));
+        assert_eq!(
+            d.todos,
+            vec![Todo {
+                content: "fresh todo".into(),
+                status: "in_progress".into()
+            }]
+        );
+        assert_eq!(d.cwd.as_deref(), Some("/repo"));
+        assert_eq!(digest_file(&path, &limits).unwrap(), d);
+        assert_eq!(digest(&std::fs::read(&path).unwrap(), &limits), d);
+    }
+
+    #[test]
+    fn window_edges_are_skipped() {
+        // A tail window starting exactly on a line start still skips that
+        // line (it cannot know the line is whole), and a head window ending
+        // mid-line skips the cut line.
+        let mut bytes = jsonl(&[user(json!("first"))]);
+        bytes.extend(std::iter::repeat_n(b'\n', 64));
+        let last = jsonl(&[user(json!("last")), json!({"type": "mode"})]);
+        bytes.extend_from_slice(&last);
+        let limits = Limits {
+            head_cap: 8,
+            tail_cap: last.len() as u64,
+            ..Limits::default()
+        };
+        let d = digest(&bytes, &limits);
+        assert_eq!(d.latest_prompt, None);
+        assert_eq!(d.first_prompt, None);
+
+        // One byte more of tail: the cut line is skipped, nothing else.
+        let limits = Limits {
+            tail_cap: last.len() as u64 + 1,
+            head_cap: bytes.len() as u64 - last.len() as u64 - 2,
+            ..limits
+        };
+        let d = digest(&bytes, &limits);
+        assert_eq!(d.latest_prompt.as_deref(), Some("last"));
+        assert_eq!(d.first_prompt.as_deref(), Some("first"));
+    }
+
+    #[test]
+    fn error_text_falls_back_to_tool_use_result() {
+        let lines = vec![
+            tool_use("g1", "Grep", json!({"pattern": "x"})),
+            with(
+                tool_result("g1", true, json!([])),
+                "toolUseResult",
+                json!("Error: bad pattern\ndetails"),
+            ),
+        ];
+        let d = digest(&jsonl(&lines), &Limits::default());
+        assert_eq!(
+            d.tool_errors,
+            vec![ToolError {
+                tool: "Grep".into(),
+                message: "Error: bad pattern".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn long_prompt_is_truncated() {
+        let long = "é".repeat(100 * 1024 / 2);
+        let d = digest(&jsonl(&[user(json!(long))]), &Limits::default());
+        let prompt = d.first_prompt.unwrap();
+        assert!(prompt.ends_with('…'));
+        assert_eq!(prompt.chars().count(), 601);
+        assert!(prompt.starts_with(&"é".repeat(600)));
+        assert_eq!(d.latest_prompt.unwrap(), prompt);
+    }
+
+    #[test]
+    fn truncate_on_char_boundaries() {
+        assert_eq!(truncate("abc", 3), "abc");
+        assert_eq!(truncate("abcd", 3), "abc…");
+        assert_eq!(truncate("日本語テキスト", 2), "日本…");
+        assert_eq!(truncate("", 0), "");
+        assert_eq!(truncate("x", 0), "…");
+    }
+
+    #[test]
+    fn garbage_empty_and_missing() {
+        let garbage = b"\xff\xfe\x00 not json\n{\"type\":\"user\",\n[1,2,3]\n\"str\"\n{}\n{\"type\":\"user\",\"message\":{\"content\":42}}\n";
+        assert_eq!(digest(garbage, &Limits::default()), Digest::default());
+        assert_eq!(digest(b"", &Limits::default()), Digest::default());
+
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.jsonl");
+        File::create(&empty).unwrap();
+        assert_eq!(
+            digest_file(&empty, &Limits::default()).unwrap(),
+            Digest::default()
+        );
+
+        let junk = dir.path().join("junk.jsonl");
+        std::fs::write(&junk, garbage).unwrap();
+        assert_eq!(
+            digest_file(&junk, &Limits::default()).unwrap(),
+            Digest::default()
+        );
+
+        let err = digest_file(&dir.path().join("missing.jsonl"), &Limits::default()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn serializes() {
+        let d = digest(&jsonl(&synthetic()), &Limits::default());
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["first_prompt"], "Fix the parser");
+        assert_eq!(v["commands"][1]["failed"], true);
+        assert_eq!(v["tool_errors"][0]["tool"], "Write");
+    }
+
+    fn small_limits() -> impl Strategy<Value = Limits> {
+        (
+            0u64..200,
+            0u64..200,
+            0usize..5,
+            0usize..5,
+            0usize..5,
+            0usize..20,
+        )
+            .prop_map(
+                |(head_cap, tail_cap, files, commands, errors, text)| Limits {
+                    head_cap,
+                    tail_cap,
+                    files,
+                    commands,
+                    errors,
+                    text,
+                },
+            )
+    }
+
+    fn check_invariants(d: &Digest, limits: &Limits) {
+        assert!(d.files_changed.len() <= limits.files);
+        assert!(d.commands.len() <= limits.commands);
+        assert!(d.tool_errors.len() <= limits.errors);
+        let unique: HashSet<&String> = d.files_changed.iter().collect();
+        assert_eq!(unique.len(), d.files_changed.len());
+        for text in d
+            .first_prompt
+            .iter()
+            .chain(&d.latest_prompt)
+            .chain(&d.last_assistant)
+        {
+            assert!(text.chars().count() <= limits.text + 1);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096), limits in small_limits()) {
+            let d = digest(&bytes, &limits);
+            check_invariants(&d, &limits);
+            let d = digest(&bytes, &Limits::default());
+            check_invariants(&d, &Limits::default());
+            let mut cursor = Counting { inner: Cursor::new(&bytes), read: 0 };
+            let from_reader = digest_reader(&mut cursor, bytes.len() as u64, &limits).unwrap();
+            prop_assert_eq!(from_reader, digest(&bytes, &limits));
+            prop_assert!(cursor.read <= limits.head_cap + limits.tail_cap);
+        }
+
+        #[test]
+        fn shuffled_transcript_lines_never_panic(
+            picks in proptest::collection::vec((0usize..40, any::<bool>(), 0usize..64), 0..60),
+            limits in small_limits(),
+        ) {
+            // Real-looking lines in any order, some cut at any byte.
+            let pool: Vec<Vec<u8>> = synthetic().iter().map(|l| l.to_string().into_bytes()).collect();
+            let mut bytes = Vec::new();
+            for (i, cut, at) in picks {
+                let line = &pool[i % pool.len()];
+                if cut {
+                    bytes.extend_from_slice(&line[..at.min(line.len())]);
+                } else {
+                    bytes.extend_from_slice(line);
+                }
+                bytes.push(b'\n');
+            }
+            let wide = Limits { head_cap: 1 << 20, tail_cap: 1 << 20, ..limits };
+            check_invariants(&digest(&bytes, &wide), &wide);
+            check_invariants(&digest(&bytes, &limits), &limits);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The consumers inside `interband hook`: what each host event does.
+//!
+//! - `Stop`: notes for pending checkpoints (a drain), then the compaction trigger.
+//! - `PreCompact`: a note, always, before the context is summarized (never blocks).
+//! - `SessionStart`: records the tmux pane; after `compact`, `resume` or `clear`
+//!   starts a new compaction cycle and injects the session's latest note.
+//! - `SessionEnd`: a final note and the session summary.
+
+use std::path::PathBuf;
+
+use interband::Bus;
+use interband::consumer::{self, Consumer, HandlerError};
+use interband::payloads::{Payload, Pressure};
+use interband::settings::{Env, Layered, default_files, load};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::compact::{self, Acted};
+use crate::intermem::{self, Intermem, SessionInfo, Trigger};
+use crate::{Error, interline, truncate};
+
+/// Every consumer's settings, with where each value came from.
+#[derive(Debug, Clone)]
+pub struct AllSettings {
+    /// `[intermem]`.
+    pub intermem: Layered<intermem::Settings>,
+    /// `[interline]`.
+    pub interline: Layered<interline::Settings>,
+    /// `[compact]`.
+    pub compact: Layered<compact::Settings>,
+}
+
+impl AllSettings {
+    /// Loads them for a project folder.
+    pub fn load(project: Option<&std::path::Path>, env: &dyn Env) -> Self {
+        let files = default_files(project, env);
+        AllSettings {
+            intermem: load("intermem", &files, env, &[]),
+            interline: load("interline", &files, env, &[]),
+            compact: load("compact", &files, env, &[]),
+        }
+    }
+
+    /// Every problem found while loading.
+    pub fn problems(&self) -> Vec<String> {
+        [
+            &self.intermem.problems,
+            &self.interline.problems,
+            &self.compact.problems,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
+    }
+}
+
+/// The fields of a hook input the consumers use (tolerant).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Input {
+    /// The session.
+    pub session_id: String,
+    /// Its transcript.
+    pub transcript_path: Option<String>,
+    /// Its folder.
+    pub cwd: Option<String>,
+    /// The event.
+    pub hook_event_name: String,
+    /// SessionStart: `startup`, `resume`, `clear`, `compact`, `fork`.
+    pub source: Option<String>,
+    /// PreCompact: `manual` or `auto`.
+    pub trigger: Option<String>,
+    /// Stop: a stop hook already blocked once.
+    pub stop_hook_active: bool,
+    /// Set inside subagents.
+    pub agent_id: Option<String>,
+}
+
+/// What the consumers need from outside.
+pub struct Ctx<'a> {
+    /// The bus.
+    pub bus: &'a Bus,
+    /// The environment.
+    pub env: &'a dyn Env,
+    /// The home folder (for Claude Code memory files).
+    pub home: Option<PathBuf>,
+    /// Settings.
+    pub settings: &'a AllSettings,
+}
+
+impl Ctx<'_> {
+    fn info(&self, i: &Input) -> SessionInfo {
+        SessionInfo::resolve(
+            self.bus,
+            &i.session_id,
+            i.transcript_path.clone(),
+            i.cwd.clone(),
+        )
+    }
+    fn intermem(&self) -> Intermem {
+        Intermem {
+            settings: self.settings.intermem.value.clone(),
+            home: self.home.clone(),
+        }
+    }
+}
+
+/// Handles one consumer event; returns the host response to print, if any.
+pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
+    if input.session_id.trim().is_empty() {
+        return Ok(None);
+    }
+    match input.hook_event_name.as_str() {
+        "Stop" => stop(ctx, input),
+        "PreCompact" | "PreCompress" => pre_compact(ctx, input).map(|_| None),
+        "SessionStart" => session_start(ctx, input),
+        "SessionEnd" => session_end(ctx, input).map(|_| None),
+        _ => Ok(None),
+    }
+}
+
+fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
+    let mut intermem = ctx.intermem();
+    consumer::drain(ctx.bus, &mut intermem)?;
+    let acted = compact::on_stop(
+        ctx.bus,
+        &ctx.info(input),
+        input.stop_hook_active,
+        &ctx.settings.compact.value,
+        &ctx.settings.intermem.value,
+        ctx.home.as_deref(),
+    )?;
+    Ok(match acted {
+        Acted::Block(reason) => Some(json!({"decision": "block", "reason": reason}).to_string()),
+        _ => None,
+    })
+}
+
+fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
+    if !ctx.settings.intermem.value.enabled {
+        return Ok(());
+    }
+    let usable = ctx
+        .bus
+        .read_typed::<Pressure>(&input.session_id)
+        .ok()
+        .and_then(|p| p.payload.context_usable);
+    let trigger = Trigger {
+        name: format!(
+            "pre_compact_{}",
+            input.trigger.as_deref().unwrap_or("manual")
+        ),
+        context_usable: usable,
+        id: None,
+    };
+    intermem::write_note(
+        ctx.bus,
+        &ctx.info(input),
+        &trigger,
+        &ctx.settings.intermem.value,
+        ctx.home.as_deref(),
+    )?;
+    Ok(())
+}
+
+fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
+    if let Some(pane) = ctx.env.var("TMUX_PANE").filter(|p| !p.is_empty()) {
+        compact::with_state(ctx.bus, &input.session_id, |s| s.pane = Some(pane))?;
+    }
+    if !matches!(
+        input.source.as_deref(),
+        Some("compact" | "resume" | "clear")
+    ) {
+        return Ok(None);
+    }
+    compact::new_cycle(ctx.bus, &input.session_id)?;
+    let Some((note, text)) = intermem::latest_note(ctx.bus, &input.session_id) else {
+        return Ok(None);
+    };
+    let max = ctx.settings.intermem.value.inject_max_bytes;
+    let mut body = text;
+    if body.len() > max {
+        let mut end = max;
+        while !body.is_char_boundary(end) {
+            end -= 1;
+        }
+        body.truncate(end);
+        body += "\n[... note truncated]";
+    }
+    let context = format!(
+        "Memory note saved before this context was {} (from {}):\n\n{body}",
+        if input.source.as_deref() == Some("compact") {
+            "compacted"
+        } else {
+            "reset"
+        },
+        note.path
+    );
+    Ok(Some(
+        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}).to_string(),
+    ))
+}
+
+fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {
+    if ctx.settings.intermem.value.enabled {
+        intermem::finalize(
+            ctx.bus,
+            &ctx.info(input),
+            &ctx.settings.intermem.value,
+            ctx.home.as_deref(),
+        )?;
+    }
+    Ok(())
+}
+
+/// In watch mode, the compaction trigger's `command` strategy acts as soon as
+/// the pressure reaches the trigger point (`advise` and `tmux` wait for `Stop`,
+/// the only moment a `/compact` is safe to type).
+#[derive(Debug, Clone)]
+pub struct CompactCommand {
+    /// Settings.
+    pub settings: compact::Settings,
+    /// intermem's settings, for the note written first.
+    pub notes: intermem::Settings,
+    /// The home folder.
+    pub home: Option<PathBuf>,
+}
+
+impl Consumer for CompactCommand {
+    fn name(&self) -> &str {
+        "compact-command"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec![format!("{}/{}/*", Pressure::NAMESPACE, Pressure::CHANNEL)]
+    }
+    fn handle(&mut self, bus: &Bus, m: &interband::Message, _: bool) -> Result<(), HandlerError> {
+        if self.settings.strategy != compact::Strategy::Command {
+            return Ok(());
+        }
+        let session = m.envelope.session_id.clone();
+        let info = SessionInfo::resolve(bus, &session, None, None);
+        compact::on_stop(
+            bus,
+            &info,
+            false,
+            &self.settings,
+            &self.notes,
+            self.home.as_deref(),
+        )?;
+        Ok(())
+    }
+}
+
+/// The consumers `interband watch` runs, as configured.
+pub fn watch_consumers(settings: &AllSettings, home: Option<PathBuf>) -> Vec<Box<dyn Consumer>> {
+    let mut v: Vec<Box<dyn Consumer>> = Vec::new();
+    if settings.intermem.value.enabled {
+        v.push(Box::new(Intermem {
+            settings: settings.intermem.value.clone(),
+            home: home.clone(),
+        }));
+    }
+    if settings.compact.value.strategy == compact::Strategy::Command {
+        v.push(Box::new(CompactCommand {
+            settings: settings.compact.value.clone(),
+            notes: settings.intermem.value.clone(),
+            home,
+        }));
+    }
+    v
+}
+
+/// Bounded text for logs.
+pub fn short(text: &str) -> String {
+    truncate(text, 200)
+}

@@ -1,0 +1,1324 @@
+//! # interline — the statusline bridge and renderer (`interband statusline`)
+//!
+//! Claude Code runs its `statusLine` command about 300 ms after its inputs
+//! change, with one JSON object on stdin, and shows the first line of stdout.
+//! This module does the two things that command is for:
+//!
+//! 1. **Bridge**: it publishes the context window it learns to
+//!    `interline/context/<session>` ([`ContextWindow`]), so the producer knows
+//!    the window and a ground-truth usage figure. It publishes only when the
+//!    figures changed, so a statusline redrawn every 300 ms does not rewrite
+//!    the file.
+//! 2. **Render**: it prints one line from a small registry of [`SEGMENTS`]
+//!    (`model`, `context`, `note`, `compact`), in the order the [`Settings`]
+//!    say, with the level as a word so it reads without colour.
+//!
+//! The work is a few small file reads and at most one publish: no watcher,
+//! no thread, no subprocess except [`wrap`] (the user's own statusline,
+//! when `--wrap` asks for it).
+//!
+//! ```
+//! use interband::Bus;
+//! use interband_consumers::interline::{Input, Settings, render};
+//! # let dir = tempfile::tempdir().unwrap();
+//! let bus = Bus::new(dir.path());
+//! let input = Input::parse(br#"{"session_id":"s1","model":{"display_name":"Opus"},
+//!     "context_window":{"context_window_size":200000,
+//!       "current_usage":{"input_tokens":100000,"cache_read_input_tokens":0}}}"#);
+//! let settings = Settings { color: false, ..Settings::default() };
+//! let no_env = |_: &str| None;
+//! let out = render(&bus, &input, &settings, &no_env, 1.0);
+//! assert_eq!(out.line, "Opus │ ctx 40% usable ████░░░░░░ GREEN");
+//! assert!(out.published);
+//! // Same figures again: nothing is rewritten.
+//! assert!(!render(&bus, &input, &settings, &no_env, 2.0).published);
+//! ```
+
+use std::cell::OnceCell;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use interband::context::{self, Figures, Source, Thresholds};
+use interband::payloads::{ContextWindow, LegacyPressure, Level, Pressure};
+use interband::settings::Env;
+use interband::{Bus, decode};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where the bridge publishes the context window (`interline/context/<session>`).
+pub const CONTEXT_CHANNEL: (&str, &str) = ("interline", "context");
+/// A compaction is pending for the session (`compact/pending/<session>`, any valid message).
+pub const PENDING_CHANNEL: (&str, &str) = ("compact", "pending");
+/// A memory note was saved for the session (`intermem/note/<session>`).
+pub const NOTE_CHANNEL: (&str, &str) = ("intermem", "note");
+/// The producer's pressure (`interpulse/pressure/<session>`).
+pub const PRESSURE_CHANNEL: (&str, &str) = ("interpulse", "pressure");
+/// The legacy pressure monitor's value (`intercheck/pressure/<session>`).
+pub const LEGACY_PRESSURE_CHANNEL: (&str, &str) = ("intercheck", "pressure");
+
+/// The line printed when nothing else can be said (e.g. unparseable input).
+pub const FALLBACK_LINE: &str = "interband";
+
+/// Shown in the `note` segment when a note was saved for the session.
+const NOTE_MARKER: &str = "✎note";
+/// Shown in the `compact` segment when a compaction is pending.
+const COMPACT_MARKER: &str = "⟳compact";
+/// The widest gauge drawn, whatever the settings say.
+const MAX_GAUGE: usize = 100;
+
+/// The `[interline]` settings.
+///
+/// ```
+/// use interband_consumers::interline::Settings;
+/// let s: Settings = serde_json::from_str(r#"{"segments":["context"]}"#).unwrap();
+/// assert_eq!(s.segments, ["context"]);
+/// assert_eq!(s.gauge_width, 10, "the rest keep their defaults");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The segments to show, in order, by name (see [`SEGMENTS`]); unknown names are ignored.
+    pub segments: Vec<String>,
+    /// What goes between segments (and between a wrapped line and ours).
+    pub separator: String,
+    /// The gauge's width in cells (0: no gauge; at most 100).
+    pub gauge_width: usize,
+    /// Colour the level with ANSI codes (never when `NO_COLOR` is set).
+    pub color: bool,
+    /// How long `--wrap` waits for the wrapped command, milliseconds.
+    pub wrap_timeout_ms: u64,
+    /// Publish the context window to `interline/context` (the bridge).
+    pub publish: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            segments: ["model", "context", "note", "compact"]
+                .map(String::from)
+                .to_vec(),
+            separator: " │ ".to_owned(),
+            gauge_width: 10,
+            color: true,
+            wrap_timeout_ms: 250,
+            publish: true,
+        }
+    }
+}
+
+/// The token counts of the last response (`context_window.current_usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens written to the cache.
+    pub cache_creation_input_tokens: u64,
+    /// Input tokens read from the cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// Tokens in context: input + cache creation + cache read.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// The statusline input, read tolerantly: every field optional, nulls and
+/// unknown fields fine, and a field of the wrong type only loses that field.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Input {
+    /// `session_id`.
+    pub session_id: Option<String>,
+    /// `transcript_path`.
+    pub transcript_path: Option<String>,
+    /// `cwd`.
+    pub cwd: Option<String>,
+    /// `model.id`, e.g. `claude-opus-5-5`.
+    pub model_id: Option<String>,
+    /// `model.display_name`, e.g. `Opus 5.5`.
+    pub model_name: Option<String>,
+    /// `workspace.current_dir`.
+    pub current_dir: Option<String>,
+    /// `workspace.project_dir`.
+    pub project_dir: Option<String>,
+    /// `context_window.context_window_size`, tokens.
+    pub window: Option<u64>,
+    /// `context_window.current_usage`; `None` before the first response.
+    pub usage: Option<Usage>,
+    /// `context_window.used_percentage` (raw, of the whole window).
+    pub used_percentage: Option<f64>,
+    /// `context_window.remaining_percentage` (raw).
+    pub remaining_percentage: Option<f64>,
+}
+
+impl Input {
+    /// Parses the statusline's stdin. Never fails: garbage gives `Input::default()`.
+    pub fn parse(bytes: &[u8]) -> Input {
+        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+            return Input::default();
+        };
+        let cw = &v["context_window"];
+        let cu = &cw["current_usage"];
+        let usage = cu.is_object().then(|| {
+            let n = |k: &str| count(&cu[k]);
+            let context_fields = [
+                "input_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            ];
+            context_fields
+                .iter()
+                .any(|k| n(k).is_some())
+                .then(|| Usage {
+                    input_tokens: n("input_tokens").unwrap_or(0),
+                    output_tokens: n("output_tokens").unwrap_or(0),
+                    cache_creation_input_tokens: n("cache_creation_input_tokens").unwrap_or(0),
+                    cache_read_input_tokens: n("cache_read_input_tokens").unwrap_or(0),
+                })
+        });
+        Input {
+            session_id: text(&v["session_id"]),
+            transcript_path: text(&v["transcript_path"]),
+            cwd: text(&v["cwd"]),
+            model_id: text(&v["model"]["id"]),
+            model_name: text(&v["model"]["display_name"]),
+            current_dir: text(&v["workspace"]["current_dir"]),
+            project_dir: text(&v["workspace"]["project_dir"]),
+            window: count(&cw["context_window_size"]),
+            usage: usage.flatten(),
+            used_percentage: number(&cw["used_percentage"]),
+            remaining_percentage: number(&cw["remaining_percentage"]),
+        }
+    }
+
+    /// The session id, trimmed, when there is one.
+    pub fn session(&self) -> Option<&str> {
+        self.session_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Tokens in context (input + cache creation + cache read), once known.
+    pub fn used_tokens(&self) -> Option<u64> {
+        self.usage.map(|u| u.context_tokens())
+    }
+
+    /// The context figures the input itself gives, once usage is known. The
+    /// window is the input's (else the host's default, grown when usage exceeds it).
+    pub fn figures(&self, env: &dyn Env) -> Option<Figures> {
+        let used = self.used_tokens()?;
+        let window = context::window(self.window, 0, env, used);
+        Some(Figures {
+            used_tokens: used,
+            window,
+            autocompact_at: context::autocompact_at(window, env),
+            source: Source::Statusline,
+        })
+    }
+}
+
+/// A non-blank string.
+fn text(v: &Value) -> Option<String> {
+    v.as_str()
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+}
+
+/// A finite number.
+fn number(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|n| n.is_finite())
+}
+
+/// A token count: a non-negative integer (a whole float such as `1200.0` too).
+fn count(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        number(v)
+            .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= u64::MAX as f64)
+            .map(|n| n as u64)
+    })
+}
+
+/// What one render produced.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The statusline (one line, no newline).
+    pub line: String,
+    /// Whether the context window was published this time.
+    pub published: bool,
+    /// Time taken, in order: `publish` (the bridge: compare and publish,
+    /// when publishing is on), then each segment rendered, by name.
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+/// Where the level shown came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The producer's `interpulse/pressure`.
+    Pressure,
+    /// The legacy `intercheck/pressure`.
+    Legacy,
+    /// The statusline input itself (no pressure value, or the input is newer).
+    Input,
+}
+
+/// The context as shown: usable remaining, level, and where the level came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    /// Usable context remaining (up to autocompact), percent.
+    pub usable: f64,
+    /// The level.
+    pub level: Level,
+    /// Where the level came from.
+    pub basis: Basis,
+}
+
+/// What segments render from: the input, the settings, and the bus values
+/// for the session, read lazily (once, by the first segment that needs them).
+pub struct Ctx<'a> {
+    bus: &'a Bus,
+    input: &'a Input,
+    settings: &'a Settings,
+    env: &'a dyn Env,
+    color: bool,
+    view: OnceCell<Option<View>>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for rendering `input` against `bus`.
+    pub fn new(bus: &'a Bus, input: &'a Input, settings: &'a Settings, env: &'a dyn Env) -> Self {
+        Ctx {
+            bus,
+            input,
+            settings,
+            env,
+            color: settings.color && env.var("NO_COLOR").is_none(),
+            view: OnceCell::new(),
+        }
+    }
+
+    /// The statusline input.
+    pub fn input(&self) -> &Input {
+        self.input
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        self.settings
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Bus {
+        self.bus
+    }
+
+    /// The session, when the input names one.
+    pub fn session(&self) -> Option<&str> {
+        self.input.session()
+    }
+
+    /// Whether to colour (the settings allow it and `NO_COLOR` is not set).
+    pub fn color(&self) -> bool {
+        self.color
+    }
+
+    /// The context to show; `None` before the first response (no usage yet).
+    ///
+    /// The level is the producer's (`interpulse/pressure`), else the legacy
+    /// monitor's, else computed from the input with the default thresholds.
+    /// The usable percent is the producer's `context_usable`, else the
+    /// input's. When the input is newer than the producer's value (its
+    /// `used_tokens` or `window` differ from the input's), the input's
+    /// figures give both: the statusline sees the truth first.
+    pub fn view(&self) -> Option<View> {
+        *self.view.get_or_init(|| self.compute_view())
+    }
+
+    /// The level shown, if any.
+    pub fn level(&self) -> Option<Level> {
+        self.view().map(|v| v.level)
+    }
+
+    fn compute_view(&self) -> Option<View> {
+        let own = self.input.figures(self.env)?;
+        let usable = own.usable_remaining();
+        let mine = View {
+            usable,
+            level: Thresholds::default().usable.below(usable),
+            basis: Basis::Input,
+        };
+        let Some(session) = self.session() else {
+            return Some(mine);
+        };
+        if let Some(p) = read_as::<Pressure>(self.bus, PRESSURE_CHANNEL, session) {
+            let newer = p.used_tokens.is_some_and(|u| u != own.used_tokens)
+                || p.window.is_some_and(|w| w != own.window);
+            if newer {
+                return Some(mine);
+            }
+            return Some(View {
+                usable: p.context_usable.unwrap_or(usable),
+                level: p.level,
+                basis: Basis::Pressure,
+            });
+        }
+        if let Some(l) = read_as::<LegacyPressure>(self.bus, LEGACY_PRESSURE_CHANNEL, session) {
+            return Some(View {
+                usable,
+                level: l.level,
+                basis: Basis::Legacy,
+            });
+        }
+        Some(mine)
+    }
+
+    /// Whether a valid message exists at `channel/<session>`.
+    fn exists(&self, (namespace, channel): (&str, &str)) -> bool {
+        self.session()
+            .is_some_and(|s| self.bus.read(namespace, channel, s).is_ok())
+    }
+
+    /// `text` in the level's colour, when colouring.
+    fn paint(&self, level: Level, text: &str) -> String {
+        if !self.color {
+            return text.to_owned();
+        }
+        let code = match level {
+            Level::Green => "32",
+            Level::Yellow => "33",
+            Level::Orange => "38;5;208",
+            Level::Red => "1;31",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    }
+}
+
+/// Reads and decodes the message at `channel/<key>`, `None` when missing or invalid.
+fn read_as<P: DeserializeOwned>(bus: &Bus, (ns, ch): (&str, &str), key: &str) -> Option<P> {
+    let msg = bus.read(ns, ch, key).ok()?;
+    decode::<P>(msg).ok().map(|e| e.payload)
+}
+
+/// One named segment of the line.
+#[derive(Debug, Clone, Copy)]
+pub struct Segment {
+    /// The name used in [`Settings::segments`].
+    pub name: &'static str,
+    /// Renders it; `None` (or an empty string) leaves it out.
+    pub render: fn(&Ctx) -> Option<String>,
+}
+
+/// Every segment, by name.
+pub const SEGMENTS: &[Segment] = &[
+    Segment {
+        name: "model",
+        render: model_segment,
+    },
+    Segment {
+        name: "context",
+        render: context_segment,
+    },
+    Segment {
+        name: "note",
+        render: note_segment,
+    },
+    Segment {
+        name: "compact",
+        render: compact_segment,
+    },
+];
+
+/// The segment called `name`, if there is one.
+pub fn segment(name: &str) -> Option<&'static Segment> {
+    SEGMENTS.iter().find(|s| s.name == name.trim())
+}
+
+/// `model`: the model's display name (else its id).
+fn model_segment(ctx: &Ctx) -> Option<String> {
+    let input = ctx.input();
+    let name = input.model_name.as_deref().or(input.model_id.as_deref())?;
+    // The host's text must not break the line.
+    Some(
+        name.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .trim()
+            .to_owned(),
+    )
+}
+
+/// `context`: `ctx 62% usable ██████░░░░ YELLOW`, or `ctx –` before the first response.
+fn context_segment(ctx: &Ctx) -> Option<String> {
+    let Some(view) = ctx.view() else {
+        return ctx.input().window.map(|_| "ctx –".to_owned());
+    };
+    let usable = view.usable.clamp(0.0, 100.0);
+    let width = ctx.settings().gauge_width.min(MAX_GAUGE);
+    let word = view.level.as_str().to_ascii_uppercase();
+    // Floored: never claim more room than there is (9.5% reads 9%, red below 10).
+    let mut body = format!("{}% usable ", usable.floor() as u64);
+    if width > 0 {
+        let filled = ((usable / 100.0 * width as f64).round() as usize).min(width);
+        body.extend(std::iter::repeat_n('█', filled));
+        body.extend(std::iter::repeat_n('░', width - filled));
+        body.push(' ');
+    }
+    body.push_str(&word);
+    Some(format!("ctx {}", ctx.paint(view.level, &body)))
+}
+
+/// `note`: a memory note was saved for this session.
+fn note_segment(ctx: &Ctx) -> Option<String> {
+    ctx.exists(NOTE_CHANNEL).then(|| NOTE_MARKER.to_owned())
+}
+
+/// `compact`: a compaction is pending (red level, or a `compact/pending` message).
+fn compact_segment(ctx: &Ctx) -> Option<String> {
+    let pending = ctx.level() == Some(Level::Red) || ctx.exists(PENDING_CHANNEL);
+    pending.then(|| COMPACT_MARKER.to_owned())
+}
+
+/// Renders the statusline for `input`, publishing the context window first
+/// when it changed (and `settings.publish`). `now` is unix seconds, the
+/// published `ts`. Never fails: what cannot be read is left out, and a line
+/// with nothing in it is [`FALLBACK_LINE`].
+pub fn render(bus: &Bus, input: &Input, settings: &Settings, env: &dyn Env, now: f64) -> Rendered {
+    let mut timings = Vec::with_capacity(settings.segments.len() + 1);
+    let mut published = false;
+    if settings.publish {
+        let start = Instant::now();
+        published = input
+            .session()
+            .is_some_and(|s| publish_context(bus, s, input, now));
+        timings.push(("publish", start.elapsed()));
+    }
+    let ctx = Ctx::new(bus, input, settings, env);
+    let mut parts = Vec::with_capacity(settings.segments.len());
+    for seg in settings.segments.iter().filter_map(|n| segment(n)) {
+        let start = Instant::now();
+        let out = (seg.render)(&ctx);
+        timings.push((seg.name, start.elapsed()));
+        parts.extend(out.filter(|s| !s.is_empty()));
+    }
+    let line = if parts.is_empty() {
+        FALLBACK_LINE.to_owned()
+    } else {
+        parts.join(&settings.separator)
+    };
+    Rendered {
+        line,
+        published,
+        timings,
+    }
+}
+
+/// Publishes `interline/context/<session>` unless the window is unknown or
+/// nothing changed (window, used tokens, model, transcript) since the
+/// current value. True when it published.
+fn publish_context(bus: &Bus, session: &str, input: &Input, now: f64) -> bool {
+    let Some(window) = input.window.filter(|&w| w > 0) else {
+        return false;
+    };
+    let used_tokens = input.used_tokens();
+    if let Some(prev) = read_as::<ContextWindow>(bus, CONTEXT_CHANNEL, session)
+        && prev.window == window
+        && prev.used_tokens == used_tokens
+        && prev.model == input.model_id
+        && prev.transcript_path == input.transcript_path
+    {
+        return false;
+    }
+    let payload = ContextWindow {
+        window,
+        used_tokens,
+        used_percentage: input.used_percentage.filter(|p| (0.0..=100.0).contains(p)),
+        model: input.model_id.clone(),
+        transcript_path: input.transcript_path.clone(),
+        // Freshness by position: how far the transcript was when this was seen.
+        transcript_bytes: input
+            .transcript_path
+            .as_deref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len()),
+        ts: now,
+    };
+    bus.publish_typed(session, session, &payload).is_ok()
+}
+
+/// The wrapped line and ours, joined by `separator`; ours alone when the
+/// wrapped command said nothing.
+///
+/// ```
+/// use interband_consumers::interline::compose;
+/// assert_eq!(compose(Some("left"), "ctx 90%", " │ "), "left │ ctx 90%");
+/// assert_eq!(compose(None, "ctx 90%", " │ "), "ctx 90%");
+/// ```
+pub fn compose(wrapped: Option<&str>, line: &str, separator: &str) -> String {
+    match wrapped.filter(|w| !w.is_empty()) {
+        Some(w) if !line.is_empty() => format!("{w}{separator}{line}"),
+        Some(w) => w.to_owned(),
+        None => line.to_owned(),
+    }
+}
+
+/// The `--timings` report: one line per entry, `name  12.3µs`.
+///
+/// ```
+/// use std::time::Duration;
+/// let t = [("model", Duration::from_nanos(12_340))];
+/// assert_eq!(interband_consumers::interline::timings_report(&t), "model  12.3µs\n");
+/// ```
+pub fn timings_report(timings: &[(&str, Duration)]) -> String {
+    timings
+        .iter()
+        .map(|(name, d)| format!("{name}  {:.1}µs\n", d.as_secs_f64() * 1e6))
+        .collect()
+}
+
+/// Stdin up to this size goes through a pipe: a fresh pipe holds at least
+/// one page, so writing it can never block.
+const PIPE_SAFE: usize = 4096;
+/// How often [`wrap`] checks whether the command is done.
+const POLL: Duration = Duration::from_millis(2);
+/// The most of the wrapped command's output read.
+const MAX_OUTPUT: u64 = 64 * 1024;
+
+/// Runs the user's statusline command `argv` (no shell) with `stdin`, waits
+/// at most `timeout`, and returns the first line of its stdout (without the
+/// line ending), or `None` when it could not run, was late (it is killed),
+/// or printed nothing.
+///
+/// No thread: the command's stdout goes to an unlinked scratch file (so a
+/// background child of it holding stdout open cannot stall us), and stdin
+/// larger than a pipe surely holds goes through one too, so nothing blocks
+/// past the timeout. When no scratch file can be made, pipes are used.
+/// Only the command itself is killed when late, not its children.
+pub fn wrap(argv: &[String], stdin: &[u8], timeout: Duration) -> Option<String> {
+    run_wrapped(argv, stdin, timeout, true)
+}
+
+/// [`wrap`], with scratch files allowed or not (the pipes-only path is tested too).
+fn run_wrapped(argv: &[String], stdin: &[u8], timeout: Duration, files: bool) -> Option<String> {
+    let make_scratch = || if files { scratch() } else { None };
+    let deadline = Instant::now() + timeout;
+    let (program, args) = argv.split_first()?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).stderr(Stdio::null());
+
+    let mut stdin_pending = None;
+    if stdin.len() <= PIPE_SAFE {
+        cmd.stdin(Stdio::piped());
+        stdin_pending = Some(stdin);
+    } else if let Some(f) = make_scratch().and_then(|mut f| {
+        f.write_all(stdin).ok()?;
+        f.seek(SeekFrom::Start(0)).ok()?;
+        Some(f)
+    }) {
+        cmd.stdin(Stdio::from(f));
+    } else {
+        cmd.stdin(Stdio::piped());
+        stdin_pending = Some(stdin);
+    }
+    let out_file = make_scratch().and_then(|f| Some((f.try_clone().ok()?, f)));
+    let mut out_file = match out_file {
+        Some((theirs, ours)) => {
+            cmd.stdout(Stdio::from(theirs));
+            Some(ours)
+        }
+        None => {
+            cmd.stdout(Stdio::piped());
+            None
+        }
+    };
+
+    let mut child = cmd.spawn().ok()?;
+    drop(cmd); // closes our copies of the child's ends
+    if let (Some(bytes), Some(mut pipe)) = (stdin_pending, child.stdin.take()) {
+        // A command that does not read its stdin may close it: not an error.
+        let _ = pipe.write_all(bytes);
+    }
+
+    let exited = loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break true,
+            Ok(None) => {}
+            Err(_) => break false,
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break false;
+        }
+        std::thread::sleep((deadline - now).min(POLL));
+    };
+    if !exited {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+
+    let mut first = Vec::new();
+    match (&mut out_file, child.stdout.take()) {
+        (Some(f), _) => {
+            f.seek(SeekFrom::Start(0)).ok()?;
+            BufReader::new(f.take(MAX_OUTPUT))
+                .read_until(b'\n', &mut first)
+                .ok()?;
+        }
+        (None, Some(pipe)) => {
+            BufReader::new(pipe.take(MAX_OUTPUT))
+                .read_until(b'\n', &mut first)
+                .ok()?;
+        }
+        (None, None) => return None,
+    }
+    let line = String::from_utf8_lossy(&first);
+    let line = line.trim_end_matches(['\n', '\r']);
+    (!line.is_empty()).then(|| line.to_owned())
+}
+
+/// A private scratch file in the temp folder, already unlinked.
+fn scratch() -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir();
+    for _ in 0..4 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(
+            ".interline-wrap-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => {
+                let _ = std::fs::remove_file(&path);
+                return Some(f);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use interband::payloads::MemoryNote;
+    use serde_json::json;
+
+    const FIXTURES: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/claude-code-2.1.332"
+    );
+    const SESSION: &str = "3e48b9d6-e2b9-4536-a4a6-77ef838d7343";
+    const LEVEL_WORDS: [&str; 4] = ["GREEN", "YELLOW", "ORANGE", "RED"];
+
+    fn none(_: &str) -> Option<String> {
+        None
+    }
+
+    fn fixture(name: &str) -> Input {
+        let bytes = std::fs::read(format!("{FIXTURES}/{name}")).unwrap();
+        Input::parse(&bytes)
+    }
+
+    fn plain() -> Settings {
+        Settings {
+            color: false,
+            ..Settings::default()
+        }
+    }
+
+    fn temp_bus() -> (tempfile::TempDir, Bus) {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path().join("bus"));
+        (dir, bus)
+    }
+
+    /// An input with a 200k window and `used` tokens in context.
+    fn used(used: u64) -> Input {
+        Input {
+            session_id: Some("s".into()),
+            model_name: Some("Sonnet".into()),
+            window: Some(200_000),
+            usage: Some(Usage {
+                input_tokens: used,
+                ..Usage::default()
+            }),
+            ..Input::default()
+        }
+    }
+
+    fn basis(bus: &Bus, input: &Input) -> Basis {
+        let settings = plain();
+        Ctx::new(bus, input, &settings, &none).view().unwrap().basis
+    }
+
+    fn context_seq(bus: &Bus, session: &str) -> u64 {
+        bus.read(CONTEXT_CHANNEL.0, CONTEXT_CHANNEL.1, session)
+            .unwrap()
+            .envelope
+            .seq
+    }
+
+    #[test]
+    fn channel_constants_match_the_payload_contracts() {
+        use interband::payloads::Payload;
+        assert_eq!(
+            (ContextWindow::NAMESPACE, ContextWindow::CHANNEL),
+            CONTEXT_CHANNEL
+        );
+        assert_eq!((Pressure::NAMESPACE, Pressure::CHANNEL), PRESSURE_CHANNEL);
+        assert_eq!(
+            (LegacyPressure::NAMESPACE, LegacyPressure::CHANNEL),
+            LEGACY_PRESSURE_CHANNEL
+        );
+        assert_eq!((MemoryNote::NAMESPACE, MemoryNote::CHANNEL), NOTE_CHANNEL);
+    }
+
+    #[test]
+    fn parses_the_real_input() {
+        let i = fixture("statusLine.input.json");
+        assert_eq!(i.session(), Some(SESSION));
+        assert_eq!(i.window, Some(1_000_000));
+        assert_eq!(i.used_tokens(), Some(31_700));
+        assert_eq!(i.usage.unwrap().output_tokens, 25);
+        assert_eq!(i.model_id.as_deref(), Some("claude-opus-5-5"));
+        assert_eq!(i.model_name.as_deref(), Some("Opus 5.5"));
+        assert_eq!(i.project_dir.as_deref(), Some("/home/dev/work"));
+        assert_eq!(i.used_percentage, Some(3.0));
+        assert_eq!(i.remaining_percentage, Some(97.0));
+        assert!(i.transcript_path.unwrap().ends_with(".jsonl"));
+    }
+
+    #[test]
+    fn parsing_is_tolerant() {
+        assert_eq!(Input::parse(b"not json"), Input::default());
+        assert_eq!(Input::parse(b""), Input::default());
+        assert_eq!(Input::parse(b"[1,2]"), Input::default());
+        let i = Input::parse(
+            br#"{"session_id":" ","model":"opus","workspace":null,"extra":{"x":1},
+                 "context_window":{"context_window_size":"big","used_percentage":"3",
+                   "current_usage":{"input_tokens":1200.0,"cache_read_input_tokens":-5}}}"#,
+        );
+        assert_eq!(i.session(), None);
+        assert_eq!(i.model_name, None);
+        assert_eq!(i.window, None);
+        assert_eq!(i.used_percentage, None);
+        assert_eq!(i.used_tokens(), Some(1200), "a bad field loses only itself");
+        let empty_usage = Input::parse(br#"{"context_window":{"current_usage":{}}}"#);
+        assert_eq!(empty_usage.usage, None);
+    }
+
+    #[test]
+    fn the_real_input_is_published_once_per_change() {
+        let (_d, bus) = temp_bus();
+        let mut input = fixture("statusLine.input.json");
+        let out = render(&bus, &input, &plain(), &none, 100.0);
+        assert!(out.published);
+        let cw = bus.read_typed::<ContextWindow>(SESSION).unwrap();
+        assert_eq!(cw.msg_type, "context_window");
+        assert_eq!(cw.session_id, SESSION);
+        assert_eq!(cw.seq, 1);
+        let p = cw.payload;
+        assert_eq!(p.window, 1_000_000);
+        assert_eq!(p.used_tokens, Some(31_700));
+        assert_eq!(p.used_percentage, Some(3.0));
+        assert_eq!(p.model.as_deref(), Some("claude-opus-5-5"));
+        assert_eq!(p.transcript_path, input.transcript_path);
+        assert_eq!(
+            p.transcript_bytes, None,
+            "the fixture's transcript is not here"
+        );
+        assert_eq!(p.ts, 100.0);
+        assert!(
+            out.line.starts_with("Opus 5.5 │ ctx 96% usable"),
+            "{}",
+            out.line
+        );
+        assert!(out.line.contains("GREEN"), "{}", out.line);
+
+        let again = render(&bus, &input, &plain(), &none, 100.3);
+        assert!(
+            !again.published,
+            "a redraw with the same figures rewrites nothing"
+        );
+        assert_eq!(context_seq(&bus, SESSION), 1);
+        assert_eq!(again.line, out.line);
+
+        input.usage.as_mut().unwrap().cache_read_input_tokens += 5_000;
+        assert!(render(&bus, &input, &plain(), &none, 101.0).published);
+        assert_eq!(context_seq(&bus, SESSION), 2);
+        let p = bus.read_typed::<ContextWindow>(SESSION).unwrap().payload;
+        assert_eq!((p.used_tokens, p.ts), (Some(36_700), 101.0));
+
+        input.model_id = Some("claude-sonnet-5".into());
+        assert!(render(&bus, &input, &plain(), &none, 102.0).published);
+        assert_eq!(context_seq(&bus, SESSION), 3, "a model change publishes");
+    }
+
+    #[test]
+    fn transcript_bytes_give_the_position() {
+        let (dir, bus) = temp_bus();
+        let transcript = dir.path().join("t.jsonl");
+        std::fs::write(&transcript, "x".repeat(1234)).unwrap();
+        let mut input = used(10_000);
+        input.transcript_path = Some(transcript.to_string_lossy().into_owned());
+        assert!(render(&bus, &input, &plain(), &none, 1.0).published);
+        let p = bus.read_typed::<ContextWindow>("s").unwrap().payload;
+        assert_eq!(p.transcript_bytes, Some(1234));
+        assert_eq!(p.used_percentage, None);
+    }
+
+    #[test]
+    fn nothing_is_published_without_a_window_a_session_or_permission() {
+        let (_d, bus) = temp_bus();
+        let mut input = used(10_000);
+        input.window = None;
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(!out.published);
+        assert!(
+            out.line.contains("ctx 94% usable"),
+            "200k assumed: {}",
+            out.line
+        );
+        input.window = Some(0);
+        assert!(!render(&bus, &input, &plain(), &none, 1.0).published);
+        let mut input = used(10_000);
+        input.session_id = None;
+        assert!(!render(&bus, &input, &plain(), &none, 1.0).published);
+        let off = Settings {
+            publish: false,
+            ..plain()
+        };
+        let out = render(&bus, &used(10_000), &off, &none, 1.0);
+        assert!(!out.published);
+        assert!(!out.timings.iter().any(|(n, _)| *n == "publish"));
+        assert!(bus.read_typed::<ContextWindow>("s").is_err());
+    }
+
+    #[test]
+    fn before_the_first_response_shows_the_model_and_no_level() {
+        let (_d, bus) = temp_bus();
+        let input = fixture("statusLine.input.before_first_response.json");
+        assert_eq!(input.usage, None);
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert_eq!(out.line, "Opus 5.5 │ ctx –");
+        for w in LEVEL_WORDS {
+            assert!(!out.line.contains(w), "{}", out.line);
+        }
+        // The window is known: it is published, without a usage figure.
+        assert!(out.published);
+        let p = bus.read_typed::<ContextWindow>(SESSION).unwrap().payload;
+        assert_eq!((p.window, p.used_tokens), (1_000_000, None));
+    }
+
+    #[test]
+    fn after_a_compaction_the_context_is_green_and_roomy() {
+        let (_d, bus) = temp_bus();
+        let input = fixture("statusLine.input.after_compact.json");
+        assert_eq!(input.used_tokens(), Some(0));
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert_eq!(out.line, "Opus 5.5 │ ctx 100% usable ██████████ GREEN");
+        let p = bus.read_typed::<ContextWindow>(SESSION).unwrap().payload;
+        assert_eq!(p.used_tokens, Some(0));
+    }
+
+    #[test]
+    fn the_level_comes_from_interpulse_when_it_is_current() {
+        let (_d, bus) = temp_bus();
+        let input = fixture("statusLine.input.json");
+        let pressure = Pressure {
+            level: Level::Orange,
+            context_usable: Some(18.0),
+            used_tokens: Some(31_700),
+            window: Some(1_000_000),
+            ts: 1.0,
+            ..Pressure::default()
+        };
+        bus.publish_typed(SESSION, SESSION, &pressure).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(
+            out.line.contains("ctx 18% usable ██░░░░░░░░ ORANGE"),
+            "{}",
+            out.line
+        );
+        assert_eq!(basis(&bus, &input), Basis::Pressure);
+
+        // No usable figure in the pressure value: the input's.
+        let bare = Pressure {
+            context_usable: None,
+            ..pressure.clone()
+        };
+        bus.publish_typed(SESSION, SESSION, &bare).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
+        assert!(out.line.ends_with("ORANGE"), "{}", out.line);
+    }
+
+    #[test]
+    fn a_newer_input_beats_the_pressure_value() {
+        let (_d, bus) = temp_bus();
+        let input = fixture("statusLine.input.json");
+        let stale = Pressure {
+            level: Level::Orange,
+            context_usable: Some(18.0),
+            used_tokens: Some(800_000),
+            ts: 1.0,
+            ..Pressure::default()
+        };
+        bus.publish_typed(SESSION, SESSION, &stale).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
+        assert!(out.line.contains("GREEN"), "{}", out.line);
+        assert_eq!(basis(&bus, &input), Basis::Input);
+
+        // Same tokens but the producer assumed another window: also stale.
+        let wrong_window = Pressure {
+            used_tokens: Some(31_700),
+            window: Some(200_000),
+            ..stale
+        };
+        bus.publish_typed(SESSION, SESSION, &wrong_window).unwrap();
+        assert_eq!(basis(&bus, &input), Basis::Input);
+    }
+
+    #[test]
+    fn the_legacy_level_is_the_fallback() {
+        let (_d, bus) = temp_bus();
+        let input = fixture("statusLine.input.json");
+        let legacy = LegacyPressure {
+            level: Level::Yellow,
+            pressure: 70.0,
+            est_tokens: 120_000.0,
+            ts: 1.0,
+        };
+        bus.publish_typed(SESSION, SESSION, &legacy).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
+        assert!(out.line.ends_with("YELLOW"), "{}", out.line);
+        // interpulse wins over the legacy value.
+        let p = Pressure {
+            level: Level::Red,
+            used_tokens: Some(31_700),
+            ..Pressure::default()
+        };
+        bus.publish_typed(SESSION, SESSION, &p).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.contains("RED"), "{}", out.line);
+    }
+
+    #[test]
+    fn the_level_is_computed_from_the_input_alone() {
+        let (_d, bus) = temp_bus();
+        // 200k window: autocompact at 167k. 150k used leaves 10.2% usable
+        // (orange, red is below 10); 155k leaves 7.2% (red).
+        let out = render(&bus, &used(150_000), &plain(), &none, 1.0);
+        assert_eq!(out.line, "Sonnet │ ctx 10% usable █░░░░░░░░░ ORANGE");
+        let out = render(&bus, &used(155_000), &plain(), &none, 1.0);
+        assert_eq!(out.line, "Sonnet │ ctx 7% usable █░░░░░░░░░ RED │ ⟳compact");
+        let out = render(&bus, &used(190_000), &plain(), &none, 1.0);
+        assert!(
+            out.line.contains("ctx 0% usable ░░░░░░░░░░ RED"),
+            "{}",
+            out.line
+        );
+        // The host's settings move autocompact.
+        let off = |k: &str| (k == "DISABLE_AUTO_COMPACT").then(|| "1".to_owned());
+        let out = render(&bus, &used(150_000), &plain(), &off, 1.0);
+        assert!(out.line.contains("ctx 25% usable"), "{}", out.line);
+        assert!(out.line.contains("YELLOW"), "{}", out.line);
+    }
+
+    #[test]
+    fn colour_follows_the_settings_and_no_color() {
+        let (_d, bus) = temp_bus();
+        let input = used(150_000);
+        let colour = Settings::default();
+        let out = render(&bus, &input, &colour, &none, 1.0);
+        assert!(out.line.contains("\x1b[38;5;208m"), "{:?}", out.line);
+        assert!(out.line.contains("ORANGE\x1b[0m"), "{:?}", out.line);
+        let no_color = |k: &str| (k == "NO_COLOR").then(String::new);
+        let out = render(&bus, &input, &colour, &no_color, 1.0);
+        assert!(!out.line.contains('\x1b'), "{:?}", out.line);
+        assert!(out.line.contains("ORANGE"));
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(!out.line.contains('\x1b'), "{:?}", out.line);
+        let red = render(&bus, &used(160_000), &colour, &none, 1.0);
+        assert!(red.line.contains("\x1b[1;31m"), "{:?}", red.line);
+        let green = render(&bus, &used(1_000), &colour, &none, 1.0);
+        assert!(green.line.contains("\x1b[32m"), "{:?}", green.line);
+    }
+
+    #[test]
+    fn markers_show_a_saved_note_and_a_pending_compaction() {
+        let (_d, bus) = temp_bus();
+        let input = used(10_000);
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(!out.line.contains(NOTE_MARKER) && !out.line.contains(COMPACT_MARKER));
+
+        let note = MemoryNote {
+            path: "/tmp/note.md".into(),
+            trigger: "checkpoint_needed".into(),
+            bytes: 10,
+            context_usable: Some(18.0),
+            ts: 1.0,
+        };
+        bus.publish_typed("s", "s", &note).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.ends_with(" │ ✎note"), "{}", out.line);
+        assert!(!out.line.contains(COMPACT_MARKER));
+        // Another session's note is not ours.
+        let mut other = used(10_000);
+        other.session_id = Some("other".into());
+        let out = render(&bus, &other, &plain(), &none, 1.0);
+        assert!(!out.line.contains(NOTE_MARKER), "{}", out.line);
+
+        bus.publish(
+            PENDING_CHANNEL.0,
+            PENDING_CHANNEL.1,
+            "s",
+            "compact_pending",
+            "s",
+            json!({"ts": 1.0}),
+        )
+        .unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.ends_with(" │ ✎note │ ⟳compact"), "{}", out.line);
+        assert!(out.line.contains("GREEN"), "pending alone, not the level");
+
+        // Red from the producer alone also means a compaction is coming.
+        let (_d2, bus2) = temp_bus();
+        let red = Pressure {
+            level: Level::Red,
+            used_tokens: Some(10_000),
+            ..Pressure::default()
+        };
+        bus2.publish_typed("s", "s", &red).unwrap();
+        let out = render(&bus2, &input, &plain(), &none, 1.0);
+        assert!(out.line.ends_with("RED │ ⟳compact"), "{}", out.line);
+    }
+
+    #[test]
+    fn segments_follow_the_configured_order_and_unknown_names_are_ignored() {
+        let (_d, bus) = temp_bus();
+        let settings = Settings {
+            segments: ["context", "bogus", "model"].map(String::from).to_vec(),
+            separator: " | ".into(),
+            gauge_width: 4,
+            ..plain()
+        };
+        let out = render(&bus, &used(50_000), &settings, &none, 1.0);
+        assert_eq!(out.line, "ctx 70% usable ███░ GREEN | Sonnet");
+        let names: Vec<_> = out.timings.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["publish", "context", "model"]);
+        let report = timings_report(&out.timings);
+        assert_eq!(report.lines().count(), 3);
+        assert!(report.lines().nth(1).unwrap().starts_with("context  "));
+        assert!(report.trim_end().ends_with("µs"), "{report}");
+
+        let no_gauge = Settings {
+            segments: vec!["context".into()],
+            gauge_width: 0,
+            ..plain()
+        };
+        let out = render(&bus, &used(50_000), &no_gauge, &none, 1.0);
+        assert_eq!(out.line, "ctx 70% usable GREEN");
+        let huge = Settings {
+            gauge_width: 10_000,
+            ..no_gauge
+        };
+        let out = render(&bus, &used(50_000), &huge, &none, 1.0);
+        assert_eq!(
+            out.line.chars().filter(|c| *c == '█' || *c == '░').count(),
+            100
+        );
+    }
+
+    #[test]
+    fn unparseable_input_still_prints_a_line() {
+        let (_d, bus) = temp_bus();
+        let out = render(
+            &bus,
+            &Input::parse(b"{oops"),
+            &Settings::default(),
+            &none,
+            1.0,
+        );
+        assert_eq!(out.line, FALLBACK_LINE);
+        assert!(!out.published);
+        let none_known = Settings {
+            segments: vec!["nothing".into()],
+            ..plain()
+        };
+        let input = fixture("statusLine.input.json");
+        assert_eq!(
+            render(&bus, &input, &none_known, &none, 1.0).line,
+            FALLBACK_LINE
+        );
+    }
+
+    #[test]
+    fn the_model_name_cannot_break_the_line() {
+        let (_d, bus) = temp_bus();
+        let mut input = used(10_000);
+        input.model_name = Some("Evil\nname\r".into());
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.starts_with("Evil name │"), "{:?}", out.line);
+        input.model_name = None;
+        input.model_id = Some("claude-x".into());
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.starts_with("claude-x │"), "{:?}", out.line);
+    }
+
+    #[test]
+    fn settings_load_from_the_interline_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[interline]\nsegments = [\"context\", \"model\"]\ncolor = false\n",
+        )
+        .unwrap();
+        let env = |k: &str| (k == "INTERBAND_INTERLINE_GAUGE_WIDTH").then(|| "6".to_owned());
+        let s = interband::settings::load::<Settings>("interline", &[file], &env, &[]);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(s.value.segments, ["context", "model"]);
+        assert!(!s.value.color);
+        assert_eq!(s.value.gauge_width, 6);
+        assert_eq!(s.value.separator, " │ ");
+        assert_eq!((s.value.wrap_timeout_ms, s.value.publish), (250, true));
+    }
+
+    #[test]
+    fn compose_joins_the_wrapped_line() {
+        assert_eq!(compose(Some("a"), "b", " │ "), "a │ b");
+        assert_eq!(compose(Some(""), "b", " │ "), "b");
+        assert_eq!(compose(Some("a"), "", " │ "), "a");
+        assert_eq!(compose(None, "b", " │ "), "b");
+    }
+
+    fn argv(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn wrap_returns_the_first_line() {
+        let t = Duration::from_secs(5);
+        let out = wrap(&argv(&["sh", "-c", "cat >/dev/null; echo left"]), b"{}", t);
+        assert_eq!(out.as_deref(), Some("left"));
+        let out = wrap(&argv(&["sh", "-c", "printf 'one\\r\\ntwo\\n'"]), b"", t);
+        assert_eq!(out.as_deref(), Some("one"));
+        let out = wrap(&argv(&["sh", "-c", "printf 'no newline'"]), b"", t);
+        assert_eq!(out.as_deref(), Some("no newline"));
+        assert_eq!(wrap(&argv(&["sh", "-c", "exit 0"]), b"", t), None);
+        assert_eq!(wrap(&[], b"", t), None);
+    }
+
+    #[test]
+    fn wrap_passes_stdin_through_small_and_large() {
+        let t = Duration::from_secs(5);
+        let small = std::fs::read(format!("{FIXTURES}/statusLine.input.json")).unwrap();
+        let out = wrap(&argv(&["wc", "-c"]), &small, t).unwrap();
+        assert_eq!(out.trim().parse::<usize>().unwrap(), small.len());
+        let large = vec![b'x'; 300_000];
+        let out = wrap(&argv(&["wc", "-c"]), &large, t).unwrap();
+        assert_eq!(out.trim(), "300000");
+    }
+
+    #[test]
+    fn wrap_kills_a_late_command() {
+        let start = Instant::now();
+        let out = wrap(
+            &argv(&["sh", "-c", "sleep 5; echo late"]),
+            b"{}",
+            Duration::from_millis(200),
+        );
+        assert_eq!(out, None);
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        // A command that never reads a stdin larger than a pipe holds: still bounded.
+        let start = Instant::now();
+        let big = vec![b'x'; 1 << 20];
+        let out = wrap(&argv(&["sleep", "5"]), &big, Duration::from_millis(200));
+        assert_eq!(out, None);
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn wrap_is_not_stalled_by_a_background_child_holding_stdout() {
+        let start = Instant::now();
+        let out = wrap(
+            &argv(&["sh", "-c", "sleep 3 & printf partial"]),
+            b"",
+            Duration::from_secs(1),
+        );
+        assert_eq!(out.as_deref(), Some("partial"));
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn wrap_works_with_pipes_alone() {
+        let t = Duration::from_secs(5);
+        let out = run_wrapped(
+            &argv(&["sh", "-c", "cat >/dev/null; echo left"]),
+            b"{}",
+            t,
+            false,
+        );
+        assert_eq!(out.as_deref(), Some("left"));
+        let out = run_wrapped(&argv(&["wc", "-c"]), &[b'x'; 10_000], t, false);
+        assert_eq!(out.as_deref().map(str::trim), Some("10000"));
+        let start = Instant::now();
+        let out = run_wrapped(
+            &argv(&["sh", "-c", "sleep 5; echo late"]),
+            b"{}",
+            Duration::from_millis(200),
+            false,
+        );
+        assert_eq!(out, None);
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn wrap_of_a_missing_program_is_none() {
+        let out = wrap(
+            &argv(&["/nonexistent/interline-no-such-program"]),
+            b"{}",
+            Duration::from_secs(1),
+        );
+        assert_eq!(out, None);
+    }
+}

@@ -1,0 +1,504 @@
+//! intermem, the externalizer: writes a memory note of what a session knows —
+//! its task, todo list, changed files, commands, errors, last words and
+//! wind-down journal — before the context is summarized away.
+//!
+//! Notes live under the root at `intermem/notes/<project slug>/<session>/`,
+//! one file per note plus a stable `latest.md`, and optionally as a Claude
+//! Code auto-memory file. Each note is announced on `intermem/note/<session>`.
+
+use std::path::{Path, PathBuf};
+
+use interband::consumer::{Consumer, HandlerError};
+use interband::fsio::write_atomic;
+use interband::journal::{Journal, Record};
+use interband::lock::{DEFAULT_WAIT, with_lock};
+use interband::paths::{ensure_private_dir, safe_key};
+use interband::payloads::{MemoryNote, Pressure};
+use interband::{Bus, Message};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::digest::{self, Digest, Limits};
+use crate::{Error, now_secs, truncate};
+
+/// intermem's settings (`[intermem]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Write notes at all.
+    pub enabled: bool,
+    /// The most a note may hold, bytes.
+    pub max_bytes: usize,
+    /// Also write the note as a Claude Code auto-memory file under `~/.claude/projects/<slug>/memory/`.
+    pub claude_memory: bool,
+    /// The most of a note injected after a compaction, bytes.
+    pub inject_max_bytes: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            max_bytes: 8192,
+            claude_memory: false,
+            inject_max_bytes: 6000,
+        }
+    }
+}
+
+/// Where a session's things are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionInfo {
+    /// The session id.
+    pub session: String,
+    /// Its transcript.
+    pub transcript: Option<PathBuf>,
+    /// Its project folder.
+    pub cwd: Option<PathBuf>,
+}
+
+impl SessionInfo {
+    /// Fills what the caller does not know (watch mode has no hook input) from
+    /// what the producer recorded: the session's `interpulse/pressure` payload.
+    pub fn resolve(
+        bus: &Bus,
+        session: &str,
+        transcript: Option<String>,
+        cwd: Option<String>,
+    ) -> Self {
+        let recorded = bus.read_typed::<Pressure>(session).ok().map(|e| e.payload);
+        let pick = |given: Option<String>, rec: Option<String>| {
+            given.or(rec).filter(|s| !s.is_empty()).map(PathBuf::from)
+        };
+        SessionInfo {
+            session: session.to_owned(),
+            transcript: pick(
+                transcript,
+                recorded.as_ref().and_then(|p| p.transcript_path.clone()),
+            ),
+            cwd: pick(cwd, recorded.and_then(|p| p.cwd)),
+        }
+    }
+}
+
+/// Claude Code's project slug: every character of the path that is not a letter or digit becomes `-`.
+///
+/// ```
+/// assert_eq!(interband_consumers::intermem::slug(std::path::Path::new("/home/dev/my_work")), "-home-dev-my-work");
+/// ```
+pub fn slug(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// The folder of a session's notes.
+pub fn notes_dir(bus: &Bus, info: &SessionInfo) -> PathBuf {
+    let project = info
+        .cwd
+        .as_deref()
+        .map_or_else(|| "unknown-project".to_owned(), slug);
+    bus.root()
+        .join("intermem")
+        .join("notes")
+        .join(project)
+        .join(safe_key(&info.session))
+}
+
+/// Why a note is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trigger {
+    /// `orange_pressure`, `red_pressure`, `pre_compact_auto`, `session_end`, `compaction`...
+    pub name: String,
+    /// Usable context left, percent, when known.
+    pub context_usable: Option<f64>,
+    /// A name for this trigger's note that a retry reuses (e.g. `cp-7` for checkpoint seq 7).
+    pub id: Option<String>,
+}
+
+/// A note that was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// The note's file.
+    pub path: PathBuf,
+    /// Its size.
+    pub bytes: usize,
+}
+
+/// The git branch: the transcript's, else `.git/HEAD` in the project folder.
+fn branch(d: &Digest, cwd: Option<&Path>) -> Option<String> {
+    d.git_branch.clone().filter(|b| !b.is_empty()).or_else(|| {
+        let head = std::fs::read_to_string(cwd?.join(".git/HEAD")).ok()?;
+        let head = head.trim();
+        Some(
+            head.strip_prefix("ref: refs/heads/")
+                .unwrap_or(head)
+                .to_owned(),
+        )
+    })
+}
+
+/// Writes a note for the session, claims the wind-down journal into it, and announces it.
+pub fn write_note(
+    bus: &Bus,
+    info: &SessionInfo,
+    trigger: &Trigger,
+    settings: &Settings,
+    home: Option<&Path>,
+) -> Result<Written, Error> {
+    let dir = notes_dir(bus, info);
+    ensure_private_dir(&dir)?;
+    let now = now_secs();
+    let written = with_lock(&dir.join(".note.lock"), DEFAULT_WAIT, |_| {
+        let name = match &trigger.id {
+            Some(id) => format!("{}-{}.md", safe_key(id), safe_key(&trigger.name)),
+            None => format!("{}-{}.md", compact_stamp(), safe_key(&trigger.name)),
+        };
+        let path = dir.join(&name);
+        let digest = info
+            .transcript
+            .as_deref()
+            .and_then(|t| digest::digest_file(t, &Limits::default()).ok())
+            .unwrap_or_default();
+        let journal = Journal::new(bus, &info.session);
+        let records = journal.claim()?;
+        let text = render(info, trigger, &digest, &records, settings.max_bytes);
+        write_atomic(&path, text.as_bytes(), true)?;
+        write_atomic(&dir.join("latest.md"), text.as_bytes(), true)?;
+        journal.commit(&records)?;
+        Ok(Written {
+            path,
+            bytes: text.len(),
+        })
+    })?;
+    if let (true, Some(home), Some(cwd)) = (settings.claude_memory, home, info.cwd.as_deref()) {
+        let text = std::fs::read_to_string(&written.path).map_err(|e| interband::Error::Io {
+            path: written.path.clone(),
+            source: e,
+        })?;
+        claude_memory(home, cwd, &info.session, &text)?;
+    }
+    let note = MemoryNote {
+        path: written.path.to_string_lossy().into_owned(),
+        trigger: trigger.name.clone(),
+        bytes: written.bytes as u64,
+        context_usable: trigger.context_usable,
+        ts: now,
+    };
+    bus.publish_typed(&info.session, &info.session, &note)?;
+    Ok(written)
+}
+
+fn compact_stamp() -> String {
+    // 2026-11-30T01:02:03Z → 20261130T010203Z, plus nanoseconds for uniqueness.
+    let ts = interband::envelope::now_timestamp().replace(['-', ':'], "");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}-{nanos:09}", ts.trim_end_matches('Z'))
+}
+
+/// The note's markdown, at most `max_bytes`, with visible marks where cut.
+pub fn render(
+    info: &SessionInfo,
+    trigger: &Trigger,
+    d: &Digest,
+    journal: &[Record],
+    max_bytes: usize,
+) -> String {
+    let cwd = info.cwd.as_deref();
+    let project = cwd
+        .and_then(|c| c.file_name())
+        .map_or("unknown project".into(), |n| {
+            n.to_string_lossy().into_owned()
+        });
+    let mut s = format!("# Memory note: {project}\n\n");
+    s += &format!("- session: `{}`\n", info.session);
+    if let Some(c) = cwd {
+        s += &format!("- project: `{}`\n", c.display());
+    }
+    if let Some(b) = branch(d, cwd) {
+        s += &format!("- branch: `{b}`\n");
+    }
+    let usable = trigger
+        .context_usable
+        .map_or(String::new(), |u| format!(", {u:.0}% usable context left"));
+    s += &format!(
+        "- written: {} (trigger: {}{usable})\n",
+        interband::envelope::now_timestamp(),
+        trigger.name
+    );
+    if let Some(t) = &info.transcript {
+        s += &format!("- transcript: `{}`\n", t.display());
+    }
+
+    let mut sections: Vec<(String, String)> = Vec::new();
+    let mut task = String::new();
+    if let Some(p) = &d.first_prompt {
+        task += &format!("First prompt: {}\n", quote(p));
+    }
+    if let Some(p) = d
+        .latest_prompt
+        .as_ref()
+        .filter(|p| Some(*p) != d.first_prompt.as_ref())
+    {
+        task += &format!("Latest prompt: {}\n", quote(p));
+    }
+    sections.push(("Task".into(), task));
+    let todos: String = d
+        .todos
+        .iter()
+        .map(|t| {
+            let mark = match t.status.as_str() {
+                "completed" => "[x]",
+                "in_progress" => "[~]",
+                _ => "[ ]",
+            };
+            format!("- {mark} {}\n", t.content)
+        })
+        .collect();
+    sections.push(("Todo list".into(), todos));
+    sections.push((
+        "Files changed (most recent first)".into(),
+        d.files_changed
+            .iter()
+            .map(|f| format!("- `{f}`\n"))
+            .collect(),
+    ));
+    sections.push((
+        "Recent commands".into(),
+        d.commands
+            .iter()
+            .map(|c| {
+                format!(
+                    "- `{}`{}\n",
+                    c.command,
+                    if c.failed { " — FAILED" } else { "" }
+                )
+            })
+            .collect(),
+    ));
+    sections.push((
+        "Recent tool errors".into(),
+        d.tool_errors
+            .iter()
+            .map(|e| format!("- {}: {}\n", e.tool, e.message))
+            .collect(),
+    ));
+    sections.push((
+        "Wind-down journal (calls at red)".into(),
+        journal_lines(journal),
+    ));
+    sections.push((
+        "Last assistant message".into(),
+        d.last_assistant.as_deref().map(quote).unwrap_or_default(),
+    ));
+    sections.push((
+        "Summary from the previous compaction".into(),
+        d.compaction_summary
+            .as_deref()
+            .map(|t| truncate(t, 1500))
+            .unwrap_or_default(),
+    ));
+
+    for (title, body) in sections {
+        if !body.trim().is_empty() {
+            s += &format!("\n## {title}\n\n{}\n", body.trim_end());
+        }
+    }
+    bound(s, max_bytes)
+}
+
+fn journal_lines(records: &[Record]) -> String {
+    records
+        .iter()
+        .map(|r| {
+            let v = &r.value;
+            let usable = v["context_usable"]
+                .as_f64()
+                .map_or(String::new(), |u| format!(" ({u:.0}% usable)"));
+            let failed = if v["error"].as_bool() == Some(true) {
+                " — FAILED"
+            } else {
+                ""
+            };
+            format!(
+                "- {} `{}`{failed}{usable}\n",
+                v["tool"].as_str().unwrap_or("?"),
+                v["summary"].as_str().unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
+fn quote(text: &str) -> String {
+    truncate(text.trim(), 600)
+        .lines()
+        .map(|l| format!("> {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Cuts `s` to at most `max` bytes on a line boundary, with a visible mark.
+fn bound(s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    let mark = format!(
+        "\n\n[... note truncated: {} bytes over the {max}-byte limit]\n",
+        s.len() - max
+    );
+    let mut end = max.saturating_sub(mark.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = s[..end].rfind('\n').unwrap_or(end);
+    format!("{}{mark}", &s[..cut])
+}
+
+/// Writes the note as a Claude Code auto-memory file and indexes it in `MEMORY.md`.
+pub fn claude_memory(
+    home: &Path,
+    project: &Path,
+    session: &str,
+    note: &str,
+) -> Result<PathBuf, Error> {
+    let dir = home
+        .join(".claude/projects")
+        .join(slug(project))
+        .join("memory");
+    ensure_private_dir(&dir)?;
+    let short: String = session.chars().take(8).collect();
+    let name = format!("interband-note-{}.md", safe_key(&short));
+    let path = dir.join(&name);
+    let description =
+        format!("Context checkpoint of session {short}: task, todos, changed files and next steps");
+    let body = format!(
+        "---\nname: interband-note-{short}\ndescription: {description}\ntype: project\n---\n\n{note}"
+    );
+    write_atomic(&path, body.as_bytes(), true)?;
+    let index = dir.join("MEMORY.md");
+    let line = format!("- [interband note {short}]({name}) — {description}");
+    let old = std::fs::read_to_string(&index).unwrap_or_default();
+    let mut lines: Vec<&str> = old
+        .lines()
+        .filter(|l| !l.contains(&format!("]({name})")))
+        .collect();
+    lines.push(&line);
+    write_atomic(&index, (lines.join("\n") + "\n").as_bytes(), true)?;
+    Ok(path)
+}
+
+/// The latest note of a session, if any (via its `intermem/note` message).
+pub fn latest_note(bus: &Bus, session: &str) -> Option<(MemoryNote, String)> {
+    let note = bus.read_typed::<MemoryNote>(session).ok()?.payload;
+    let text = interband::fsio::read_capped(Path::new(&note.path), 1 << 20).ok()?;
+    Some((note, String::from_utf8_lossy(&text).into_owned()))
+}
+
+/// At `SessionEnd`: a final note, then the session's whole journal as
+/// `session-summary.json` (an envelope, so `interband validate` accepts it)
+/// and `session-summary.md`.
+pub fn finalize(
+    bus: &Bus,
+    info: &SessionInfo,
+    settings: &Settings,
+    home: Option<&Path>,
+) -> Result<Written, Error> {
+    let trigger = Trigger {
+        name: "session_end".into(),
+        context_usable: None,
+        id: None,
+    };
+    let note = write_note(bus, info, &trigger, settings, home)?;
+    let dir = notes_dir(bus, info);
+    let records = Journal::new(bus, &info.session).all()?;
+    let errors = records
+        .iter()
+        .filter(|r| r.value["error"].as_bool() == Some(true))
+        .count();
+    let summary = json!({
+        "version": interband::envelope::WRITE_VERSION, "namespace": "intermem", "type": "session_summary",
+        "session_id": info.session, "timestamp": interband::envelope::now_timestamp(),
+        "payload": {"session": info.session, "cwd": info.cwd, "transcript": info.transcript,
+                    "last_note": note.path, "journal_calls": records.len(), "journal_errors": errors,
+                    "journal": records.iter().map(|r| &r.value).collect::<Vec<_>>()},
+    });
+    write_atomic(
+        &dir.join("session-summary.json"),
+        summary.to_string().as_bytes(),
+        true,
+    )?;
+    let md = format!(
+        "# Session summary: `{}`\n\n- last note: `{}`\n- calls journaled at red: {} ({} failed)\n\n{}",
+        info.session,
+        note.path.display(),
+        records.len(),
+        errors,
+        journal_lines(&records)
+    );
+    write_atomic(&dir.join("session-summary.md"), md.as_bytes(), true)?;
+    Ok(note)
+}
+
+/// The consumer: a note for every new `checkpoint_needed`, on the interpulse
+/// channel and the legacy intercheck one.
+#[derive(Debug, Clone, Default)]
+pub struct Intermem {
+    /// Settings.
+    pub settings: Settings,
+    /// The home folder, for the optional Claude Code memory file.
+    pub home: Option<PathBuf>,
+}
+
+impl Consumer for Intermem {
+    fn name(&self) -> &str {
+        "intermem"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec![
+            "interpulse/checkpoint/*".into(),
+            "intercheck/checkpoint/*".into(),
+        ]
+    }
+    fn handle(&mut self, bus: &Bus, m: &Message, redelivered: bool) -> Result<(), HandlerError> {
+        if !self.settings.enabled {
+            return Ok(());
+        }
+        let key = m.address.as_ref().map_or("default", |a| a.key.as_str());
+        let session = if m.envelope.session_id.is_empty() {
+            key
+        } else {
+            m.envelope.session_id.as_str()
+        };
+        let p = &m.envelope.payload;
+        let info = SessionInfo::resolve(
+            bus,
+            session,
+            p["transcript_path"].as_str().map(str::to_owned),
+            p["cwd"].as_str().map(str::to_owned),
+        );
+        let channel = m
+            .address
+            .as_ref()
+            .map_or("checkpoint", |a| a.namespace.as_str());
+        let trigger = Trigger {
+            name: p["trigger"].as_str().unwrap_or("checkpoint").to_owned(),
+            context_usable: p["context_usable"].as_f64(),
+            id: Some(format!("{channel}-cp{}", m.envelope.seq)),
+        };
+        if redelivered {
+            let name = format!(
+                "{}-{}.md",
+                safe_key(trigger.id.as_deref().unwrap_or("")),
+                safe_key(&trigger.name)
+            );
+            if notes_dir(bus, &info).join(name).exists() {
+                return Ok(()); // the note was written before the interruption
+            }
+        }
+        write_note(bus, &info, &trigger, &self.settings, self.home.as_deref())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,160 @@
+//! `interband hook` (every host event) and `interband statusline`.
+
+use std::io::{Read as _, Write as _};
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use interband::Bus;
+use interband::settings::ProcessEnv;
+use interband_consumers::hooks::{self, AllSettings};
+use interband_consumers::interline;
+use interpulse::hook::{Hook as HookCtx, post_tool_use};
+use interpulse::host::{HookInput, MAX_INPUT_BYTES};
+
+use super::pulse::now;
+use crate::exit;
+
+/// Appends one line to `$INTERBAND_LOG`, if set. Never fails.
+pub fn log(what: &str) {
+    let Some(path) = std::env::var_os("INTERBAND_LOG").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let line = format!("{} {what}\n", interband::envelope::now_timestamp());
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+}
+
+/// Reads stdin, at most `cap` bytes.
+fn read_stdin(cap: u64) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::io::stdin().take(cap + 1).read_to_end(&mut buf)?;
+    anyhow::ensure!(buf.len() as u64 <= cap, "stdin is over {cap} bytes");
+    Ok(buf)
+}
+
+/// Prints a host response; a closed stdout is not an error for a hook.
+fn print(out: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{out}").and_then(|_| stdout.flush());
+}
+
+/// A bug must not fail the host: log it and exit 0 with nothing on stdout.
+fn fail_open_on_panic() {
+    std::panic::set_hook(Box::new(|info| {
+        log(&format!("panic: {info}"));
+        std::process::exit(0);
+    }));
+}
+
+fn home() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(Into::into)
+}
+
+/// `interband hook`: one JSON object on stdin, dispatched on `hook_event_name`.
+/// Always exits 0 and prints nothing but a valid host response.
+#[derive(Args)]
+pub struct Hook {}
+
+impl Hook {
+    pub fn run(self) -> Result<u8> {
+        fail_open_on_panic();
+        match handle() {
+            Ok(Some(out)) => print(&out),
+            Ok(None) => {}
+            Err(e) => log(&format!("hook: {e:#}")),
+        }
+        Ok(exit::OK)
+    }
+}
+
+fn handle() -> Result<Option<String>> {
+    let buf = read_stdin(MAX_INPUT_BYTES)?;
+    let input =
+        HookInput::parse(&buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
+    let bus = Bus::from_env()?;
+    let event = input.hook_event_name.as_str();
+    if matches!(event, "PostToolUse" | "AfterTool") {
+        let ctx = HookCtx {
+            bus: &bus,
+            env: &ProcessEnv,
+            now: now(),
+        };
+        let reply = post_tool_use(&ctx, &input)?;
+        for p in &reply.problems {
+            log(&format!("hook {event} {}: {p}", input.session_id));
+        }
+        return Ok(reply.stdout);
+    }
+    let consumer_input: hooks::Input = serde_json::from_slice(&buf)?;
+    if event == "SessionStart"
+        && matches!(
+            consumer_input.source.as_deref(),
+            Some("compact" | "resume" | "clear")
+        )
+    {
+        // A fresh context: the producer starts over, green.
+        interpulse::hook::reset(&bus, &consumer_input.session_id)?;
+    }
+    let project = interpulse::hook::project_dir(&input, &ProcessEnv);
+    let settings = AllSettings::load(project.as_deref(), &ProcessEnv);
+    for p in settings.problems() {
+        log(&format!("settings: {p}"));
+    }
+    let ctx = hooks::Ctx {
+        bus: &bus,
+        env: &ProcessEnv,
+        home: home(),
+        settings: &settings,
+    };
+    Ok(hooks::handle(&ctx, &consumer_input)?)
+}
+
+/// `interband statusline`: the statusline bridge and renderer.
+#[derive(Args)]
+pub struct Statusline {
+    /// Print each segment's render time after the line.
+    #[arg(long)]
+    timings: bool,
+    /// Run your existing statusline command (argv, with the same stdin) and append our segment to its line.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
+    wrap: Option<Vec<String>>,
+}
+
+impl Statusline {
+    pub fn run(self) -> Result<u8> {
+        fail_open_on_panic();
+        let buf = read_stdin(1 << 20).unwrap_or_default();
+        let input = interline::Input::parse(&buf);
+        let project = std::env::current_dir().ok();
+        let settings = AllSettings::load(project.as_deref(), &ProcessEnv);
+        let s = &settings.interline.value;
+        let ours = match Bus::from_env() {
+            Ok(bus) => interline::render(&bus, &input, s, &ProcessEnv, now()),
+            Err(e) => {
+                log(&format!("statusline: {e}"));
+                return Ok(exit::OK);
+            }
+        };
+        let line = match self
+            .wrap
+            .as_deref()
+            .and_then(|argv| interline::wrap(argv, &buf, Duration::from_millis(s.wrap_timeout_ms)))
+        {
+            Some(theirs) if !theirs.is_empty() => format!("{theirs}{}{}", s.separator, ours.line),
+            _ => ours.line,
+        };
+        print(&line);
+        if self.timings {
+            for (name, t) in &ours.timings {
+                print(&format!("{name:<10} {:>8.1}µs", t.as_secs_f64() * 1e6));
+            }
+        }
+        Ok(exit::OK)
+    }
+}

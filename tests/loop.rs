@@ -1,0 +1,393 @@
+//! The whole loop through the real binary, as Claude Code would drive it:
+//! tool calls at rising usage, Stop, PreCompact, SessionStart(compact), the
+//! statusline, and intermem in watch mode.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/fixtures/claude-code-2.1.332"
+);
+const SESSION: &str = "4d2f1ea8-e4e6-4ba7-acd7-f410a8771c94";
+
+fn fixture(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(Path::new(FIXTURES).join(name)).unwrap()).unwrap()
+}
+
+/// Writes transcript lines in the real client's shapes.
+struct Transcript {
+    path: PathBuf,
+    cwd: PathBuf,
+    n: usize,
+}
+
+impl Transcript {
+    fn new(dir: &Path) -> Self {
+        let cwd = dir.join("project");
+        std::fs::create_dir_all(&cwd).unwrap();
+        Transcript {
+            path: dir.join(format!("{SESSION}.jsonl")),
+            cwd,
+            n: 0,
+        }
+    }
+    fn line(&mut self, mut v: Value) {
+        self.n += 1;
+        let o = v.as_object_mut().unwrap();
+        o.insert("uuid".into(), json!(format!("u-{}", self.n)));
+        o.insert("sessionId".into(), json!(SESSION));
+        o.insert("cwd".into(), json!(self.cwd));
+        o.insert("gitBranch".into(), json!("feature/notes"));
+        o.insert("isSidechain".into(), json!(false));
+        o.insert("timestamp".into(), json!("2026-11-30T01:28:33.556Z"));
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .unwrap();
+        writeln!(f, "{v}").unwrap();
+    }
+    fn prompt(&mut self, text: &str) {
+        self.line(json!({"type": "user", "message": {"role": "user", "content": text}}));
+    }
+    fn tool(
+        &mut self,
+        id: &str,
+        name: &str,
+        input: Value,
+        result: &str,
+        is_error: bool,
+        used: u64,
+    ) {
+        self.line(json!({"type": "assistant", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant",
+            "model": "claude-opus-5-5", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
+            "usage": {"input_tokens": used / 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": used - used / 10, "output_tokens": 30}}}));
+        self.line(json!({"type": "user", "message": {"role": "user", "content": [{"tool_use_id": id, "type": "tool_result", "content": result, "is_error": is_error}]},
+            "toolUseResult": {"stdout": result}}));
+    }
+    fn say(&mut self, text: &str, used: u64) {
+        self.line(json!({"type": "assistant", "message": {"id": "msg_say", "type": "message", "role": "assistant", "model": "claude-opus-5-5",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": used, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 10}}}));
+    }
+}
+
+fn event(name: &str, t: &Transcript, extra: Value) -> Vec<u8> {
+    let file = match name {
+        "PostToolUse" => "PostToolUse.input.json",
+        "Stop" => "Stop.input.json",
+        "PreCompact" => "PreCompact.auto.input.json",
+        "SessionStart" => "SessionStart.compact.input.json",
+        "SessionEnd" => "SessionEnd.input.json",
+        other => panic!("{other}"),
+    };
+    let mut v = fixture(file);
+    v["session_id"] = json!(SESSION);
+    v["transcript_path"] = json!(t.path);
+    v["cwd"] = json!(t.cwd);
+    for (k, val) in extra.as_object().unwrap() {
+        v[k] = val.clone();
+    }
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn hook(w: &World, stdin: &[u8]) -> String {
+    let o = w.run_with_stdin(&["hook"], stdin);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o)
+}
+
+fn note_files(w: &World) -> Vec<String> {
+    files_under(&w.root().join("intermem/notes"))
+        .into_iter()
+        .filter(|f| {
+            f.ends_with(".md") && !f.ends_with("latest.md") && !f.ends_with("session-summary.md")
+        })
+        .collect()
+}
+
+#[test]
+fn a_scripted_session_runs_the_whole_loop() {
+    let w = World::new();
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Add a retry to the uploader and cover it with tests");
+    t.tool("t1", "TodoWrite", json!({"todos": [
+        {"content": "Add retry with backoff", "status": "in_progress", "activeForm": "Adding retry"},
+        {"content": "Write uploader tests", "status": "pending", "activeForm": "Writing tests"}]}), "ok", false, 20_000);
+    t.tool(
+        "t2",
+        "Edit",
+        json!({"file_path": "/work/src/uploader.rs", "old_string": "a", "new_string": "b"}),
+        "ok",
+        false,
+        40_000,
+    );
+    let post = |w: &World, t: &Transcript, tool: &str| {
+        hook(w, &event("PostToolUse", t, json!({"tool_name": tool})))
+    };
+    assert_eq!(post(&w, &t, "Edit"), "", "40% is green");
+
+    t.tool(
+        "t3",
+        "Bash",
+        json!({"command": "cargo test -p uploader"}),
+        "1 failed",
+        true,
+        100_000,
+    );
+    t.tool(
+        "t4",
+        "Write",
+        json!({"file_path": "/work/tests/retry.rs", "content": "..."}),
+        "ok",
+        false,
+        140_000,
+    );
+    let out = post(&w, &t, "Write");
+    assert!(out.contains("ORANGE"), "70% is orange: {out}");
+    t.prompt("Also log each retry");
+    t.tool(
+        "t5",
+        "Bash",
+        json!({"command": "cargo test"}),
+        "ok",
+        false,
+        160_000,
+    );
+    let out = post(&w, &t, "Bash");
+    assert!(out.contains("RED"), "80% is red: {out}");
+    t.say("The retry is in place; tests pass. Next: logging.", 161_000);
+
+    // Stop: intermem writes the notes the checkpoints asked for, then the trigger advises once.
+    let out = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
+    let block: Value =
+        serde_json::from_str(&out).unwrap_or_else(|_| panic!("Stop should block once: {out:?}"));
+    assert_eq!(block["decision"], "block");
+    let reason = block["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("/compact") && reason.contains("intermem/notes"),
+        "{reason}"
+    );
+    let notes_after_stop = note_files(&w);
+    assert!(
+        !notes_after_stop.is_empty(),
+        "checkpoint notes written at Stop"
+    );
+    assert_eq!(
+        hook(&w, &event("Stop", &t, json!({"stop_hook_active": true}))),
+        "",
+        "never twice in a row"
+    );
+    assert_eq!(
+        hook(&w, &event("Stop", &t, json!({"stop_hook_active": false}))),
+        "",
+        "once per cycle"
+    );
+
+    // The note names the task, todos, files and commands from the transcript.
+    let latest = std::fs::read_to_string(
+        files_under(&w.root().join("intermem/notes"))
+            .iter()
+            .find(|f| f.ends_with("latest.md"))
+            .map(|f| w.root().join("intermem/notes").join(f))
+            .unwrap(),
+    )
+    .unwrap();
+    for needle in [
+        "Add a retry to the uploader",
+        "Also log each retry",
+        "Add retry with backoff",
+        "/work/src/uploader.rs",
+        "/work/tests/retry.rs",
+        "cargo test -p uploader",
+        "FAILED",
+        "feature/notes",
+        "The retry is in place",
+    ] {
+        assert!(latest.contains(needle), "note lacks {needle:?}:\n{latest}");
+    }
+    assert!(latest.len() <= 8192);
+    // The wind-down journal at red made it into a note.
+    assert!(
+        latest.contains("Wind-down journal") && latest.contains("`cargo test`"),
+        "{latest}"
+    );
+
+    // PreCompact: a note, always; never blocks.
+    assert_eq!(hook(&w, &event("PreCompact", &t, json!({}))), "");
+    assert!(
+        note_files(&w)
+            .iter()
+            .any(|f| f.contains("pre_compact_auto")),
+        "{:?}",
+        note_files(&w)
+    );
+    let pending = w.bus().read("compact", "pending", SESSION);
+    assert!(pending.is_ok(), "the compaction is announced as pending");
+
+    // SessionStart(compact): the pressure state starts over and the note comes back.
+    let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.contains("Add retry with backoff") && ctx.contains("/work/src/uploader.rs"),
+        "{ctx}"
+    );
+    assert!(
+        w.bus().read("compact", "pending", SESSION).is_err(),
+        "no longer pending"
+    );
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(w.root().join(format!(".state/interpulse/{SESSION}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["level"], "green");
+
+    // The statusline shows the level as a word and publishes interline/context.
+    let mut s = fixture("statusLine.input.json");
+    s["session_id"] = json!(SESSION);
+    s["transcript_path"] = json!(t.path);
+    s["context_window"]["context_window_size"] = json!(200_000);
+    s["context_window"]["current_usage"] = json!({"input_tokens": 1000, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 150_000});
+    let o = w
+        .cmd(&["statusline"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(&serde_json::to_vec(&s).unwrap())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    let line = stdout(&o);
+    assert!(line.contains("RED") && !line.contains('\x1b'), "{line}");
+    let c = w.bus().read("interline", "context", SESSION).unwrap();
+    assert_eq!(c.envelope.payload["window"], 200_000);
+    assert_eq!(c.envelope.payload["used_tokens"], 151_000);
+
+    // SessionEnd: a final note and the session summary.
+    assert_eq!(
+        hook(
+            &w,
+            &event("SessionEnd", &t, json!({"reason": "prompt_input_exit"}))
+        ),
+        ""
+    );
+    let files = files_under(&w.root().join("intermem/notes"));
+    assert!(
+        files.iter().any(|f| f.ends_with("session-summary.md"))
+            && files.iter().any(|f| f.ends_with("session-summary.json")),
+        "{files:?}"
+    );
+    let o = w.run(&["validate", w.root().to_str().unwrap()]);
+    assert_eq!(
+        code(&o),
+        0,
+        "everything under the root is valid: {}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn watch_mode_writes_one_note_and_a_later_drain_writes_none() {
+    let w = World::new();
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Refactor the parser");
+    t.tool(
+        "t1",
+        "Edit",
+        json!({"file_path": "/work/src/parser.rs"}),
+        "ok",
+        false,
+        150_000,
+    );
+    let mut child = w
+        .cmd(&["watch", "--idle-timeout", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(
+        first.contains("watching") && first.contains("intermem"),
+        "{first}"
+    );
+    let payload = json!({"trigger": "orange_pressure", "ts": 1796000000, "transcript_path": t.path, "cwd": t.cwd});
+    let o = w.run(&[
+        "publish",
+        "interpulse",
+        "checkpoint",
+        SESSION,
+        "--type",
+        "checkpoint_needed",
+        "--session",
+        SESSION,
+        "--payload",
+        &payload.to_string(),
+    ]);
+    assert_eq!(code(&o), 0);
+    let note = poll(20, "a note from the watcher", || {
+        w.bus().read("intermem", "note", SESSION).ok()
+    });
+    assert!(
+        note.envelope.payload["path"]
+            .as_str()
+            .unwrap()
+            .contains("parser")
+            || std::fs::read_to_string(note.envelope.payload["path"].as_str().unwrap())
+                .unwrap()
+                .contains("/work/src/parser.rs")
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let before = note_files(&w);
+    assert_eq!(before.len(), 1);
+    // The same checkpoint seq drained by a hook later: nothing new.
+    hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
+    let after = note_files(&w);
+    assert_eq!(before, after);
+}
+
+#[test]
+fn consumers_fail_open_on_bad_input() {
+    let w = World::new();
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt(&"p".repeat(300_000));
+    // Missing transcript, huge prompt, and a notes folder that is a file.
+    let missing = json!({"transcript_path": w.dir.path().join("gone.jsonl")});
+    assert_eq!(hook(&w, &event("PreCompact", &t, missing)), "");
+    assert_eq!(hook(&w, &event("PreCompact", &t, json!({}))), "");
+    let note = w.bus().read("intermem", "note", SESSION).unwrap();
+    let text = std::fs::read_to_string(note.envelope.payload["path"].as_str().unwrap()).unwrap();
+    assert!(
+        text.len() <= 8192 && text.contains("…"),
+        "a huge prompt is cut visibly"
+    );
+    let notes = w.root().join("intermem/notes");
+    std::fs::remove_dir_all(&notes).unwrap();
+    std::fs::write(&notes, "not a folder").unwrap();
+    assert_eq!(hook(&w, &event("PreCompact", &t, json!({}))), "");
+    assert_eq!(hook(&w, &event("SessionEnd", &t, json!({}))), "");
+    assert_eq!(hook(&w, &event("Stop", &t, json!({}))), "");
+    for junk in [&b""[..], b"{", b"[]", b"{\"hook_event_name\":\"Stop\"}"] {
+        assert_eq!(hook(&w, junk), "");
+    }
+    let o = w.run_with_stdin(&["statusline"], b"\x00\x01 not json");
+    assert_eq!(code(&o), 0);
+    assert!(!stdout(&o).trim().is_empty(), "a minimal line still");
+}
