@@ -1,0 +1,86 @@
+//! `interband config` and `interband statusline` flags through the real binary.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn config_shows_each_value_and_where_it_came_from() {
+    let w = World::new();
+    let user = w.home().join(".config/interband/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        "[interpulse]\ndebounce_calls = 3\n[compact]\nstrategy = \"tmux\"\n",
+    )
+    .unwrap();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir_all(project.join(".interband")).unwrap();
+    std::fs::write(
+        project.join(".interband/config.toml"),
+        "[compact]\nstrategy = \"off\"\n",
+    )
+    .unwrap();
+    let o = w
+        .cmd(&["config"])
+        .current_dir(&project)
+        .env("INTERBAND_INTERMEM_MAX_BYTES", "4000")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("{key}: {out}"))
+            .to_owned()
+    };
+    assert!(line("interpulse.debounce_calls").contains(&format!("3    # {}", user.display())));
+    assert!(
+        line("compact.strategy").contains("\"off\"")
+            && line("compact.strategy").contains("proj/.interband/config.toml")
+    );
+    assert!(line("intermem.max_bytes").contains("4000    # env INTERBAND_INTERMEM_MAX_BYTES"));
+    assert!(line("interpulse.window").ends_with("# default"));
+
+    // A bad value is reported (exit 1) and ignored.
+    std::fs::write(&user, "[interpulse]\ndebounce_calls = \"often\"\n").unwrap();
+    let o = w.cmd(&["config"]).current_dir(&project).output().unwrap();
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("interpulse.debounce_calls"));
+    assert!(stdout(&o).contains("interpulse.debounce_calls = 5    # default"));
+}
+
+#[test]
+fn statusline_wraps_an_existing_command_and_reports_timings() {
+    let w = World::new();
+    let input = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
+    ))
+    .unwrap();
+    let o = w
+        .cmd(&["statusline", "--timings", "--wrap", "echo", "theirs"])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(&input)?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    let out = stdout(&o);
+    let mut lines = out.lines();
+    let first = lines.next().unwrap();
+    assert!(first.starts_with("theirs │ Opus 5.5"), "{first}");
+    assert!(first.contains("GREEN"), "{first}");
+    let timings: Vec<&str> = lines.collect();
+    assert!(
+        timings.iter().any(|l| l.starts_with("context"))
+            && timings.iter().all(|l| l.ends_with("µs")),
+        "{timings:?}"
+    );
+}
