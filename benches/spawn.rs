@@ -172,6 +172,11 @@ fn cases(peer: Option<&str>, static_bin: Option<&str>, small: &Path, big: &Path)
             Case::new(format!("hook, 500 MB transcript{suffix}"), &[bin, "hook"])
                 .with_stdin(&hook_input("bench-hook-big", big)),
         );
+        let statusline =
+            std::fs::read(Path::new(FIXTURES).join("statusLine.input.json")).expect("fixture");
+        cases.push(
+            Case::new(format!("statusline{suffix}"), &[bin, "statusline"]).with_stdin(&statusline),
+        );
     }
     if let Some(cmd) = peer {
         cases.push(Case::new("peer", &["sh", "-c", cmd]));

@@ -497,3 +497,26 @@ fn codex_input_without_a_transcript_falls_back_to_the_labelled_heuristic() {
     assert!(said.contains("estimate"), "{said}");
     assert_eq!(pressure(&w, "cx")["source"], "heuristic");
 }
+
+#[test]
+fn the_legacy_channel_is_rewritten_when_the_level_changes() {
+    let w = World::new();
+    let calm = transcript(w.dir.path(), "l1.jsonl", 20_000);
+    hook(&w, &input("l", &calm));
+    hook(&w, &input("l", &calm));
+    let legacy = || {
+        w.bus()
+            .read("intercheck", "pressure", "l")
+            .unwrap()
+            .envelope
+    };
+    assert_eq!(
+        (legacy().seq, pressure(&w, "l")["calls"].as_u64()),
+        (1, Some(2)),
+        "same level: not rewritten"
+    );
+    let busy = transcript(w.dir.path(), "l2.jsonl", 130_000);
+    hook(&w, &input("l", &busy));
+    assert_eq!(legacy().seq, 2);
+    assert_eq!(legacy().payload["level"], "yellow");
+}

@@ -17,6 +17,9 @@ use crate::host::{HookInput, additional_context};
 use crate::transcript::{self, UsageKind};
 use crate::{Error, messages};
 
+/// How often the legacy channel is rewritten when the level does not change.
+pub const LEGACY_REFRESH_SECS: f64 = 300.0;
+
 /// Everything a hook call needs from outside: the bus, the environment and the clock.
 pub struct Hook<'a> {
     /// The bus.
@@ -153,7 +156,9 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     };
 
     let dir = state_dir(h.bus);
-    ensure_private_dir(&dir)?;
+    if !dir.is_dir() {
+        ensure_private_dir(&dir)?;
+    }
     let out: Outcome = update_json(
         &state_path(h.bus, session),
         DEFAULT_WAIT,
@@ -252,7 +257,14 @@ fn publish_pressure(
         cwd: input.cwd.clone(),
     };
     h.bus.publish_typed(session, session, &p)?;
-    if cfg.legacy_dual_write {
+    // Older statuslines read only the legacy level: rewrite it when the level
+    // changes, and every few minutes so retention never takes it away.
+    let stale = |l: &LegacyPressure| l.level != o.level || h.now - l.ts >= LEGACY_REFRESH_SECS;
+    if cfg.legacy_dual_write
+        && h.bus
+            .read_typed::<LegacyPressure>(session)
+            .map_or(true, |e| stale(&e.payload))
+    {
         let legacy = LegacyPressure {
             level: o.level,
             pressure: p.pressure,
