@@ -53,8 +53,24 @@ pub mod exit {
     pub const TROUBLE: u8 = 2;
 }
 
+/// `interband hook` and a bare `interband statusline` run once per tool call or
+/// redraw, at the process-spawn floor: they take no options, so they skip
+/// building the whole argument parser.
+fn fast_path() -> Option<Command> {
+    let mut args = std::env::args_os().skip(1);
+    let (first, rest) = (args.next()?, args.next());
+    match (first.to_str()?, rest) {
+        ("hook", None) => Some(Command::Hook(commands::hook::Hook {})),
+        ("statusline", None) => Some(Command::Statusline(commands::hook::Statusline::default())),
+        _ => None,
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match fast_path() {
+        Some(command) => Cli { command },
+        None => Cli::parse(),
+    };
     if !matches!(cli.command, Command::Hook(_) | Command::Statusline(_)) {
         // Like other Unix tools, stop quietly when the reader of our output goes away
         // (a hook must exit 0 instead, so it keeps the default of ignoring it).
@@ -95,5 +111,15 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         exit::INVALID
     } else {
         exit::TROUBLE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
     }
 }

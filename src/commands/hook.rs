@@ -116,7 +116,7 @@ fn handle() -> Result<Option<String>> {
 }
 
 /// `interband statusline`: the statusline bridge and renderer.
-#[derive(Args)]
+#[derive(Args, Default)]
 pub struct Statusline {
     /// Print each segment's render time after the line.
     #[arg(long)]
