@@ -391,3 +391,155 @@ fn consumers_fail_open_on_bad_input() {
     assert_eq!(code(&o), 0);
     assert!(!stdout(&o).trim().is_empty(), "a minimal line still");
 }
+
+/// A fake program on PATH that records its argv and the interband env it got.
+fn fake_program(dir: &Path, name: &str) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join(format!("{name}.log"));
+    let script = format!(
+        "#!/bin/sh\nprintf '%s|' \"$@\" >> '{}'\nprintf 'session=%s note=%s\\n' \"$INTERBAND_SESSION\" \"$INTERBAND_NOTE\" >> '{}'\n",
+        log.display(),
+        log.display()
+    );
+    let path = bin.join(name);
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
+
+fn red_session(w: &World) -> Transcript {
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Ship the release notes");
+    t.tool(
+        "t1",
+        "Bash",
+        json!({"command": "make release"}),
+        "ok",
+        false,
+        165_000,
+    );
+    hook(w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    t
+}
+
+fn hook_env(w: &World, stdin: &[u8], env: &[(&str, String)]) -> String {
+    let mut c = w.cmd(&["hook"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(stdin)?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    stdout(&o)
+}
+
+#[test]
+fn the_tmux_strategy_types_compact_into_the_recorded_pane_once() {
+    let w = World::new();
+    let log = fake_program(w.dir.path(), "tmux");
+    let path = format!(
+        "{}:{}",
+        w.dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let env = [
+        ("PATH", path),
+        ("TMUX_PANE", "%7".to_owned()),
+        ("INTERBAND_COMPACT_STRATEGY", "tmux".to_owned()),
+    ];
+    let t = red_session(&w);
+    hook_env(
+        &w,
+        &event("SessionStart", &t, json!({"source": "startup"})),
+        &env,
+    );
+    let stop = event("Stop", &t, json!({"stop_hook_active": false}));
+    assert_eq!(hook_env(&w, &stop, &env), "", "tmux acts without blocking");
+    assert_eq!(hook_env(&w, &stop, &env), "");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        calls.matches("send-keys|").count(),
+        1,
+        "once per cycle: {calls}"
+    );
+    assert!(
+        calls.contains("send-keys|-t|%7|/compact keep: Ship the release notes|Enter|"),
+        "{calls}"
+    );
+    // A new cycle after the compaction: it may fire again when red again.
+    hook_env(
+        &w,
+        &event("SessionStart", &t, json!({"source": "compact"})),
+        &env,
+    );
+    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    hook_env(&w, &stop, &env);
+    assert_eq!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches("send-keys|")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn the_command_strategy_runs_argv_with_the_session_and_note() {
+    let w = World::new();
+    let log = fake_program(w.dir.path(), "on-red");
+    let cmd = json!([w.dir.path().join("bin/on-red"), "--now"]).to_string();
+    let env = [
+        ("INTERBAND_COMPACT_STRATEGY", "command".to_owned()),
+        ("INTERBAND_COMPACT_COMMAND", cmd),
+    ];
+    let t = red_session(&w);
+    assert_eq!(hook_env(&w, &event("Stop", &t, json!({})), &env), "");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.starts_with("--now|session=4d2f1ea8")
+            && calls.contains("note=")
+            && calls.contains("intermem/notes"),
+        "{calls}"
+    );
+}
+
+#[test]
+fn notes_can_also_go_to_claude_code_memory() {
+    let w = World::new();
+    let t = red_session(&w);
+    let env = [("INTERBAND_INTERMEM_CLAUDE_MEMORY", "true".to_owned())];
+    for _ in 0..2 {
+        hook_env(&w, &event("PreCompact", &t, json!({})), &env);
+    }
+    let dir = w
+        .home()
+        .join(".claude/projects")
+        .join(
+            t.cwd
+                .to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+        )
+        .join("memory");
+    let index = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
+    assert_eq!(
+        index.lines().count(),
+        1,
+        "one index line per note file: {index}"
+    );
+    let note = std::fs::read_to_string(dir.join("interband-note-4d2f1ea8.md")).unwrap();
+    assert!(
+        note.starts_with("---\nname: ")
+            && note.contains("type: project")
+            && note.contains("Ship the release notes"),
+        "{note}"
+    );
+}

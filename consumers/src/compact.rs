@@ -224,13 +224,22 @@ fn fresh_note(
     })
 }
 
-/// A short focus for `/compact`: the task's latest prompt, from the note.
+/// A short focus for `/compact`: the note's latest prompt (else its first).
 fn focus(note: &str) -> String {
-    let line = note
+    let task: Vec<&str> = note
         .lines()
         .skip_while(|l| !l.starts_with("## Task"))
-        .find(|l| l.starts_with("> "))
-        .map(|l| l.trim_start_matches("> ").trim())
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .collect();
+    let first_quote_after = |label: &str| {
+        task.iter()
+            .skip_while(|l| !l.starts_with(label))
+            .find(|l| l.starts_with("> "))
+            .map(|l| l.trim_start_matches("> ").trim())
+    };
+    let line = first_quote_after("Latest prompt")
+        .or_else(|| first_quote_after("First prompt"))
         .unwrap_or("");
     let one: String = line.chars().filter(|c| !c.is_control()).take(120).collect();
     if one.is_empty() {

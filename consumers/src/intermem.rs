@@ -236,14 +236,14 @@ pub fn render(
     let mut sections: Vec<(String, String)> = Vec::new();
     let mut task = String::new();
     if let Some(p) = &d.first_prompt {
-        task += &format!("First prompt: {}\n", quote(p));
+        task += &format!("First prompt:\n{}\n", quote(p));
     }
     if let Some(p) = d
         .latest_prompt
         .as_ref()
         .filter(|p| Some(*p) != d.first_prompt.as_ref())
     {
-        task += &format!("Latest prompt: {}\n", quote(p));
+        task += &format!("\nLatest prompt:\n{}\n", quote(p));
     }
     sections.push(("Task".into(), task));
     let todos: String = d
