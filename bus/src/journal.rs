@@ -106,6 +106,9 @@ impl Journal {
 
     /// Marks claimed records as done (after their content is safely used).
     pub fn commit(&self, records: &[Record]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
         let (cur, done) = (self.sub("cur"), self.sub("done"));
         ensure_private_dir(&done)?;
         for r in records {

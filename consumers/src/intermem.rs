@@ -298,7 +298,7 @@ pub fn render(
         "Summary from the previous compaction".into(),
         d.compaction_summary
             .as_deref()
-            .map(|t| truncate(t, 1500))
+            .map(|t| truncate(&summary_body(t), 1500))
             .unwrap_or_default(),
     ));
 
@@ -308,6 +308,36 @@ pub fn render(
         }
     }
     bound(s, max_bytes)
+}
+
+/// The summary itself, without the host's framing: its preamble, reminders,
+/// and the closing instructions meant for the model right after that compaction
+/// (which would mislead if they came back later).
+fn summary_body(text: &str) -> String {
+    let body = text.split_once("Summary:").map_or(text, |(_, b)| b);
+    let end = [
+        "\nIf you need specific details",
+        "\nContinue the conversation from where",
+    ]
+    .iter()
+    .filter_map(|m| body.find(m))
+    .min()
+    .unwrap_or(body.len());
+    let mut out = String::new();
+    let mut in_reminder = false;
+    for line in body[..end].lines() {
+        if line.trim_start().starts_with("<system-reminder>") {
+            in_reminder = true;
+        }
+        if !in_reminder {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if line.contains("</system-reminder>") {
+            in_reminder = false;
+        }
+    }
+    out.trim().to_owned()
 }
 
 fn journal_lines(records: &[Record]) -> String {
@@ -500,5 +530,39 @@ impl Consumer for Intermem {
         }
         write_note(bus, &info, &trigger, &self.settings, self.home.as_deref())?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_keeps_its_body_and_drops_the_hosts_framing() {
+        let text = "This session is being continued.\n\n<system-reminder>\nx\n</system-reminder>\nSummary:\nDid A, then B.\n\nIf you need specific details, read X.\nContinue the conversation from where it left off.";
+        assert_eq!(summary_body(text), "Did A, then B.");
+        assert_eq!(summary_body("plain"), "plain");
+    }
+
+    #[test]
+    fn notes_are_bounded_with_a_visible_mark() {
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        let trigger = Trigger {
+            name: "t".into(),
+            context_usable: None,
+            id: None,
+        };
+        let d = Digest {
+            first_prompt: Some("p".repeat(500)),
+            files_changed: (0..300).map(|i| format!("/f/{i}")).collect(),
+            ..Default::default()
+        };
+        let note = render(&info, &trigger, &d, &[], 2000);
+        assert!(note.len() <= 2000, "{}", note.len());
+        assert!(note.contains("[... note truncated"));
+        assert!(note.starts_with("# Memory note"));
     }
 }
