@@ -528,6 +528,35 @@ contract!(
     }
 );
 
+/// `compact/compaction_requested`: the compaction trigger acted for a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionRequested {
+    /// How: `advise`, `tmux` or `command`.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub strategy: String,
+    /// The memory note made sure of first.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub note: String,
+    /// The focus given to `/compact`.
+    #[serde(default)]
+    pub focus: String,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(
+    CompactionRequested,
+    "compact",
+    "pending",
+    "compaction_requested",
+    "a compaction was requested for a session (removed when the next context starts)",
+    |f| {
+        f.text("strategy")?;
+        f.text("note")?;
+        f.opt_string("focus")?;
+        f.number("ts")?;
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,6 +46,7 @@ pub const CONTRACTS: &[Contract] = &[
     contract::<Checkpoint>(),
     contract::<ContextWindow>(),
     contract::<MemoryNote>(),
+    contract::<CompactionRequested>(),
 ];
 
 /// The contract for a `(namespace, type)` pair, if it is a known one.

@@ -8,15 +8,14 @@ use std::time::Duration;
 use interband::Bus;
 use interband::lock::{DEFAULT_WAIT, read_json_or_default, update_json};
 use interband::paths::{ensure_private_dir, safe_key};
-use interband::payloads::{Checkpoint, Level, MemoryNote, Pressure};
+use interband::payloads::{Checkpoint, CompactionRequested, Level, MemoryNote, Payload, Pressure};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::intermem::{self, SessionInfo, Trigger};
 use crate::{Error, now_secs};
 
 /// The channel announcing a requested compaction (the statusline shows it as pending).
-pub const PENDING: (&str, &str) = ("compact", "pending");
+pub const PENDING: (&str, &str) = (CompactionRequested::NAMESPACE, CompactionRequested::CHANNEL);
 
 /// How to get a compaction started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,15 +184,16 @@ pub fn on_stop(
         }
         Strategy::Off => Acted::Nothing,
     };
-    let payload = json!({"strategy": settings.strategy, "note": note.0.path, "focus": focus, "ts": now_secs()});
-    bus.publish(
-        PENDING.0,
-        PENDING.1,
-        &info.session,
-        "compaction_requested",
-        &info.session,
-        payload,
-    )?;
+    let request = CompactionRequested {
+        strategy: serde_json::to_value(settings.strategy)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        note: note.0.path.clone(),
+        focus,
+        ts: now_secs(),
+    };
+    bus.publish_typed(&info.session, &info.session, &request)?;
     Ok(acted)
 }
 
