@@ -235,6 +235,31 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
         format!("$INTERBAND_SEQ; touch {}", pwned.display())
     );
     assert!(!pwned.exists());
+
+    // A command that never reads its stdin (here a value bigger than a pipe holds) is fine.
+    let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(300_000));
+    w.run(&[
+        "publish",
+        "big",
+        "chan",
+        "k",
+        "--type",
+        "t",
+        "--payload",
+        &big,
+    ]);
+    let o = w.run(&[
+        "watch",
+        "--existing",
+        "--idle-timeout",
+        "30",
+        "--count",
+        "1",
+        "big/chan/k",
+        "--exec",
+        "true",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
 /// One stderr line, naming `needle`, and the exit code.
