@@ -238,16 +238,20 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
 
     // A command that never reads its stdin (here a value bigger than a pipe holds) is fine.
     let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(300_000));
-    w.run(&[
-        "publish",
-        "big",
-        "chan",
-        "k",
-        "--type",
-        "t",
-        "--payload",
-        &big,
-    ]);
+    let o = w.run_with_stdin(
+        &[
+            "publish",
+            "big",
+            "chan",
+            "k",
+            "--type",
+            "t",
+            "--payload",
+            "-",
+        ],
+        big.as_bytes(),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let o = w.run(&[
         "watch",
         "--existing",
