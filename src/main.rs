@@ -17,6 +17,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Play a realistic coding session through the whole loop, in a private temp root and home.
+    Demo(commands::demo::Demo),
+    /// Register interband's hooks and statusline in a host's settings (merging, with a backup).
+    Install(commands::install::Install),
+    /// Remove what `interband install` added, restoring the settings as they were.
+    Uninstall(commands::install::Uninstall),
+    /// Replay a transcript offline: where levels change and what would have fired.
+    Replay(commands::replay::Replay),
     /// Check message files or folders (recursively) against protocol v1 and the known contracts.
     Validate(commands::bus::Validate),
     /// Write the JSON Schemas, or check that a folder of them is up to date.
@@ -78,6 +86,10 @@ fn main() -> ExitCode {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
     let result = match cli.command {
+        Command::Demo(a) => a.run(),
+        Command::Install(a) => a.run(),
+        Command::Uninstall(a) => a.run(),
+        Command::Replay(a) => a.run(),
         Command::Validate(a) => a.run(),
         Command::Schema(a) => a.run(),
         Command::Publish(a) => a.run(),

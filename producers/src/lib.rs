@@ -24,4 +24,5 @@ pub enum Error {
     #[error(transparent)]
     Bus(#[from] interband::Error),
 }
+pub mod replay;
 pub mod transcript;

@@ -2,5 +2,8 @@
 
 pub mod bus;
 pub mod config;
+pub mod demo;
 pub mod hook;
+pub mod install;
 pub mod pulse;
+pub mod replay;

@@ -1,0 +1,533 @@
+//! `interband demo`: a realistic coding session played through the whole
+//! loop, on built-in defaults, in a private temporary root and home.
+//!
+//! The demo writes a transcript in the real client's shapes (prompts, reads,
+//! edits, shell runs, a todo list, a subagent, usage rising to the compaction
+//! point) and invokes this very binary exactly as Claude Code would: `hook`
+//! with each event's JSON on stdin, and `statusline` with the statusLine
+//! input. It prints what each step showed and said. Nothing is left behind.
+
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::exit;
+
+const SESSION: &str = "5e55a0de-d3m0-4c1d-9a7f-000000000001";
+const WINDOW: u64 = 200_000;
+const TASK: &str = "Add a retry with backoff to the uploader, with tests, and log each retry.";
+
+/// `interband demo`
+#[derive(Args)]
+pub struct Demo {
+    /// Keep the private folder (its path is printed) instead of removing it.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// Terminal styling: colour on a terminal unless `NO_COLOR` is set.
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+    fn dim(&self, t: &str) -> String {
+        self.paint("2", t)
+    }
+    fn bold(&self, t: &str) -> String {
+        self.paint("1", t)
+    }
+    fn level(&self, t: &str) -> String {
+        let code = if t.contains("RED") {
+            "1;31"
+        } else if t.contains("ORANGE") {
+            "38;5;208"
+        } else if t.contains("YELLOW") {
+            "33"
+        } else {
+            "32"
+        };
+        self.paint(code, t)
+    }
+}
+
+/// The private world the demo runs in, and the transcript it writes.
+struct World {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    transcript: PathBuf,
+    project: PathBuf,
+    lines: usize,
+    used: u64,
+}
+
+impl World {
+    fn new() -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("interband-demo.")
+            .tempdir()?;
+        let project = dir.path().join("uploader");
+        std::fs::create_dir_all(project.join(".interband"))?;
+        std::fs::create_dir_all(dir.path().join("home"))?;
+        std::fs::write(
+            project.join(".interband/directives.md"),
+            "- Run `cargo test` before every commit.\n- Never push to main without review.\n",
+        )?;
+        let transcript = dir
+            .path()
+            .join("home/.claude/projects/-uploader")
+            .join(format!("{SESSION}.jsonl"));
+        std::fs::create_dir_all(transcript.parent().expect("has a folder"))?;
+        Ok(World {
+            bin: std::env::current_exe().context("cannot find this binary")?,
+            transcript,
+            project,
+            dir,
+            lines: 0,
+            used: 0,
+        })
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    /// Appends one transcript line in the client's shape.
+    fn line(&mut self, mut v: Value) -> Result<()> {
+        self.lines += 1;
+        let o = v.as_object_mut().expect("lines are objects");
+        o.entry("isSidechain").or_insert(json!(false));
+        o.insert("uuid".into(), json!(format!("0000-{:04}", self.lines)));
+        o.insert("sessionId".into(), json!(SESSION));
+        o.insert("cwd".into(), json!(self.project));
+        o.insert("gitBranch".into(), json!("feature/retry"));
+        o.insert(
+            "timestamp".into(),
+            json!(interband::envelope::now_timestamp()),
+        );
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.transcript)?;
+        writeln!(f, "{v}")?;
+        Ok(())
+    }
+
+    fn prompt(&mut self, text: &str) -> Result<()> {
+        self.line(json!({"type": "user", "message": {"role": "user", "content": text}}))
+    }
+
+    fn usage(used: u64) -> Value {
+        json!({"input_tokens": used / 20, "cache_creation_input_tokens": used / 20, "cache_read_input_tokens": used - 2 * (used / 20), "output_tokens": 120})
+    }
+
+    /// A tool call and its result; `agent` marks a subagent's call.
+    fn tool(
+        &mut self,
+        name: &str,
+        input: Value,
+        result: &str,
+        error: bool,
+        agent: Option<&str>,
+    ) -> Result<()> {
+        let id = format!("toolu_{:04}", self.lines);
+        let mut call = json!({"type": "assistant", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant",
+            "model": "claude-opus-5-5", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
+            "usage": Self::usage(self.used)}});
+        let mut res = json!({"type": "user", "message": {"role": "user",
+            "content": [{"tool_use_id": id, "type": "tool_result", "content": result, "is_error": error}]}, "toolUseResult": {"stdout": result}});
+        if agent.is_some() {
+            call["isSidechain"] = json!(true);
+            res["isSidechain"] = json!(true);
+        }
+        self.line(call)?;
+        self.line(res)
+    }
+
+    fn say(&mut self, text: &str) -> Result<()> {
+        self.line(json!({"type": "assistant", "message": {"id": format!("msg_say{}", self.lines), "type": "message", "role": "assistant",
+            "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}], "usage": Self::usage(self.used)}}))
+    }
+
+    fn compact(&mut self, summary: &str) -> Result<()> {
+        let pre = self.used;
+        self.used = 9_000;
+        self.line(json!({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "manual", "preTokens": pre, "postTokens": self.used}}))?;
+        self.line(json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": summary}}))
+    }
+
+    /// Runs this binary as the host would, with `stdin`; returns stdout.
+    fn run(&self, args: &[&str], stdin: &Value, extra_env: &[(&str, &str)]) -> Result<String> {
+        let mut child = Command::new(&self.bin)
+            .args(args)
+            .env("INTERBAND_ROOT", self.root())
+            .env("HOME", self.dir.path().join("home"))
+            .env("CLAUDE_PROJECT_DIR", &self.project)
+            .env("NO_COLOR", "1")
+            .envs(extra_env.iter().copied())
+            .env_remove("INTERBAND_CONFIG")
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot run {}", self.bin.display()))?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(stdin.to_string().as_bytes())?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!("interband {} exited with {}", args.join(" "), out.status);
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+    }
+
+    fn input(&self, event: &str, extra: Value) -> Value {
+        let mut v = json!({"session_id": SESSION, "transcript_path": self.transcript, "cwd": self.project,
+            "hook_event_name": event, "permission_mode": "default"});
+        for (k, val) in extra.as_object().expect("an object") {
+            v[k] = val.clone();
+        }
+        v
+    }
+
+    fn statusline(&self) -> Result<String> {
+        let usage = Self::usage(self.used);
+        let input = json!({"session_id": SESSION, "transcript_path": self.transcript, "cwd": self.project,
+            "model": {"id": "claude-opus-5-5", "display_name": "Opus 5.5"}, "workspace": {"current_dir": self.project, "project_dir": self.project},
+            "version": "2.1.332", "context_window": {"context_window_size": WINDOW, "current_usage": usage,
+            "used_percentage": self.used * 100 / WINDOW, "remaining_percentage": 100 - self.used * 100 / WINDOW}});
+        self.run(&["statusline"], &input, &[])
+    }
+}
+
+/// The additional context in a hook's output, if any.
+fn context_of(out: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(out).ok()?;
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn indent(text: &str, prefix: &str, max_lines: usize) -> String {
+    let mut lines: Vec<String> = text
+        .lines()
+        .take(max_lines)
+        .map(|l| format!("{prefix}{l}"))
+        .collect();
+    if text.lines().count() > max_lines {
+        lines.push(format!("{prefix}…"));
+    }
+    lines.join("\n")
+}
+
+/// One scripted tool call: what the agent does, at which context usage.
+struct Step {
+    used_pct: u64,
+    tool: &'static str,
+    input: Value,
+    result: &'static str,
+    error: bool,
+}
+
+fn script() -> Vec<Step> {
+    let step = |used_pct, tool, input, result, error| Step {
+        used_pct,
+        tool,
+        input,
+        result,
+        error,
+    };
+    vec![
+        step(
+            9,
+            "Read",
+            json!({"file_path": "src/uploader.rs"}),
+            "pub fn upload(...) { ... }",
+            false,
+        ),
+        step(
+            14,
+            "Grep",
+            json!({"pattern": "fn upload", "path": "src"}),
+            "src/uploader.rs:12",
+            false,
+        ),
+        step(
+            19,
+            "TodoWrite",
+            json!({"todos": [
+                {"content": "Add retry with exponential backoff to upload()", "status": "in_progress", "activeForm": "Adding retry"},
+                {"content": "Cover retries with tests", "status": "pending", "activeForm": "Writing tests"},
+                {"content": "Log each retry", "status": "pending", "activeForm": "Adding logging"}]}),
+            "Todos updated",
+            false,
+        ),
+        step(
+            26,
+            "Edit",
+            json!({"file_path": "src/uploader.rs", "old_string": "send(req)", "new_string": "retry(|| send(req))"}),
+            "ok",
+            false,
+        ),
+        step(
+            31,
+            "Write",
+            json!({"file_path": "src/retry.rs", "content": "pub fn retry<T>(...)"}),
+            "ok",
+            false,
+        ),
+        step(
+            38,
+            "Agent",
+            json!({"description": "Survey existing retry helpers", "prompt": "Find retry helpers in the codebase"}),
+            "None found; tokio-retry is not a dependency.",
+            false,
+        ),
+        step(
+            47,
+            "Bash",
+            json!({"command": "cargo test -p uploader"}),
+            "test retry_gives_up ... FAILED",
+            true,
+        ),
+        step(
+            56,
+            "Edit",
+            json!({"file_path": "src/retry.rs", "old_string": "attempts <", "new_string": "attempts <="}),
+            "ok",
+            false,
+        ),
+        step(
+            61,
+            "Bash",
+            json!({"command": "cargo test -p uploader"}),
+            "test result: ok. 14 passed",
+            false,
+        ),
+        step(
+            68,
+            "Write",
+            json!({"file_path": "tests/retry.rs", "content": "#[test] fn backs_off() { ... }"}),
+            "ok",
+            false,
+        ),
+        step(
+            73,
+            "Read",
+            json!({"file_path": "src/log.rs"}),
+            "pub fn info(...)",
+            false,
+        ),
+        step(
+            78,
+            "Edit",
+            json!({"file_path": "src/retry.rs", "old_string": "sleep(d)", "new_string": "log::info(...); sleep(d)"}),
+            "ok",
+            false,
+        ),
+        step(
+            81,
+            "Bash",
+            json!({"command": "cargo test"}),
+            "test result: ok. 15 passed",
+            false,
+        ),
+    ]
+}
+
+impl Demo {
+    pub fn run(self) -> Result<u8> {
+        let st = Style {
+            on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        };
+        let mut w = World::new()?;
+        println!(
+            "{}",
+            st.bold("interband demo: one coding session through the whole loop")
+        );
+        println!(
+            "{}",
+            st.dim(&format!(
+                "private root {}; a 200k-token window; built-in defaults",
+                w.dir.path().display()
+            ))
+        );
+        println!();
+
+        w.prompt(TASK)?;
+        w.run(
+            &["hook"],
+            &w.input(
+                "SessionStart",
+                json!({"source": "startup", "model": "claude-opus-5-5"}),
+            ),
+            &[],
+        )?;
+        println!("{} {TASK}", st.bold("user ›"));
+        println!();
+        println!("{}", st.dim(" call  used  statusline"));
+
+        for (i, s) in script().into_iter().enumerate() {
+            w.used = WINDOW * s.used_pct / 100;
+            w.tool(s.tool, s.input.clone(), s.result, s.error, None)?;
+            let args = interpulse_summary(&s.input);
+            let out = w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}})), &[])?;
+            let line = w.statusline()?;
+            println!(
+                " {:>4}  {:>3}%  {}  {}",
+                i + 1,
+                s.used_pct,
+                st.level(&line),
+                st.dim(&format!("{} {args}", s.tool))
+            );
+            if s.tool == "Agent" {
+                // The subagent works in its own context: its calls never move the parent's level.
+                for (tool, input) in [
+                    ("Grep", json!({"pattern": "retry"})),
+                    ("Read", json!({"file_path": "src/net.rs"})),
+                ] {
+                    w.tool(tool, input.clone(), "…", false, Some("a1b2c3"))?;
+                    w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}})), &[])?;
+                }
+                println!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
+            }
+            if let Some(said) = context_of(&out) {
+                let first = said.lines().next().unwrap_or("");
+                if first.starts_with("Project directives") {
+                    println!(
+                        "{}",
+                        st.dim(&format!(
+                            "       → to the agent: {}",
+                            first.trim_end_matches(':')
+                        ))
+                    );
+                } else {
+                    println!("{}", st.level(&format!("       → to the agent: {first}")));
+                    if said.contains("Project directives") {
+                        println!(
+                            "{}",
+                            st.dim("         (and the project's directives, re-injected)")
+                        );
+                    }
+                }
+            }
+        }
+        w.say("Retry, tests and logging are in; all 15 tests pass. Next I would tidy the backoff constants.")?;
+        println!();
+
+        // The turn ends: intermem writes the notes the checkpoints asked for; the trigger advises once.
+        let out = w.run(&["hook"], &w.input("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."})), &[])?;
+        if let Ok(block) = serde_json::from_str::<Value>(&out) {
+            println!(
+                "{} {}",
+                st.bold("Stop ›"),
+                st.level(&format!(
+                    "blocked once (RED): {}",
+                    block["reason"].as_str().unwrap_or("")
+                ))
+            );
+        }
+        let notes = w.root().join("intermem/notes");
+        let latest = find(&notes, "latest.md").context("no note was written")?;
+        println!("{} {}", st.bold("note ›"), latest.display());
+        let text = std::fs::read_to_string(&latest)?;
+        let body = text.find("## Task").map_or(text.as_str(), |i| &text[i..]);
+        println!("{}", st.dim(&indent(body, "       ", 22)));
+        println!();
+
+        // The user runs /compact: PreCompact, the host compacts, SessionStart(compact).
+        println!("{} /compact", st.bold("user ›"));
+        w.run(
+            &["hook"],
+            &w.input(
+                "PreCompact",
+                json!({"trigger": "manual", "custom_instructions": null}),
+            ),
+            &[],
+        )?;
+        println!(
+            "{}",
+            st.dim("       PreCompact: a last note before the context is summarized")
+        );
+        w.compact("Summary:\nThe user asked for a retry with backoff in the uploader; retry.rs and tests were added; all tests pass.")?;
+        let out = w.run(
+            &["hook"],
+            &w.input(
+                "SessionStart",
+                json!({"source": "compact", "model": "claude-opus-5-5"}),
+            ),
+            &[],
+        )?;
+        match context_of(&out) {
+            Some(ctx) => {
+                println!(
+                    "{} the latest note comes back into the fresh context:",
+                    st.bold("SessionStart(compact) ›")
+                );
+                println!("{}", st.dim(&indent(&ctx, "       ", 8)));
+            }
+            None => bail!("SessionStart(compact) injected nothing"),
+        }
+        println!("       statusline: {}", st.level(&w.statusline()?));
+        println!();
+        let count = walk(&notes)
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("latest.md"))
+            .count();
+        println!(
+            "{}",
+            st.bold(&format!("done: {count} notes, every warning delivered through additionalContext, the note back after the compaction."))
+        );
+        if self.keep {
+            let kept = w.dir.keep();
+            println!("kept {}", kept.display());
+        }
+        Ok(exit::OK)
+    }
+}
+
+fn interpulse_summary(input: &Value) -> String {
+    ["file_path", "command", "pattern", "description"]
+        .iter()
+        .find_map(|k| input[*k].as_str())
+        .map(|s| s.chars().take(48).collect())
+        .unwrap_or_default()
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn find(dir: &Path, name: &str) -> Option<PathBuf> {
+    walk(dir)
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == name))
+}

@@ -1,0 +1,51 @@
+//! `interband demo`, the README's main command: the whole loop, nothing left behind.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn the_demo_plays_the_whole_loop_and_leaves_nothing_behind() {
+    let w = World::new();
+    let tmp = w.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let o = w
+        .cmd(&["demo"])
+        .env("TMPDIR", &tmp)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in [
+        "GREEN",
+        "to the agent: Context YELLOW",
+        "to the agent: Context ORANGE",
+        "to the agent: Context RED",
+        "do not move the parent's level",
+        "Project directives, re-injected",
+        "Stop › blocked once",
+        "note ›",
+        "Add retry with exponential backoff",
+        "SessionStart(compact) › the latest note comes back",
+        "done:",
+    ] {
+        assert!(out.contains(needle), "the demo lacks {needle:?}:\n{out}");
+    }
+    assert!(!out.contains('\x1b'), "NO_COLOR is respected");
+    assert_eq!(
+        files_under(&tmp),
+        Vec::<String>::new(),
+        "nothing left behind"
+    );
+    assert_eq!(
+        files_under(&w.root()),
+        Vec::<String>::new(),
+        "the caller's root is untouched"
+    );
+    assert_eq!(
+        files_under(&w.home()),
+        Vec::<String>::new(),
+        "the caller's home is untouched"
+    );
+}

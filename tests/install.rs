@@ -1,0 +1,592 @@
+//! `interband install` and `interband uninstall` through the real binary, on temp settings files
+//! (never the real HOME).
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// A Claude Code user's settings: their own hooks, an env block and a statusLine.
+const USER_SETTINGS: &str = r#"{
+  "model": "opus",
+  "env": {
+    "FOO": "1"
+  },
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "~/bin/guard"
+          }
+        ]
+      }
+    ],
+    "PostToolUse": [
+      {
+        "matcher": "Edit",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "~/bin/fmt"
+          }
+        ]
+      }
+    ]
+  },
+  "statusLine": {
+    "type": "command",
+    "command": "~/bin/my-status --short",
+    "padding": 0
+  }
+}
+"#;
+
+const CLAUDE_EVENTS: [&str; 5] = [
+    "PostToolUse",
+    "Stop",
+    "PreCompact",
+    "SessionStart",
+    "SessionEnd",
+];
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The absolute path install registers by default: the binary's.
+fn program() -> String {
+    std::fs::canonicalize(BIN)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The commands of every hook of `event` running `interband hook`.
+fn interband_hooks(settings: &Value, event: &str) -> Vec<Value> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().unwrap().clone())
+        .filter(|h| {
+            let c = h["command"].as_str().unwrap();
+            c.contains("interband") && c.ends_with(" hook")
+        })
+        .collect()
+}
+
+fn settings_args<'a>(cmd: &'a str, path: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![cmd, "--settings", path.to_str().unwrap()];
+    v.extend_from_slice(extra);
+    v
+}
+
+fn ok(o: &std::process::Output) {
+    assert_eq!(code(o), 0, "stdout: {}\nstderr: {}", stdout(o), stderr(o));
+}
+
+#[test]
+fn claude_install_merges_wraps_the_statusline_and_uninstall_restores_the_original() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    let original = read(&path);
+
+    let o = w.run(&settings_args("install", &path, &[]));
+    ok(&o);
+    assert!(stdout(&o).contains("installed interband"), "{}", stdout(&o));
+    let s = read(&path);
+    let prog = program();
+
+    // Their keys and groups are intact, and first.
+    assert_eq!(s["model"], "opus");
+    assert_eq!(s["env"], json!({"FOO": "1"}));
+    assert_eq!(s["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"]);
+    assert_eq!(
+        s["hooks"]["PostToolUse"][0],
+        original["hooks"]["PostToolUse"][0]
+    );
+    // Ours is appended to each event, in Claude's format.
+    assert_eq!(
+        s["hooks"]["PostToolUse"][1],
+        json!({"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5}]})
+    );
+    for (event, timeout) in [
+        ("Stop", 10),
+        ("PreCompact", 10),
+        ("SessionStart", 5),
+        ("SessionEnd", 10),
+    ] {
+        assert_eq!(
+            s["hooks"][event],
+            json!([{"hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": timeout}]}]),
+            "{event}"
+        );
+    }
+    // The statusLine wraps theirs and keeps its padding.
+    assert_eq!(
+        s["statusLine"],
+        json!({"type": "command", "command": format!("{prog} statusline --wrap sh -c '~/bin/my-status --short'"), "padding": 0})
+    );
+    // The key order of their file is kept.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = |k: &str| text.find(&format!("\"{k}\"")).unwrap();
+    assert!(at("model") < at("env") && at("env") < at("hooks") && at("hooks") < at("statusLine"));
+    assert!(text.ends_with("}\n"));
+    // A pristine backup and a record.
+    assert_eq!(
+        std::fs::read_to_string(sibling(&path, ".interband-backup")).unwrap(),
+        USER_SETTINGS
+    );
+    assert!(sibling(&path, ".interband-install.json").exists());
+
+    // Installing again changes nothing.
+    let o = w.run(&settings_args("install", &path, &[]));
+    ok(&o);
+    assert!(stdout(&o).contains("already installed"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    // Uninstall gives back the original, byte for byte (it was pretty-printed to begin with).
+    let o = w.run(&settings_args("uninstall", &path, &[]));
+    ok(&o);
+    assert!(stdout(&o).contains("removed interband"), "{}", stdout(&o));
+    assert_eq!(read(&path), original);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), USER_SETTINGS);
+    assert!(!sibling(&path, ".interband-install.json").exists());
+    assert!(sibling(&path, ".interband-backup").exists());
+
+    // And once more: nothing is installed.
+    let o = w.run(&settings_args("uninstall", &path, &[]));
+    ok(&o);
+    assert!(stdout(&o).contains("not installed"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), USER_SETTINGS);
+}
+
+#[test]
+fn the_wrapped_statusline_runs_their_command_and_appends_ours() {
+    let w = World::new();
+    let bin = w.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("my-status");
+    std::fs::write(&script, "#!/bin/sh\ncat >/dev/null\necho \"MINE $1\"\n").unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", script.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    let command = read(&path)["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // As Claude Code runs it: through a shell, the statusLine input on stdin.
+    let input = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
+    ))
+    .unwrap();
+    let o = {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("INTERBAND_ROOT", w.root())
+            .env("HOME", w.home())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    ok(&o);
+    let line = stdout(&o);
+    assert!(line.starts_with("MINE --short │ "), "{line}");
+    assert!(line.contains("GREEN"), "{line}");
+}
+
+#[test]
+fn dry_run_prints_a_diff_and_writes_nothing() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    let o = w.run(&settings_args("install", &path, &["--dry-run"]));
+    ok(&o);
+    let out = stdout(&o);
+    let p = path.display().to_string();
+    assert!(out.starts_with(&format!("--- {p}\n+++ {p}\n@@ -")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "+            \"command\": \"{} hook\",",
+            program()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("-    \"command\": \"~/bin/my-status --short\","),
+        "{out}"
+    );
+    assert!(out.contains("dry run: nothing written"), "{out}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), USER_SETTINGS);
+    assert_eq!(files_under(w.dir.path()), ["settings.json"]);
+
+    // An uninstall dry run shows the way back and leaves the install in place.
+    ok(&w.run(&settings_args("install", &path, &[])));
+    let installed = std::fs::read_to_string(&path).unwrap();
+    let o = w.run(&settings_args("uninstall", &path, &["--dry-run"]));
+    ok(&o);
+    assert!(
+        stdout(&o).contains("+    \"command\": \"~/bin/my-status --short\","),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), installed);
+    assert!(sibling(&path, ".interband-install.json").exists());
+}
+
+#[test]
+fn a_missing_settings_file_is_created_and_uninstall_removes_it() {
+    let w = World::new();
+    let path = w.home().join(".claude/settings.json");
+    let o = w.run(&["install"]);
+    ok(&o);
+    let s = read(&path);
+    let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["hooks", "statusLine"]);
+    for e in CLAUDE_EVENTS {
+        assert_eq!(interband_hooks(&s, e).len(), 1, "{e}");
+    }
+    assert_eq!(
+        s["statusLine"],
+        json!({"type": "command", "command": format!("{} statusline", program())})
+    );
+    assert!(!sibling(&path, ".interband-backup").exists());
+
+    let o = w.run(&["uninstall"]);
+    ok(&o);
+    assert!(stdout(&o).contains("deleted"), "{}", stdout(&o));
+    assert!(!path.exists());
+    assert!(!sibling(&path, ".interband-install.json").exists());
+}
+
+#[test]
+fn malformed_settings_are_refused_with_one_line_naming_the_file() {
+    for (bad, reason) in [
+        (r#"{"hooks": [1,2]}"#, "\"hooks\" is not an object"),
+        ("not json", "not valid JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (
+            r#"{"hooks": {"Stop": {"x": 1}}}"#,
+            "\"hooks.Stop\" is not an array",
+        ),
+        (
+            r#"{"statusLine": "my-status"}"#,
+            "\"statusLine\" is not an object",
+        ),
+    ] {
+        let w = World::new();
+        let path = w.dir.path().join("settings.json");
+        std::fs::write(&path, bad).unwrap();
+        for cmd in ["install", "uninstall"] {
+            let o = w.run(&settings_args(cmd, &path, &[]));
+            assert_eq!(code(&o), 1, "{cmd} {bad}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+            assert!(err.contains(reason), "{err}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
+            assert_eq!(files_under(w.dir.path()), ["settings.json"], "{bad}");
+        }
+    }
+}
+
+#[test]
+fn project_writes_the_settings_of_the_current_folder() {
+    let w = World::new();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir(&project).unwrap();
+    let o = w
+        .cmd(&["install", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    ok(&o);
+    let path = project.join(".claude/settings.json");
+    assert_eq!(interband_hooks(&read(&path), "Stop").len(), 1);
+    assert!(!w.home().join(".claude").exists());
+    let o = w
+        .cmd(&["uninstall", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(!path.exists());
+}
+
+#[test]
+fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
+    let w = World::new();
+    let path = w.home().join(".codex/hooks.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs = r#"{"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]}}"#;
+    std::fs::write(&path, theirs).unwrap();
+    let original = read(&path);
+
+    let o = w.run(&["install", "--host", "codex"]);
+    ok(&o);
+    assert!(stdout(&o).contains("codex_hooks = true"), "{}", stdout(&o));
+    let s = read(&path);
+    let prog = program();
+    assert_eq!(
+        s["hooks"]["SessionStart"][0],
+        original["hooks"]["SessionStart"][0]
+    );
+    assert_eq!(
+        s["hooks"]["PostToolUse"],
+        json!([{"hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5}]}])
+    );
+    for e in ["PostToolUse", "Stop", "PreCompact", "SessionStart"] {
+        assert_eq!(interband_hooks(&s, e).len(), 1, "{e}");
+    }
+    assert!(s.get("statusLine").is_none());
+    assert!(!w.home().join(".codex/config.toml").exists());
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let o = w.run(&["install", "--host", "codex"]);
+    ok(&o);
+    assert!(stdout(&o).contains("already installed"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    ok(&w.run(&["uninstall", "--host", "codex"]));
+    assert_eq!(read(&path), original);
+}
+
+#[test]
+fn gemini_hooks_use_its_event_names_and_milliseconds() {
+    let w = World::new();
+    let path = w.home().join(".gemini/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs = r#"{"theme": "Dracula", "hooksConfig": {"enabled": true}, "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./check.sh", "timeout": 3000}]}]}}"#;
+    std::fs::write(&path, theirs).unwrap();
+    let original = read(&path);
+
+    ok(&w.run(&["install", "--host", "gemini"]));
+    let s = read(&path);
+    let prog = program();
+    assert_eq!(s["theme"], "Dracula");
+    assert_eq!(s["hooks"]["BeforeTool"], original["hooks"]["BeforeTool"]);
+    assert_eq!(
+        s["hooks"]["AfterTool"],
+        json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5000}]}])
+    );
+    for e in ["AfterTool", "PreCompress", "SessionStart", "SessionEnd"] {
+        let h = interband_hooks(&s, e);
+        assert_eq!(h.len(), 1, "{e}");
+        assert!(h[0]["timeout"].as_u64().unwrap() >= 1000, "{e}");
+    }
+    for e in ["PostToolUse", "Stop", "PreCompact"] {
+        assert!(s["hooks"].get(e).is_none(), "{e}");
+    }
+    assert!(s.get("statusLine").is_none());
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    ok(&w.run(&["install", "--host", "gemini"]));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    ok(&w.run(&["uninstall", "--host", "gemini"]));
+    assert_eq!(read(&path), original);
+}
+
+#[test]
+fn uninstall_keeps_what_the_user_changed_after_install() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    // The user edits the file by hand afterwards.
+    let mut s = read(&path);
+    s["theme"] = json!("dark");
+    s["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"hooks": [{"type": "command", "command": "~/bin/notify"}]}));
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    let mut expected: Value = serde_json::from_str(USER_SETTINGS).unwrap();
+    expected["theme"] = json!("dark");
+    expected["hooks"]["Stop"] =
+        json!([{"hooks": [{"type": "command", "command": "~/bin/notify"}]}]);
+    assert_eq!(read(&path), expected);
+}
+
+#[test]
+fn a_group_removed_by_hand_is_added_again_and_uninstall_still_restores() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    let mut s = read(&path);
+    s["hooks"]["Stop"] = json!([]);
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+
+    let o = w.run(&settings_args("install", &path, &[]));
+    ok(&o);
+    assert!(stdout(&o).contains(": Stop\n"), "{}", stdout(&o));
+    assert_eq!(interband_hooks(&read(&path), "Stop").len(), 1);
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    assert_eq!(
+        read(&path),
+        serde_json::from_str::<Value>(USER_SETTINGS).unwrap()
+    );
+}
+
+#[test]
+fn an_interband_hook_already_registered_from_path_is_not_doubled() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    let theirs = r#"{"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "interband hook", "timeout": 5}]}]}, "statusLine": {"type": "command", "command": "interband statusline"}}"#;
+    std::fs::write(&path, theirs).unwrap();
+    let original = read(&path);
+    let o = w.run(&settings_args("install", &path, &[]));
+    ok(&o);
+    assert!(
+        stdout(&o).contains("PostToolUse already runs `interband hook`"),
+        "{}",
+        stdout(&o)
+    );
+    let s = read(&path);
+    assert_eq!(s["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
+    assert_eq!(s["statusLine"], original["statusLine"]);
+    assert_eq!(interband_hooks(&s, "Stop").len(), 1);
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    assert_eq!(read(&path), original);
+}
+
+#[test]
+fn uninstall_without_a_record_removes_our_hooks_and_unwraps_the_statusline() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    let cmd = ["--command", "/opt/interband/bin/interband"];
+    ok(&w.run(&settings_args("install", &path, &cmd)));
+    std::fs::remove_file(sibling(&path, ".interband-install.json")).unwrap();
+    let o = w.run(&settings_args("uninstall", &path, &cmd));
+    ok(&o);
+    assert_eq!(
+        read(&path),
+        serde_json::from_str::<Value>(USER_SETTINGS).unwrap()
+    );
+}
+
+#[test]
+fn a_symlinked_settings_file_stays_a_link_and_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let real = w.dir.path().join("dotfiles-settings.json");
+    std::fs::write(&real, USER_SETTINGS).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = w.home().join(".claude/settings.json");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    ok(&w.run(&["install"]));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(interband_hooks(&read(&real), "Stop").len(), 1);
+    let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+    ok(&w.run(&["uninstall"]));
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), USER_SETTINGS);
+}
+
+#[test]
+fn a_different_command_needs_an_uninstall_first() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    ok(&w.run(&settings_args(
+        "install",
+        &path,
+        &["--command", "/a/interband"],
+    )));
+    let before = std::fs::read_to_string(&path).unwrap();
+    let o = w.run(&settings_args(
+        "install",
+        &path,
+        &["--command", "/b/interband"],
+    ));
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("interband uninstall"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    // A path with a space is quoted for the host's shell.
+    let path2 = w.dir.path().join("other.json");
+    ok(&w.run(&settings_args(
+        "install",
+        &path2,
+        &["--command", "/my tools/interband"],
+    )));
+    assert_eq!(
+        interband_hooks(&read(&path2), "Stop")[0]["command"],
+        "'/my tools/interband' hook"
+    );
+}
+
+#[test]
+fn the_plugin_files_are_valid() {
+    let root = repo();
+    let plugin: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join(".claude-plugin/plugin.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plugin["name"], "interband");
+    assert_eq!(plugin["version"], "0.1.0");
+    assert!(plugin["description"].is_string());
+    // hooks/hooks.json is loaded by convention; naming it in the manifest loads it twice.
+    assert!(plugin.get("hooks").is_none());
+
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("hooks/hooks.json")).unwrap())
+            .unwrap();
+    let events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
+    let mut want = CLAUDE_EVENTS.to_vec();
+    want.sort();
+    assert_eq!(events, want);
+    for e in CLAUDE_EVENTS {
+        let h = interband_hooks(&hooks, e);
+        assert_eq!(h.len(), 1, "{e}");
+        assert_eq!(h[0]["command"], "interband hook");
+        assert!(h[0]["timeout"].as_u64().unwrap() > 0);
+    }
+
+    let skill = std::fs::read_to_string(root.join("skills/interband-pressure/SKILL.md")).unwrap();
+    let front = skill
+        .strip_prefix("---\n")
+        .and_then(|s| s.split_once("\n---\n"))
+        .unwrap()
+        .0;
+    assert!(front.lines().any(|l| l == "name: interband-pressure"));
+    assert!(front.lines().any(|l| l.starts_with("description: ")));
+    assert!(skill.contains("interband pressure --json"));
+}
