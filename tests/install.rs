@@ -569,7 +569,8 @@ fn the_plugin_files_are_valid() {
     let hooks: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("hooks/hooks.json")).unwrap())
             .unwrap();
-    let events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
+    let mut events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
+    events.sort();
     let mut want = CLAUDE_EVENTS.to_vec();
     want.sort();
     assert_eq!(events, want);
@@ -589,4 +590,24 @@ fn the_plugin_files_are_valid() {
     assert!(front.lines().any(|l| l == "name: interband-pressure"));
     assert!(front.lines().any(|l| l.starts_with("description: ")));
     assert!(skill.contains("interband pressure --json"));
+}
+
+#[test]
+fn a_bare_settings_file_name_is_written_in_the_current_folder() {
+    let w = World::new();
+    let o = w
+        .cmd(&[
+            "install",
+            "--settings",
+            "a.json",
+            "--command",
+            "/opt/interband",
+        ])
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.dir.path().join("a.json")).unwrap()).unwrap();
+    assert!(v["hooks"]["PostToolUse"].is_array());
 }

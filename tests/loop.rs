@@ -543,3 +543,24 @@ fn notes_can_also_go_to_claude_code_memory() {
         "{note}"
     );
 }
+
+#[test]
+fn a_resume_does_not_inject_the_same_note_twice_but_a_compaction_always_does() {
+    let w = World::new();
+    let t = red_session(&w);
+    hook(&w, &event("PreCompact", &t, json!({})));
+    let injects = |source: &str| {
+        hook(&w, &event("SessionStart", &t, json!({"source": source})))
+            .contains("Memory note saved")
+    };
+    assert!(injects("resume"), "the first resume brings the note back");
+    assert!(
+        !injects("resume"),
+        "a second resume with the same note does not repeat it"
+    );
+    assert!(
+        injects("compact"),
+        "after a compaction the context is empty: always"
+    );
+    assert!(!injects("startup"), "a new session starts clean");
+}

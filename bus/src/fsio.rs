@@ -58,7 +58,10 @@ pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>> {
 /// Readers see the old file or the new one, never a mix. With `durable`, the
 /// file and its folder are fsynced so the write survives a power loss.
 pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    let dir = target.parent().unwrap_or(Path::new("."));
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
         .rand_bytes(8)

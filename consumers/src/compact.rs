@@ -67,6 +67,8 @@ pub struct CycleState {
     pub fired: bool,
     /// The tmux pane recorded at `SessionStart`.
     pub pane: Option<String>,
+    /// The note last injected at `SessionStart`, so a resume does not inject it again.
+    pub injected: Option<String>,
 }
 
 fn state_path(bus: &Bus, session: &str) -> std::path::PathBuf {

@@ -178,6 +178,18 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     let Some((note, text)) = intermem::latest_note(ctx.bus, &input.session_id) else {
         return Ok(None);
     };
+    // A resume restores the conversation, which may already hold this note:
+    // inject it only if it is not the one injected last. A compaction or a
+    // clear starts an empty context: always.
+    let resumed = input.source.as_deref() == Some("resume");
+    let already = compact::with_state(ctx.bus, &input.session_id, |s| {
+        let same = s.injected.as_deref() == Some(note.path.as_str());
+        s.injected = Some(note.path.clone());
+        same
+    })?;
+    if resumed && already {
+        return Ok(None);
+    }
     let max = ctx.settings.intermem.value.inject_max_bytes;
     let mut body = text;
     if body.len() > max {

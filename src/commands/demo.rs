@@ -143,7 +143,7 @@ impl World {
     ) -> Result<()> {
         let id = format!("toolu_{:04}", self.lines);
         let mut call = json!({"type": "assistant", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant",
-            "model": "claude-opus-5-5", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
+            "model": "claude-opus-5-5", "stop_reason": "tool_use", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
             "usage": Self::usage(self.used)}});
         let mut res = json!({"type": "user", "message": {"role": "user",
             "content": [{"tool_use_id": id, "type": "tool_result", "content": result, "is_error": error}]}, "toolUseResult": {"stdout": result}});
@@ -157,7 +157,7 @@ impl World {
 
     fn say(&mut self, text: &str) -> Result<()> {
         self.line(json!({"type": "assistant", "message": {"id": format!("msg_say{}", self.lines), "type": "message", "role": "assistant",
-            "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}], "usage": Self::usage(self.used)}}))
+            "model": "claude-opus-5-5", "stop_reason": "end_turn", "content": [{"type": "text", "text": text}], "usage": Self::usage(self.used)}}))
     }
 
     fn compact(&mut self, summary: &str) -> Result<()> {

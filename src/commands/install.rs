@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use similar::TextDiff;
 
 use crate::exit;
 
@@ -160,7 +162,7 @@ impl Target {
         let program = program
             .to_str()
             .with_context(|| format!("{}: the path is not UTF-8", program.display()))?;
-        Ok(sh_quote(program))
+        Ok(shell_words::quote(program).into_owned())
     }
 }
 
@@ -181,25 +183,23 @@ impl Ours {
     }
     /// Our statusline command, running `theirs` too and appending our segment to its line.
     fn wrapping(&self, theirs: &str) -> String {
-        format!("{} --wrap sh -c {}", self.statusline, sh_quote(theirs))
+        format!(
+            "{} --wrap sh -c {}",
+            self.statusline,
+            shell_words::quote(theirs)
+        )
     }
     /// Whether a statusLine command is ours (plain or wrapping).
     fn is_our_statusline(&self, command: &str) -> bool {
         command == self.statusline || command.starts_with(&format!("{} --wrap ", self.statusline))
     }
     /// The hook group added for `e`.
-    fn group(&self, e: &Event) -> Json {
-        let hook = Json::Obj(vec![
-            ("type".into(), Json::Str("command".into())),
-            ("command".into(), Json::Str(self.hook.clone())),
-            ("timeout".into(), Json::Num(e.timeout.into())),
-        ]);
-        let mut group = Vec::new();
-        if let Some(m) = e.matcher {
-            group.push(("matcher".into(), Json::Str(m.into())));
+    fn group(&self, e: &Event) -> Value {
+        let hooks = json!([{"type": "command", "command": self.hook, "timeout": e.timeout}]);
+        match e.matcher {
+            Some(m) => json!({"matcher": m, "hooks": hooks}),
+            None => json!({ "hooks": hooks }),
         }
-        group.push(("hooks".into(), Json::Arr(vec![hook])));
-        Json::Obj(group)
     }
 }
 
@@ -220,9 +220,7 @@ impl Install {
                 r.program
             );
         }
-        let mut settings = original
-            .as_ref()
-            .map_or(Json::Obj(vec![]), |o| o.json.clone());
+        let mut settings = original.as_ref().map_or(json!({}), |o| o.json.clone());
         check_shape(&path, &settings, t.host)?;
         let mut notes = Vec::new();
         host_notes(t.host, &settings, &mut notes);
@@ -263,19 +261,16 @@ impl Install {
                 }
                 continue;
             }
-            let root = settings.obj_mut();
-            if !root.iter().any(|(k, _)| k == "hooks") {
-                root.push(("hooks".into(), Json::Obj(vec![])));
+            let hooks = obj(&mut settings).entry("hooks").or_insert_with(|| {
                 record.created_hooks = true;
-            }
-            let hooks = settings.get_mut("hooks").expect("just checked").obj_mut();
-            let exists = hooks.iter().any(|(k, _)| k == e.name);
-            if !exists {
-                hooks.push((e.name.into(), Json::Arr(vec![])));
-            }
-            let created_event = !exists || created_before.iter().any(|c| c == e.name);
+                json!({})
+            });
+            let hooks = obj(hooks);
+            let created_event =
+                !hooks.contains_key(e.name) || created_before.iter().any(|c| c == e.name);
             let group = ours.group(e);
-            set_field(hooks, e.name, |v| v.arr_mut().push(group.clone()));
+            let groups = hooks.entry(e.name).or_insert_with(|| json!([]));
+            groups.as_array_mut().expect("checked").push(group.clone());
             record.added.push(Added {
                 event: e.name.into(),
                 created_event,
@@ -293,7 +288,7 @@ impl Install {
                     original,
                     how,
                 } => {
-                    settings.set("statusLine", installed.clone());
+                    settings["statusLine"] = installed.clone();
                     record.statusline = Some(StatusRecord {
                         installed,
                         original,
@@ -310,9 +305,10 @@ impl Install {
             print!("{out}");
             return Ok(exit::OK);
         }
-        let after = settings.pretty();
+        let after = pretty(&settings);
         if t.dry_run {
-            out.push_str(&dry_run_diff(&path, original.as_ref(), Some(&after)));
+            let before = original.as_ref().map(|o| pretty(&o.json));
+            out.push_str(&dry_run_diff(&path, before.as_deref(), Some(&after)));
             let _ = writeln!(out, "(dry run: nothing written)");
             print_notes(&mut out, &notes);
             print!("{out}");
@@ -332,7 +328,7 @@ impl Install {
             write_file(&files.backup, &o.bytes, None)?;
         }
         let previous_record = std::fs::read(&files.record).ok();
-        write_file(&files.record, record.to_json().pretty().as_bytes(), None)?;
+        write_file(&files.record, pretty(&record.to_json()).as_bytes(), None)?;
         if let Err(e) = write_file(&path, after.as_bytes(), original.as_ref().map(|o| o.mode)) {
             // Leave the record as it was: nothing was installed.
             let _ = match previous_record {
@@ -402,11 +398,12 @@ impl Uninstall {
             print!("{out}");
             return Ok(exit::OK);
         }
-        let delete = created_file && settings == Json::Obj(vec![]);
-        let after = (!delete).then(|| settings.pretty());
+        let delete = created_file && settings == json!({});
+        let after = (!delete).then(|| pretty(&settings));
         let mut out = String::new();
         if t.dry_run {
-            out.push_str(&dry_run_diff(&path, Some(&original), after.as_deref()));
+            let before = pretty(&original.json);
+            out.push_str(&dry_run_diff(&path, Some(&before), after.as_deref()));
             let _ = writeln!(out, "(dry run: nothing written)");
             print!("{out}");
             return Ok(exit::OK);
@@ -442,7 +439,11 @@ impl Target {
     fn flags(&self) -> String {
         let mut s = String::new();
         if let Some(p) = &self.settings {
-            let _ = write!(s, " --settings {}", sh_quote(&p.to_string_lossy()));
+            let _ = write!(
+                s,
+                " --settings {}",
+                shell_words::quote(&p.to_string_lossy())
+            );
         }
         if self.project {
             s.push_str(" --project");
@@ -462,12 +463,12 @@ fn print_notes(out: &mut String, notes: &[String]) {
 
 /// What the user must know beyond this file: a switch in another file, or the plugin running the
 /// same hooks.
-fn host_notes(host: Host, settings: &Json, notes: &mut Vec<String>) {
+fn host_notes(host: Host, settings: &Value, notes: &mut Vec<String>) {
     match host {
         Host::Claude => {
-            if let Some(Json::Obj(plugins)) = settings.get("enabledPlugins") {
+            if let Some(Value::Object(plugins)) = settings.get("enabledPlugins") {
                 for (name, on) in plugins {
-                    if name.split('@').next() == Some("interband") && *on == Json::Bool(true) {
+                    if name.split('@').next() == Some("interband") && on.as_bool() == Some(true) {
                         notes.push(format!(
                             "the plugin {name} is enabled here and registers the same hooks: disable one of the two"
                         ));
@@ -479,8 +480,8 @@ fn host_notes(host: Host, settings: &Json, notes: &mut Vec<String>) {
             "Codex CLI runs hooks only with `[features] codex_hooks = true` in ~/.codex/config.toml".into(),
         ),
         Host::Gemini => {
-            let enabled = settings.get("hooksConfig").and_then(|c| c.get("enabled"));
-            if enabled != Some(&Json::Bool(true)) {
+            let enabled = settings.pointer("/hooksConfig/enabled");
+            if enabled.and_then(Value::as_bool) != Some(true) {
                 notes.push(
                     "Gemini CLI releases where hooks are still experimental also need `\"hooksConfig\": {\"enabled\": true}` in settings.json".into(),
                 );
@@ -493,28 +494,22 @@ fn host_notes(host: Host, settings: &Json, notes: &mut Vec<String>) {
 // The plan: what is ours, what to add, what to take out.
 
 /// The array of hook groups of `event`, if any.
-fn event_groups<'a>(settings: &'a Json, event: &str) -> Option<&'a Vec<Json>> {
-    match settings.get("hooks")?.get(event)? {
-        Json::Arr(groups) => Some(groups),
-        _ => None,
-    }
+fn event_groups<'a>(settings: &'a Value, event: &str) -> Option<&'a Vec<Value>> {
+    settings.get("hooks")?.get(event)?.as_array()
 }
 
 /// The commands of a hook group's hooks.
-fn group_commands(group: &Json) -> impl Iterator<Item = &str> {
-    let hooks = match group.get("hooks") {
-        Some(Json::Arr(h)) => h.as_slice(),
-        _ => &[],
-    };
-    hooks.iter().filter_map(|h| match h.get("command") {
-        Some(Json::Str(c)) => Some(c.as_str()),
-        _ => None,
-    })
+fn group_commands(group: &Value) -> impl Iterator<Item = &str> {
+    let hooks = group.get("hooks").and_then(Value::as_array);
+    hooks
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.get("command")?.as_str())
 }
 
 /// The command of an interband hook already registered in these groups (ours or another
 /// install's, e.g. `interband hook` from PATH), if any.
-fn interband_hook(groups: &[Json]) -> Option<String> {
+fn interband_hook(groups: &[Value]) -> Option<String> {
     groups
         .iter()
         .flat_map(group_commands)
@@ -524,7 +519,7 @@ fn interband_hook(groups: &[Json]) -> Option<String> {
 
 /// Whether a shell command runs `interband SUB` (any path to a program named `interband`).
 fn runs_interband(command: &str, sub: &str) -> bool {
-    let Some(words) = split_words(command) else {
+    let Ok(words) = shell_words::split(command) else {
         return false;
     };
     let named = words
@@ -538,42 +533,36 @@ enum StatusPlan {
     Present(Option<String>),
     /// Set `installed`; `original` is what to restore (None: no statusLine).
     Set {
-        installed: Json,
-        original: Option<Json>,
+        installed: Value,
+        original: Option<Value>,
         how: String,
     },
 }
 
-fn statusline_plan(settings: &Json, ours: &Ours) -> StatusPlan {
-    let plain = || {
-        Json::Obj(vec![
-            ("type".into(), Json::Str("command".into())),
-            ("command".into(), Json::Str(ours.statusline.clone())),
-        ])
-    };
+fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
     let Some(current) = settings.get("statusLine") else {
         return StatusPlan::Set {
-            installed: plain(),
+            installed: json!({"type": "command", "command": ours.statusline}),
             original: None,
             how: "statusLine".into(),
         };
     };
     let mut installed = current.clone();
-    let how = match current.get("command") {
-        Some(Json::Str(c)) if ours.is_our_statusline(c) => return StatusPlan::Present(None),
-        Some(Json::Str(c)) if runs_interband(c, "statusline") => {
+    let how = match current.get("command").and_then(Value::as_str) {
+        Some(c) if ours.is_our_statusline(c) => return StatusPlan::Present(None),
+        Some(c) if runs_interband(c, "statusline") => {
             return StatusPlan::Present(Some(format!("statusLine already runs `{c}`; left as is")));
         }
-        Some(Json::Str(c)) if !c.trim().is_empty() => {
-            installed.set("command", Json::Str(ours.wrapping(c)));
+        Some(c) if !c.trim().is_empty() => {
+            installed["command"] = ours.wrapping(c).into();
             "statusLine (wrapping your command)".to_string()
         }
         _ => {
-            installed.set("command", Json::Str(ours.statusline.clone()));
+            installed["command"] = ours.statusline.clone().into();
             "statusLine".to_string()
         }
     };
-    installed.set("type", Json::Str("command".into()));
+    installed["type"] = "command".into();
     StatusPlan::Set {
         installed,
         original: Some(current.clone()),
@@ -583,14 +572,15 @@ fn statusline_plan(settings: &Json, ours: &Ours) -> StatusPlan {
 
 /// Takes out what the record says install added.
 fn remove_recorded(
-    settings: &mut Json,
+    settings: &mut Value,
     record: &Record,
     removed: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) {
     let ours = Ours::new(record.program.clone());
     for a in record.added.iter().rev() {
-        let Some(Json::Arr(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(&a.event))
+        let Some(Value::Array(groups)) =
+            settings.get_mut("hooks").and_then(|h| h.get_mut(&a.event))
         else {
             notes.push(format!(
                 "{}: interband's hook group was already gone",
@@ -614,22 +604,19 @@ fn remove_recorded(
         };
         groups.remove(at);
         if groups.is_empty() && a.created_event {
-            settings
-                .get_mut("hooks")
-                .expect("just seen")
-                .remove(&a.event);
+            remove_key(&mut settings["hooks"], &a.event);
         }
         removed.push(a.event.clone());
     }
     removed.reverse();
-    if record.created_hooks && settings.get("hooks") == Some(&Json::Obj(vec![])) {
-        settings.remove("hooks");
+    if record.created_hooks && settings.get("hooks") == Some(&json!({})) {
+        remove_key(settings, "hooks");
     }
     if let Some(s) = &record.statusline {
         if settings.get("statusLine") == Some(&s.installed) {
             match &s.original {
-                Some(o) => settings.set("statusLine", o.clone()),
-                None => settings.remove("statusLine"),
+                Some(o) => settings["statusLine"] = o.clone(),
+                None => remove_key(settings, "statusLine"),
             }
             removed.push("statusLine".into());
         } else {
@@ -639,23 +626,23 @@ fn remove_recorded(
 }
 
 /// Without a record: takes out the hooks running exactly our command, and our statusline.
-fn remove_found(settings: &mut Json, host: Host, ours: &Ours, removed: &mut Vec<String>) {
+fn remove_found(settings: &mut Value, host: Host, ours: &Ours, removed: &mut Vec<String>) {
     for e in host.events() {
-        let Some(Json::Arr(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(e.name))
+        let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(e.name))
         else {
             continue;
         };
         let before = groups.clone();
         for g in groups.iter_mut() {
-            if let Some(Json::Arr(hooks)) = g.get_mut("hooks") {
-                hooks.retain(|h| h.get("command") != Some(&Json::Str(ours.hook.clone())));
+            if let Some(Value::Array(hooks)) = g.get_mut("hooks") {
+                hooks.retain(|h| h.get("command").and_then(Value::as_str) != Some(&ours.hook));
             }
         }
         // Drop the groups this left empty (and only those).
         let mut i = 0;
         groups.retain(|g| {
-            let was_ours = matches!(before[i].get("hooks"), Some(Json::Arr(h)) if !h.is_empty())
-                && matches!(g.get("hooks"), Some(Json::Arr(h)) if h.is_empty());
+            let was_ours = matches!(before[i].get("hooks"), Some(Value::Array(h)) if !h.is_empty())
+                && matches!(g.get("hooks"), Some(Value::Array(h)) if h.is_empty());
             i += 1;
             !was_ours
         });
@@ -663,28 +650,28 @@ fn remove_found(settings: &mut Json, host: Host, ours: &Ours, removed: &mut Vec<
             continue;
         }
         if groups.is_empty() {
-            settings.get_mut("hooks").expect("just seen").remove(e.name);
+            remove_key(&mut settings["hooks"], e.name);
         }
         removed.push(e.name.into());
     }
-    if settings.get("hooks") == Some(&Json::Obj(vec![])) {
-        settings.remove("hooks");
+    if settings.get("hooks") == Some(&json!({})) {
+        remove_key(settings, "hooks");
     }
     if host.has_statusline()
-        && let Some(Json::Str(c)) = settings.get("statusLine").and_then(|s| s.get("command"))
+        && let Some(c) = settings
+            .pointer("/statusLine/command")
+            .and_then(Value::as_str)
     {
-        let c = c.clone();
         let prefix = format!("{} --wrap sh -c ", ours.statusline);
         if c == ours.statusline {
-            settings.remove("statusLine");
+            remove_key(settings, "statusLine");
             removed.push("statusLine".into());
-        } else if let Some(theirs) = c
+        } else if let Some([theirs]) = c
             .strip_prefix(&prefix)
-            .and_then(split_words)
-            .filter(|w| w.len() == 1)
+            .and_then(|rest| shell_words::split(rest).ok())
+            .as_deref()
         {
-            let line = settings.get_mut("statusLine").expect("just seen");
-            line.set("command", Json::Str(theirs[0].clone()));
+            settings["statusLine"]["command"] = theirs.as_str().into();
             removed.push("statusLine".into());
         }
     }
@@ -715,7 +702,7 @@ impl Files {
 /// A settings file as read: its bytes, its JSON and its permission bits.
 struct Original {
     bytes: Vec<u8>,
-    json: Json,
+    json: Value,
     mode: u32,
 }
 
@@ -749,7 +736,8 @@ fn read_json(path: &Path) -> Result<Option<Original>> {
     }
     let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
     let text = std::str::from_utf8(&bytes).map_err(|_| invalid(path, "not valid UTF-8"))?;
-    let json = Json::parse(text).map_err(|e| invalid(path, format!("not valid JSON: {e}")))?;
+    let json =
+        serde_json::from_str(text).map_err(|e| invalid(path, format!("not valid JSON: {e}")))?;
     Ok(Some(Original {
         bytes,
         json,
@@ -760,7 +748,7 @@ fn read_json(path: &Path) -> Result<Option<Original>> {
 fn read_settings(path: &Path) -> Result<Option<Original>> {
     let o = read_json(path)?;
     if let Some(o) = &o
-        && !matches!(o.json, Json::Obj(_))
+        && !o.json.is_object()
     {
         return Err(invalid(path, "not a JSON object"));
     }
@@ -768,17 +756,17 @@ fn read_settings(path: &Path) -> Result<Option<Original>> {
 }
 
 /// Checks the parts of the settings that install and uninstall change.
-fn check_shape(path: &Path, settings: &Json, host: Host) -> Result<()> {
-    let Json::Obj(_) = settings else {
+fn check_shape(path: &Path, settings: &Value, host: Host) -> Result<()> {
+    if !settings.is_object() {
         return Err(invalid(path, "not a JSON object"));
-    };
+    }
     match settings.get("hooks") {
-        None | Some(Json::Obj(_)) => {}
+        None | Some(Value::Object(_)) => {}
         Some(_) => return Err(invalid(path, "\"hooks\" is not an object")),
     }
     for e in host.events() {
         match settings.get("hooks").and_then(|h| h.get(e.name)) {
-            None | Some(Json::Arr(_)) => {}
+            None | Some(Value::Array(_)) => {}
             Some(_) => {
                 return Err(invalid(
                     path,
@@ -789,7 +777,7 @@ fn check_shape(path: &Path, settings: &Json, host: Host) -> Result<()> {
     }
     if host.has_statusline() {
         match settings.get("statusLine") {
-            None | Some(Json::Obj(_)) => {}
+            None | Some(Value::Object(_)) => {}
             Some(_) => return Err(invalid(path, "\"statusLine\" is not an object")),
         }
     }
@@ -801,13 +789,13 @@ struct Added {
     event: String,
     /// The event's array did not exist before.
     created_event: bool,
-    group: Json,
+    group: Value,
 }
 
 struct StatusRecord {
-    installed: Json,
+    installed: Value,
     /// None: there was no statusLine.
-    original: Option<Json>,
+    original: Option<Value>,
 }
 
 /// `<file>.interband-install.json`: what install added, so uninstall can take exactly that out.
@@ -823,63 +811,44 @@ struct Record {
 const RECORD_FORMAT: &str = "interband-install/1";
 
 impl Record {
-    fn to_json(&self) -> Json {
-        let added = self
+    fn to_json(&self) -> Value {
+        let added: Vec<Value> = self
             .added
             .iter()
-            .map(|a| {
-                Json::Obj(vec![
-                    ("event".into(), Json::Str(a.event.clone())),
-                    ("created_event".into(), Json::Bool(a.created_event)),
-                    ("group".into(), a.group.clone()),
-                ])
-            })
+            .map(|a| json!({"event": a.event, "created_event": a.created_event, "group": a.group}))
             .collect();
-        let mut o = vec![
-            ("format".into(), Json::Str(RECORD_FORMAT.into())),
-            ("host".into(), Json::Str(self.host.name().into())),
-            ("program".into(), Json::Str(self.program.clone())),
-            ("created_file".into(), Json::Bool(self.created_file)),
-            ("created_hooks".into(), Json::Bool(self.created_hooks)),
-            ("added".into(), Json::Arr(added)),
-        ];
+        let mut o = json!({
+            "format": RECORD_FORMAT,
+            "host": self.host.name(),
+            "program": self.program,
+            "created_file": self.created_file,
+            "created_hooks": self.created_hooks,
+            "added": added,
+        });
         if let Some(s) = &self.statusline {
-            o.push((
-                "statusLine".into(),
-                Json::Obj(vec![
-                    ("installed".into(), s.installed.clone()),
-                    ("original".into(), s.original.clone().unwrap_or(Json::Null)),
-                    ("had_original".into(), Json::Bool(s.original.is_some())),
-                ]),
-            ));
+            o["statusLine"] = json!({
+                "installed": s.installed,
+                "original": s.original,
+                "had_original": s.original.is_some(),
+            });
         }
-        Json::Obj(o)
+        o
     }
 
-    fn from_json(j: &Json) -> Option<Record> {
-        let s = |k: &str| match j.get(k) {
-            Some(Json::Str(s)) => Some(s.clone()),
-            _ => None,
-        };
-        let b = |j: &Json, k: &str| match j.get(k) {
-            Some(Json::Bool(b)) => Some(*b),
-            _ => None,
-        };
+    fn from_json(j: &Value) -> Option<Record> {
+        let s = |k: &str| Some(j.get(k)?.as_str()?.to_owned());
+        let b = |j: &Value, k: &str| j.get(k)?.as_bool();
         if s("format")? != RECORD_FORMAT {
             return None;
         }
         let host = Host::from_str(&s("host")?, false).ok()?;
-        let Some(Json::Arr(added)) = j.get("added") else {
-            return None;
-        };
-        let added = added
+        let added = j
+            .get("added")?
+            .as_array()?
             .iter()
             .map(|a| {
                 Some(Added {
-                    event: match a.get("event")? {
-                        Json::Str(e) => e.clone(),
-                        _ => return None,
-                    },
+                    event: a.get("event")?.as_str()?.to_owned(),
                     created_event: b(a, "created_event")?,
                     group: a.get("group")?.clone(),
                 })
@@ -940,431 +909,43 @@ fn remove_file(path: &Path) -> Result<()> {
     }
 }
 
-fn dry_run_diff(path: &Path, before: Option<&Original>, after: Option<&str>) -> String {
+/// A unified diff of the settings text before and after (None: no file).
+fn dry_run_diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
     let name = path.display().to_string();
-    let before_text = before.map(|o| o.json.pretty()).unwrap_or_default();
-    unified_diff(
-        if before.is_some() { &name } else { "/dev/null" },
-        if after.is_some() { &name } else { "/dev/null" },
-        &before_text,
-        after.unwrap_or(""),
-    )
+    let label = |text: Option<&str>| {
+        if text.is_some() {
+            name.as_str()
+        } else {
+            "/dev/null"
+        }
+    };
+    TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(label(before), label(after))
+        .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shell words.
+// JSON helpers (serde_json's `preserve_order` keeps the keys in the file's order).
 
-/// Quotes one word for a POSIX shell (bare when it is plainly safe).
-fn sh_quote(s: &str) -> String {
-    let safe = |b: u8| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b);
-    if !s.is_empty() && s.bytes().all(safe) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+/// Pretty text (two-space indent) with a trailing newline.
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("a JSON value serializes");
+    s.push('\n');
+    s
 }
 
-/// Splits a simple shell command into words (quotes and backslashes; no expansions).
-/// None when a quote is not closed.
-fn split_words(s: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => word.push(c),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            '\n' => {}
-                            c @ ('"' | '\\' | '$' | '`') => word.push(c),
-                            c => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                        },
-                        c => word.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next()? {
-                    '\n' => {}
-                    c => word.push(c),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Some(words)
+/// The fields of a value checked to be an object.
+fn obj(v: &mut Value) -> &mut serde_json::Map<String, Value> {
+    v.as_object_mut().expect("checked to be an object")
 }
 
-// ---------------------------------------------------------------------------------------------
-// JSON that keeps its keys in order (the workspace's serde_json sorts them).
-
-#[derive(Clone, Debug)]
-enum Json {
-    Null,
-    Bool(bool),
-    Num(serde_json::Number),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(Vec<(String, Json)>),
-}
-
-/// Equality as JSON values: an object's key order does not matter.
-impl PartialEq for Json {
-    fn eq(&self, other: &Json) -> bool {
-        match (self, other) {
-            (Json::Null, Json::Null) => true,
-            (Json::Bool(a), Json::Bool(b)) => a == b,
-            (Json::Num(a), Json::Num(b)) => a == b,
-            (Json::Str(a), Json::Str(b)) => a == b,
-            (Json::Arr(a), Json::Arr(b)) => a == b,
-            (Json::Obj(a), Json::Obj(b)) => {
-                a.len() == b.len() && a.iter().all(|(k, v)| other.get(k) == Some(v))
-            }
-            _ => false,
-        }
+/// Removes `key` from an object, keeping the order of the other keys.
+fn remove_key(v: &mut Value, key: &str) {
+    if let Some(o) = v.as_object_mut() {
+        o.shift_remove(key);
     }
-}
-
-impl Json {
-    /// Parses JSON text; serde_json checks it first (and words the error).
-    fn parse(text: &str) -> Result<Json, serde_json::Error> {
-        serde_json::from_str::<serde_json::Value>(text)?;
-        let mut p = Parser {
-            s: text.as_bytes(),
-            text,
-            i: 0,
-        };
-        Ok(p.value())
-    }
-
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(o) => o.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-    fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
-        match self {
-            Json::Obj(o) => o.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-    /// Sets `key` in place, or appends it. Only for objects.
-    fn set(&mut self, key: &str, value: Json) {
-        let o = self.obj_mut();
-        match o.iter_mut().find(|(k, _)| k == key) {
-            Some((_, v)) => *v = value,
-            None => o.push((key.into(), value)),
-        }
-    }
-    fn remove(&mut self, key: &str) {
-        if let Json::Obj(o) = self {
-            o.retain(|(k, _)| k != key);
-        }
-    }
-    fn obj_mut(&mut self) -> &mut Vec<(String, Json)> {
-        match self {
-            Json::Obj(o) => o,
-            _ => unreachable!("checked to be an object"),
-        }
-    }
-    fn arr_mut(&mut self) -> &mut Vec<Json> {
-        match self {
-            Json::Arr(a) => a,
-            _ => unreachable!("checked to be an array"),
-        }
-    }
-
-    /// Pretty text as serde_json writes it (two-space indent), with a trailing newline.
-    fn pretty(&self) -> String {
-        let mut out = String::new();
-        self.write(&mut out, 0);
-        out.push('\n');
-        out
-    }
-
-    fn write(&self, out: &mut String, depth: usize) {
-        let pad = |out: &mut String, d: usize| out.extend(std::iter::repeat_n("  ", d));
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Num(n) => out.push_str(&n.to_string()),
-            Json::Str(s) => out.push_str(&serde_json::to_string(s).expect("strings serialize")),
-            Json::Arr(a) if a.is_empty() => out.push_str("[]"),
-            Json::Obj(o) if o.is_empty() => out.push_str("{}"),
-            Json::Arr(a) => {
-                out.push_str("[\n");
-                for (i, v) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(",\n");
-                    }
-                    pad(out, depth + 1);
-                    v.write(out, depth + 1);
-                }
-                out.push('\n');
-                pad(out, depth);
-                out.push(']');
-            }
-            Json::Obj(o) => {
-                out.push_str("{\n");
-                for (i, (k, v)) in o.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(",\n");
-                    }
-                    pad(out, depth + 1);
-                    out.push_str(&serde_json::to_string(k).expect("strings serialize"));
-                    out.push_str(": ");
-                    v.write(out, depth + 1);
-                }
-                out.push('\n');
-                pad(out, depth);
-                out.push('}');
-            }
-        }
-    }
-}
-
-/// Applies `f` to the value of `key` in an object's fields.
-fn set_field(fields: &mut [(String, Json)], key: &str, f: impl FnOnce(&mut Json)) {
-    if let Some((_, v)) = fields.iter_mut().find(|(k, _)| k == key) {
-        f(v);
-    }
-}
-
-/// A reader of JSON text already known to be valid: it keeps the order of the keys, and leaves
-/// strings and numbers to serde_json. A repeated key keeps its first place and its last value,
-/// as serde_json does.
-struct Parser<'a> {
-    s: &'a [u8],
-    text: &'a str,
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
-            self.i += 1;
-        }
-    }
-    fn value(&mut self) -> Json {
-        self.ws();
-        match self.s[self.i] {
-            b'{' => {
-                self.i += 1;
-                let mut fields: Vec<(String, Json)> = Vec::new();
-                loop {
-                    self.ws();
-                    match self.s[self.i] {
-                        b'}' => {
-                            self.i += 1;
-                            break;
-                        }
-                        b',' => self.i += 1,
-                        _ => {
-                            let key = self.string();
-                            self.ws();
-                            self.i += 1; // ':'
-                            let value = self.value();
-                            match fields.iter_mut().find(|(k, _)| *k == key) {
-                                Some((_, v)) => *v = value,
-                                None => fields.push((key, value)),
-                            }
-                        }
-                    }
-                }
-                Json::Obj(fields)
-            }
-            b'[' => {
-                self.i += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.ws();
-                    match self.s[self.i] {
-                        b']' => {
-                            self.i += 1;
-                            break;
-                        }
-                        b',' => self.i += 1,
-                        _ => items.push(self.value()),
-                    }
-                }
-                Json::Arr(items)
-            }
-            b'"' => Json::Str(self.string()),
-            b't' => {
-                self.i += 4;
-                Json::Bool(true)
-            }
-            b'f' => {
-                self.i += 5;
-                Json::Bool(false)
-            }
-            b'n' => {
-                self.i += 4;
-                Json::Null
-            }
-            _ => {
-                let start = self.i;
-                while self
-                    .s
-                    .get(self.i)
-                    .is_some_and(|b| b.is_ascii_digit() || b"+-.eE".contains(b))
-                {
-                    self.i += 1;
-                }
-                Json::Num(serde_json::from_str(&self.text[start..self.i]).expect("valid number"))
-            }
-        }
-    }
-    fn string(&mut self) -> String {
-        let start = self.i;
-        self.i += 1;
-        while self.s[self.i] != b'"' {
-            self.i += if self.s[self.i] == b'\\' { 2 } else { 1 };
-        }
-        self.i += 1;
-        serde_json::from_str(&self.text[start..self.i]).expect("valid string")
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// A unified line diff, for --dry-run.
-
-#[derive(Clone, Copy)]
-enum Op {
-    Same(usize),
-    Del(usize),
-    Ins(usize),
-}
-
-/// The edit script from `a` to `b`: common ends trimmed, then a longest common subsequence.
-fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..]
-        .iter()
-        .rev()
-        .zip(b[pre..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
-    let mut ops: Vec<Op> = (0..pre).map(Op::Same).collect();
-    let (n, m) = (am.len(), bm.len());
-    if n.saturating_mul(m) > 4_000_000 {
-        ops.extend((pre..pre + n).map(Op::Del));
-        ops.extend((pre..pre + m).map(Op::Ins));
-    } else {
-        // lcs[i][j]: the LCS length of am[i..] and bm[j..].
-        let w = m + 1;
-        let mut lcs = vec![0u32; (n + 1) * w];
-        for i in (0..n).rev() {
-            for j in (0..m).rev() {
-                lcs[i * w + j] = if am[i] == bm[j] {
-                    lcs[(i + 1) * w + j + 1] + 1
-                } else {
-                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
-                };
-            }
-        }
-        let (mut i, mut j) = (0, 0);
-        while i < n || j < m {
-            if i < n && j < m && am[i] == bm[j] {
-                ops.push(Op::Same(pre + i));
-                i += 1;
-                j += 1;
-            } else if j == m || (i < n && lcs[(i + 1) * w + j] >= lcs[i * w + j + 1]) {
-                ops.push(Op::Del(pre + i));
-                i += 1;
-            } else {
-                ops.push(Op::Ins(pre + j));
-                j += 1;
-            }
-        }
-    }
-    ops.extend((a.len() - suf..a.len()).map(Op::Same));
-    ops
-}
-
-fn unified_diff(a_name: &str, b_name: &str, a: &str, b: &str) -> String {
-    const CONTEXT: usize = 3;
-    let a: Vec<&str> = a.lines().collect();
-    let b: Vec<&str> = b.lines().collect();
-    let ops = edit_script(&a, &b);
-    // Where each op starts in a and in b.
-    let mut starts = Vec::with_capacity(ops.len());
-    let (mut ai, mut bi) = (0, 0);
-    for op in &ops {
-        starts.push((ai, bi));
-        match op {
-            Op::Same(_) => {
-                ai += 1;
-                bi += 1;
-            }
-            Op::Del(_) => ai += 1,
-            Op::Ins(_) => bi += 1,
-        }
-    }
-    let changes: Vec<usize> = (0..ops.len())
-        .filter(|&k| !matches!(ops[k], Op::Same(_)))
-        .collect();
-    let mut out = format!("--- {a_name}\n+++ {b_name}\n");
-    let mut k = 0;
-    while k < changes.len() {
-        let mut last = k;
-        while last + 1 < changes.len() && changes[last + 1] - changes[last] <= 2 * CONTEXT + 1 {
-            last += 1;
-        }
-        let from = changes[k].saturating_sub(CONTEXT);
-        let to = (changes[last] + 1 + CONTEXT).min(ops.len());
-        let hunk = &ops[from..to];
-        let a_len = hunk.iter().filter(|o| !matches!(o, Op::Ins(_))).count();
-        let b_len = hunk.iter().filter(|o| !matches!(o, Op::Del(_))).count();
-        let (a0, b0) = starts[from];
-        let at = |start: usize, len: usize| if len == 0 { start } else { start + 1 };
-        let _ = writeln!(
-            out,
-            "@@ -{},{a_len} +{},{b_len} @@",
-            at(a0, a_len),
-            at(b0, b_len)
-        );
-        for op in hunk {
-            let _ = match *op {
-                Op::Same(i) => writeln!(out, " {}", a[i]),
-                Op::Del(i) => writeln!(out, "-{}", a[i]),
-                Op::Ins(j) => writeln!(out, "+{}", b[j]),
-            };
-        }
-        k = last + 1;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1374,52 +955,33 @@ mod tests {
     #[test]
     fn json_keeps_key_order_and_round_trips_pretty_text() {
         let text = "{\n  \"z\": 1,\n  \"a\": [\n    true,\n    null,\n    -2.5e3\n  ],\n  \"m\": {},\n  \"s\": \"\\u00e9\\n\\\"q\\\"\"\n}\n";
-        let j = Json::parse(text).unwrap();
-        let keys: Vec<&str> = match &j {
-            Json::Obj(o) => o.iter().map(|(k, _)| k.as_str()).collect(),
-            _ => panic!(),
-        };
+        let j: Value = serde_json::from_str(text).unwrap();
+        let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["z", "a", "m", "s"]);
-        let again: serde_json::Value = serde_json::from_str(&j.pretty()).unwrap();
-        assert_eq!(
-            again,
-            serde_json::from_str::<serde_json::Value>(text).unwrap()
-        );
         let plain = "{\n  \"b\": [],\n  \"a\": \"x\"\n}\n";
-        assert_eq!(Json::parse(plain).unwrap().pretty(), plain);
-        assert!(Json::parse("{\"a\": 1,}").is_err());
+        assert_eq!(pretty(&serde_json::from_str(plain).unwrap()), plain);
     }
 
     #[test]
     fn a_repeated_key_keeps_its_first_place_and_last_value() {
-        let j = Json::parse(r#"{"a":1,"b":2,"a":3}"#).unwrap();
-        assert_eq!(j.pretty(), "{\n  \"a\": 3,\n  \"b\": 2\n}\n");
+        let j: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(pretty(&j), "{\n  \"a\": 3,\n  \"b\": 2\n}\n");
     }
 
     #[test]
-    fn object_equality_ignores_key_order() {
+    fn object_equality_ignores_key_order_and_removal_keeps_it() {
         assert_eq!(
-            Json::parse(r#"{"a":1,"b":[1,{"c":2,"d":3}]}"#).unwrap(),
-            Json::parse(r#"{"b":[1,{"d":3,"c":2}],"a":1}"#).unwrap()
+            json!({"a": 1, "b": [1, {"c": 2, "d": 3}]}),
+            json!({"b": [1, {"d": 3, "c": 2}], "a": 1})
         );
-        assert_ne!(
-            Json::parse(r#"[1,2]"#).unwrap(),
-            Json::parse(r#"[2,1]"#).unwrap()
-        );
+        assert_ne!(json!([1, 2]), json!([2, 1]));
+        let mut j = json!({"a": 1, "b": 2, "c": 3});
+        remove_key(&mut j, "a");
+        assert_eq!(pretty(&j), "{\n  \"b\": 2,\n  \"c\": 3\n}\n");
     }
 
     #[test]
-    fn shell_words_quote_and_split_back() {
-        assert_eq!(sh_quote("/usr/bin/interband"), "/usr/bin/interband");
-        assert_eq!(sh_quote("/my dir/it's"), r"'/my dir/it'\''s'");
-        for s in ["~/bin/x --short", "a 'b' \"c\" $HOME\\", "it's", ""] {
-            assert_eq!(split_words(&sh_quote(s)).unwrap(), [s]);
-        }
-        assert_eq!(
-            split_words(r#"a "b c" 'd e' f\ g "h\"i""#).unwrap(),
-            ["a", "b c", "d e", "f g", "h\"i"]
-        );
-        assert_eq!(split_words("'open"), None);
+    fn interband_commands_are_recognised_through_shell_quoting() {
         assert!(runs_interband("/opt/x/interband hook", "hook"));
         assert!(runs_interband("'/my dir/interband' hook", "hook"));
         assert!(runs_interband(
@@ -1428,20 +990,32 @@ mod tests {
         ));
         assert!(!runs_interband("interband hook --extra", "hook"));
         assert!(!runs_interband("notinterband hook", "hook"));
+        assert!(!runs_interband("'/open/interband hook", "hook"));
+        let ours = Ours::new(shell_words::quote("/my dir/interband").into_owned());
+        assert_eq!(ours.hook, "'/my dir/interband' hook");
+        let theirs = "a 'b' \"c\" $HOME\\ it's";
+        let wrapped = ours.wrapping(theirs);
+        let prefix = format!("{} --wrap sh -c ", ours.statusline);
+        let words = shell_words::split(wrapped.strip_prefix(&prefix).unwrap()).unwrap();
+        assert_eq!(words, [theirs]);
     }
 
     #[test]
     fn the_diff_is_unified() {
+        let p = Path::new("s.json");
         let a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
         let b = "1\n2\n3\n4\n5\nsix\n7\n8\n9\n10\n11\n";
-        let d = unified_diff("a", "b", a, b);
         assert_eq!(
-            d,
-            "--- a\n+++ b\n@@ -3,8 +3,9 @@\n 3\n 4\n 5\n-6\n+six\n 7\n 8\n 9\n 10\n+11\n"
+            dry_run_diff(p, Some(a), Some(b)),
+            "--- s.json\n+++ s.json\n@@ -3,8 +3,9 @@\n 3\n 4\n 5\n-6\n+six\n 7\n 8\n 9\n 10\n+11\n"
         );
         assert_eq!(
-            unified_diff("/dev/null", "b", "", "x\n"),
-            "--- /dev/null\n+++ b\n@@ -0,0 +1,1 @@\n+x\n"
+            dry_run_diff(p, None, Some("x\n")),
+            "--- /dev/null\n+++ s.json\n@@ -0,0 +1 @@\n+x\n"
+        );
+        assert_eq!(
+            dry_run_diff(p, Some("x\n"), None),
+            "--- s.json\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
         );
     }
 }

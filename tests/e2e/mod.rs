@@ -1,0 +1,247 @@
+//! A mock Anthropic Messages API, just enough to drive the real Claude Code offline.
+//!
+//! One thread per connection, minimal HTTP/1.1 (request line, headers, a `Content-Length` body),
+//! every answer `Connection: close`. `POST /v1/messages` answers with server-sent events; the main
+//! loop's requests (those offering the `Bash` tool) follow a script of turns, the compaction request
+//! gets a `<summary>`, anything else a short text. Every request is recorded for assertions.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// One scripted answer of the main loop, with the usage (input tokens) it reports.
+#[derive(Clone, Debug)]
+pub enum Turn {
+    Bash { command: String, usage: u64 },
+    Text { text: String, usage: u64 },
+}
+
+pub fn bash(usage: u64) -> Turn {
+    Turn::Bash {
+        command: "echo hi".into(),
+        usage,
+    }
+}
+
+pub fn text(usage: u64, text: &str) -> Turn {
+    Turn::Text {
+        text: text.into(),
+        usage,
+    }
+}
+
+impl Turn {
+    fn usage(&self) -> u64 {
+        match self {
+            Turn::Bash { usage, .. } | Turn::Text { usage, .. } => *usage,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The agent's loop: the request offers the `Bash` tool.
+    Main,
+    /// The compaction request: its last user message asks to "create a detailed summary".
+    Summary,
+    /// Anything else (titles, side queries, unknown paths).
+    Other,
+}
+
+/// A request as received, and the usage the mock answered with.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: String,
+    pub kind: Kind,
+    pub usage: u64,
+}
+
+#[derive(Default)]
+struct State {
+    requests: Vec<Request>,
+    script: VecDeque<Turn>,
+    last_usage: u64,
+}
+
+pub struct MockApi {
+    port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl MockApi {
+    /// Listens on 127.0.0.1 (a free port); each main-loop answer is delayed by `latency`, as a real
+    /// model's would be (Claude Code writes its transcript lazily: without a delay the hooks
+    /// see an older usage).
+    pub fn start(latency: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        // The accepting thread lives as long as the test process.
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &state, latency);
+                });
+            }
+        });
+        MockApi { port, state }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The main loop's next answers; once they are used up it answers `Done.` at the last usage.
+    pub fn script(&self, turns: impl IntoIterator<Item = Turn>) {
+        self.state.lock().unwrap().script = turns.into_iter().collect();
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<State>, latency: Duration) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let mut len = 0;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':')
+            && k.trim().eq_ignore_ascii_case("content-length")
+        {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+
+    let (status, content_type, out) = answer(&method, &path, &body, state, latency);
+    let mut w = stream;
+    write!(
+        w,
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{out}",
+        out.len()
+    )?;
+    w.flush()
+}
+
+fn answer(
+    method: &str,
+    path: &str,
+    body: &[u8],
+    state: &Mutex<State>,
+    latency: Duration,
+) -> (&'static str, &'static str, String) {
+    let raw = String::from_utf8_lossy(body).into_owned();
+    let messages =
+        method == "POST" && (path == "/v1/messages" || path.starts_with("/v1/messages?"));
+    if !messages {
+        state.lock().unwrap().requests.push(Request {
+            method: method.into(),
+            path: path.into(),
+            body: raw,
+            kind: Kind::Other,
+            usage: 0,
+        });
+        let err = json!({"type": "error", "error": {"type": "not_found_error", "message": format!("mock: no {method} {path}")}});
+        return ("404 Not Found", "application/json", err.to_string());
+    }
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let kind = classify(&json);
+    let (turn, n) = {
+        let mut s = state.lock().unwrap();
+        let last = s.last_usage;
+        let turn = match kind {
+            Kind::Main => s.script.pop_front().unwrap_or_else(|| text(last, "Done.")),
+            Kind::Summary => text(last, "<summary>Mock summary</summary>"),
+            Kind::Other => text(100, "Mock"),
+        };
+        if kind == Kind::Main {
+            s.last_usage = turn.usage();
+        }
+        s.requests.push(Request {
+            method: method.into(),
+            path: path.into(),
+            body: raw,
+            kind,
+            usage: turn.usage(),
+        });
+        (turn, s.requests.len() - 1)
+    };
+    if kind == Kind::Main {
+        std::thread::sleep(latency);
+    }
+    let model = json["model"].as_str().unwrap_or("claude-mock");
+    ("200 OK", "text/event-stream", events(&turn, n, model))
+}
+
+fn classify(body: &Value) -> Kind {
+    let last_user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"));
+    let text = match last_user.map(|m| &m["content"]) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    if text.contains("create a detailed summary") {
+        Kind::Summary
+    } else if body["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"))
+    {
+        Kind::Main
+    } else {
+        Kind::Other
+    }
+}
+
+/// The server-sent events of one streamed answer; `n` (the request's number) makes the ids unique.
+fn events(turn: &Turn, n: usize, model: &str) -> String {
+    let (block, delta, stop) = match turn {
+        Turn::Bash { command, .. } => (
+            json!({"type": "tool_use", "id": format!("toolu_mock_{n}"), "name": "Bash", "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": json!({"command": command}).to_string()}),
+            "tool_use",
+        ),
+        Turn::Text { text, .. } => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": text}),
+            "end_turn",
+        ),
+    };
+    let usage = json!({"input_tokens": turn.usage(), "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 10});
+    [
+        ("message_start", json!({"type": "message_start", "message": {"id": format!("msg_mock_{n}"), "type": "message",
+            "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}})),
+        ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": block})),
+        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": delta})),
+        ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": usage})),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]
+    .iter()
+    .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+    .collect()
+}

@@ -1,0 +1,372 @@
+//! Opt-in end-to-end test: the real Claude Code CLI, headless and offline against a mock Messages
+//! API (`tests/e2e/`), with interband's hooks installed by `interband install`.
+//!
+//! Runs only with `INTERBAND_E2E_CLAUDE=1`. The CLI is `INTERBAND_E2E_CLAUDE_BIN`, else
+//! `@anthropic-ai/claude-code` installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e`
+//! (reused when present). Infrastructure trouble (no npm, no network) skips; it never fails.
+//!
+//! It proves, through what the mock receives, that a context warning reaches the model once the
+//! reported usage crosses orange, that the Stop hook saves a memory note and its block reason reaches
+//! the model, and that after a headless `/compact` the PreCompact note comes back to the model.
+
+mod common;
+mod e2e;
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use e2e::{Kind, MockApi, Request, bash, text};
+use serde_json::Value;
+
+/// Usage at which a 200k window is orange: usable context (167k) less than 20% left.
+const ORANGE_TOKENS: u64 = 134_000;
+/// Every claude run is killed after this.
+const TIME_BOX: Duration = Duration::from_secs(120);
+/// A main-loop answer's delay, as a real model's (Claude Code flushes its transcript lazily).
+const LATENCY: Duration = Duration::from_millis(300);
+
+struct Ran {
+    /// None: killed at the time limit.
+    status: Option<ExitStatus>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs `cmd` in its own process group; kills the whole group after `limit`.
+fn run_timed(mut cmd: Command, limit: Duration) -> std::io::Result<Ran> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            // SAFETY: kill(2) on the group this child leads; no memory is involved.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Ran {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        took: start.elapsed(),
+    })
+}
+
+/// The CLI to drive, installing it into the cache folder when needed; None when that fails.
+fn claude_bin() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("INTERBAND_E2E_CLAUDE_BIN").filter(|b| !b.is_empty()) {
+        return Some(bin.into());
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+        .join("interband-e2e");
+    let bin = cache.join("node_modules/.bin/claude");
+    if !bin.exists() {
+        std::fs::create_dir_all(&cache).ok()?;
+        let mut npm = Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&cache)
+            .arg("@anthropic-ai/claude-code");
+        let ran = run_timed(npm, Duration::from_secs(600)).ok()?;
+        if !ran.status.is_some_and(|s| s.success()) {
+            println!("npm install failed:\n{}", ran.stderr);
+            return None;
+        }
+    }
+    bin.exists().then_some(bin)
+}
+
+/// A private world for claude: home, temp and runtime folders, a project, the mock API.
+struct Claude<'a> {
+    bin: PathBuf,
+    w: &'a World,
+    api: &'a MockApi,
+    settings: PathBuf,
+}
+
+impl Claude<'_> {
+    fn dir(&self, name: &str) -> PathBuf {
+        let d = self.w.dir.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let interband_dir = Path::new(BIN).parent().unwrap();
+        let mut path = std::ffi::OsString::from(interband_dir);
+        if let Some(p) = std::env::var_os("PATH") {
+            path.push(":");
+            path.push(p);
+        }
+        let runtime = self.dir("run");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut c = Command::new(&self.bin);
+        c.args(args)
+            .arg("--settings")
+            .arg(&self.settings)
+            .args(["--allowedTools", "Bash", "--output-format", "json"])
+            .current_dir(self.dir("project"))
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.w.home())
+            .env("CLAUDE_CODE_TMPDIR", self.dir("tmp"))
+            .env("XDG_RUNTIME_DIR", runtime)
+            .env("INTERBAND_ROOT", self.w.root())
+            .env("INTERBAND_LOG", self.w.dir.path().join("interband.log"))
+            .env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", "sk-test-interband-e2e-0123456789")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1");
+        c
+    }
+
+    /// Runs claude headless to the end (time-boxed) and returns its JSON result.
+    fn run(&self, args: &[&str]) -> Value {
+        let ran = run_timed(self.command(args), TIME_BOX).unwrap();
+        let log = std::fs::read_to_string(self.w.dir.path().join("interband.log"));
+        let why = format!(
+            "claude {args:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
+            ran.stdout, ran.stderr
+        );
+        let status = ran
+            .status
+            .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
+        assert!(status.success(), "{status}: {why}");
+        let result: Value = serde_json::from_str(ran.stdout.trim())
+            .unwrap_or_else(|e| panic!("not one JSON result ({e}): {why}"));
+        assert_eq!(result["is_error"], false, "{why}");
+        println!(
+            "e2e: claude {args:?} took {:.1} s, {} turns",
+            ran.took.as_secs_f64(),
+            result["num_turns"]
+        );
+        result
+    }
+}
+
+/// The memory notes (not the `latest.md` copy, not the session summary).
+fn note_files(w: &World) -> Vec<String> {
+    files_under(&w.root().join("intermem/notes"))
+        .into_iter()
+        .filter(|f| {
+            f.ends_with(".md") && !f.ends_with("latest.md") && !f.ends_with("session-summary.md")
+        })
+        .collect()
+}
+
+/// `len` characters of `body` from where `needle` starts, for the report.
+fn excerpt(body: &str, needle: &str, len: usize) -> String {
+    body.find(needle)
+        .map(|i| body[i..].chars().take(len).collect())
+        .unwrap_or_default()
+}
+
+fn warns(r: &Request) -> bool {
+    r.body.contains("Context ORANGE") || r.body.contains("Context RED")
+}
+
+#[test]
+fn the_real_claude_code_runs_the_loop_offline() {
+    if std::env::var("INTERBAND_E2E_CLAUDE").as_deref() != Ok("1") {
+        println!("skipped: set INTERBAND_E2E_CLAUDE=1");
+        return;
+    }
+    let Some(bin) = claude_bin() else {
+        println!("skipped: cannot install claude");
+        return;
+    };
+    let version = run_timed(
+        {
+            let mut c = Command::new(&bin);
+            c.arg("--version");
+            c
+        },
+        Duration::from_secs(30),
+    );
+    let Some(version) = version
+        .ok()
+        .filter(|v| v.status.is_some_and(|s| s.success()))
+    else {
+        println!("skipped: cannot run {}", bin.display());
+        return;
+    };
+    println!("e2e: driving {} ({})", bin.display(), version.stdout.trim());
+    let started = Instant::now();
+
+    let w = World::new();
+    let api = MockApi::start(LATENCY);
+    let settings = w.dir.path().join("settings.json");
+    let o = w.run(&[
+        "install",
+        "--settings",
+        settings.to_str().unwrap(),
+        "--command",
+        BIN,
+    ]);
+    assert_eq!(code(&o), 0, "interband install: {}", stderr(&o));
+    let claude = Claude {
+        bin,
+        w: &w,
+        api: &api,
+        settings,
+    };
+
+    // 1. A session whose reported usage rises through yellow, orange and red.
+    api.script([
+        bash(30_000),
+        bash(90_000),
+        bash(140_000),
+        bash(160_000),
+        bash(165_000),
+        bash(166_000),
+        bash(166_000),
+        bash(166_000),
+        text(166_000, "Done."),
+    ]);
+    let result = claude.run(&["-p", "Run `echo hi` a few times"]);
+    let session = result["session_id"].as_str().unwrap().to_owned();
+    let run1 = api.requests();
+    let others: Vec<_> = run1.iter().filter(|r| r.kind == Kind::Other).collect();
+    println!(
+        "e2e: {} requests, {} outside the main loop: {:?}",
+        run1.len(),
+        others.len(),
+        others
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect::<Vec<_>>()
+    );
+    let crossed = run1
+        .iter()
+        .position(|r| r.kind == Kind::Main && r.usage >= ORANGE_TOKENS)
+        .unwrap();
+    let warned = run1.iter().position(warns).unwrap_or_else(|| {
+        panic!(
+            "no request carried a context warning; interband's pressure: {:?}",
+            w.bus().read("interpulse", "pressure", &session)
+        )
+    });
+    assert!(
+        warned > crossed,
+        "a warning before the usage crossed orange (request {warned})"
+    );
+    let body = &run1[warned].body;
+    let said = excerpt(body, "Context ORANGE", 100) + &excerpt(body, "Context RED", 100);
+    println!(
+        "e2e: the answer to request #{crossed} crossed orange; request #{warned} carried the warning: {said}"
+    );
+
+    // 2. Stop drained the checkpoint into a memory note, announced on the bus, and blocked once:
+    // its reason reached the model.
+    let notes = note_files(&w);
+    assert!(
+        w.root()
+            .join(format!("intermem/note/{session}.json"))
+            .is_file(),
+        "no intermem/note announcement: {notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.ends_with("_pressure.md")),
+        "no checkpoint note: {notes:?}"
+    );
+    let blocked = run1
+        .iter()
+        .position(|r| r.body.contains("Context is nearly full"))
+        .expect("the Stop hook's block reason reached the model");
+    println!(
+        "e2e: request #{blocked} carried the Stop block: {}",
+        excerpt(&run1[blocked].body, "Context is nearly full", 80)
+    );
+
+    // 3. A headless compaction: PreCompact writes a note; nothing else reaches the model in this run.
+    let before = api.requests().len();
+    let result = claude.run(&["-p", "/compact", "--resume", &session]);
+    assert_eq!(result["session_id"], session.as_str(), "same session");
+    let run2 = api.requests().split_off(before);
+    assert!(
+        run2.iter().any(|r| r.kind == Kind::Summary),
+        "a compaction request: {:?}",
+        run2.iter().map(|r| r.kind).collect::<Vec<_>>()
+    );
+    let pre_compact = note_files(&w)
+        .into_iter()
+        .find(|n| n.contains("pre_compact_manual"))
+        .unwrap_or_else(|| panic!("no PreCompact note: {:?}", note_files(&w)));
+    let pre_compact_name = Path::new(&pre_compact)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert!(
+        run2.iter()
+            .all(|r| !r.body.contains("before this context was compacted")),
+        "SessionStart(compact) comes after the summary request"
+    );
+    println!(
+        "e2e: /compact made {} request(s); PreCompact wrote {pre_compact_name}",
+        run2.len()
+    );
+
+    // 4. The next turn: the summary replaced the history, and SessionStart(compact)'s note is there.
+    api.script([bash(20_000), text(25_000, "Done.")]);
+    let before = api.requests().len();
+    claude.run(&["-p", "continue", "--resume", &session]);
+    let run3 = api.requests().split_off(before);
+    let first = run3
+        .iter()
+        .find(|r| r.kind == Kind::Main)
+        .expect("a request after the compaction");
+    assert!(first.body.contains("Mock summary"), "the summary is sent");
+    assert!(
+        !first.body.contains("\"toolu_mock_0\""),
+        "the compacted history is gone"
+    );
+    assert!(
+        first
+            .body
+            .contains("Memory note saved before this context was compacted")
+            && first.body.contains(pre_compact_name),
+        "the PreCompact note came back: {}",
+        excerpt(&first.body, "Memory note saved", 300)
+    );
+    let pressure = w.bus().read("interpulse", "pressure", &session).unwrap();
+    assert_eq!(
+        pressure.envelope.payload["level"], "green",
+        "the level starts over after the compaction"
+    );
+    println!(
+        "e2e: the first request after /compact carried: {}",
+        excerpt(
+            &first.body,
+            "Memory note saved before this context was compacted",
+            200
+        )
+    );
+    println!("e2e: passed in {:.1} s", started.elapsed().as_secs_f64());
+}
