@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use interband::Bus;
-use interband::lock::{DEFAULT_WAIT, read_json_or_default, update_json};
+use interband::lock::{DEFAULT_WAIT, update_json};
 use interband::paths::{ensure_private_dir, safe_key};
 use interband::payloads::{Checkpoint, CompactionRequested, Level, MemoryNote, Payload, Pressure};
 use serde::{Deserialize, Serialize};
@@ -281,9 +281,4 @@ pub fn run(argv: &[String], env: &[(&str, String)], timeout: Duration) -> Result
             None => std::thread::sleep(Duration::from_millis(5)),
         }
     }
-}
-
-/// The trigger's state as read, for tests and the dashboard.
-pub fn state(bus: &Bus, session: &str) -> CycleState {
-    read_json_or_default(&state_path(bus, session))
 }

@@ -19,6 +19,7 @@
 //! with the same windows, so both give the same [`Digest`] for the same
 //! content.
 
+use crate::truncate;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -562,20 +563,6 @@ fn first_line(text: &str) -> &str {
     line.strip_suffix("</tool_use_error>")
         .unwrap_or(line)
         .trim()
-}
-
-/// The first `max` characters of `text`, with `…` appended when some were
-/// cut.
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((end, _)) => {
-            let mut out = String::with_capacity(end + '…'.len_utf8());
-            out.push_str(&text[..end]);
-            out.push('…');
-            out
-        }
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::compact::{self, Acted};
 use crate::intermem::{self, Intermem, SessionInfo, Trigger};
-use crate::{Error, interline, truncate};
+use crate::{Error, interline};
 
 /// Every consumer's settings, with where each value came from.
 #[derive(Debug, Clone)]
@@ -281,9 +281,4 @@ pub fn watch_consumers(settings: &AllSettings, home: Option<PathBuf>) -> Vec<Box
         }));
     }
     v
-}
-
-/// Bounded text for logs.
-pub fn short(text: &str) -> String {
-    truncate(text, 200)
 }
