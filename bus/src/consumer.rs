@@ -193,7 +193,30 @@ pub fn drain(bus: &Bus, consumer: &mut dyn Consumer) -> Result<Report> {
         };
         offer(bus, consumer, &msg, &mut report)?;
     }
+    forget_gone(bus, consumer.name(), &set)?;
     Ok(report)
+}
+
+/// Drops the cursors of keys that retention removed, so a cursor file stays
+/// as small as the channel (and a key that comes back starts afresh). Whether
+/// a key is gone is decided under the consumer's lock, at that moment.
+fn forget_gone(bus: &Bus, name: &str, set: &GlobSet) -> Result<()> {
+    let path = cursor_path(bus, name)?;
+    let gone = |k: &str, e: &Entry| {
+        set.is_match(k) && e.pending.is_none() && !bus.root().join(format!("{k}.json")).exists()
+    };
+    if !read_json_or_default::<Cursors>(&path)
+        .iter()
+        .any(|(k, e)| gone(k, e))
+    {
+        return Ok(());
+    }
+    with_lock(&lock_path_for(&path), DEFAULT_WAIT, |_| {
+        let mut cursors: Cursors = read_json_or_default(&path);
+        cursors.retain(|k, e| !gone(k, e));
+        let bytes = serde_json::to_vec(&cursors).expect("cursors serialize");
+        crate::fsio::write_atomic(&path, &bytes, false)
+    })
 }
 
 /// Long-running: watches the root for every consumer's patterns and offers

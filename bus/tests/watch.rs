@@ -304,3 +304,36 @@ fn a_failing_value_is_retried_a_bounded_number_of_times() {
     }
     assert_eq!(c.0 as u32, consumer::MAX_ATTEMPTS);
 }
+
+#[test]
+fn cursors_of_pruned_keys_are_forgotten_and_a_returning_key_starts_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let log = dir.path().join("log");
+    for k in ["a", "b"] {
+        bus.publish_typed(k, "s", &checkpoint(1)).unwrap();
+    }
+    assert_eq!(
+        consumer::drain(&bus, &mut Logger { log: log.clone() })
+            .unwrap()
+            .handled,
+        2
+    );
+    let cursors = dir.path().join("root/.consumers/logger.json");
+    let keys = |p: &Path| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(keys(&cursors).len(), 2);
+    // Retention removes key a (file and lock): its cursor goes too.
+    assert!(bus.remove("interpulse", "checkpoint", "a").unwrap());
+    std::fs::remove_file(dir.path().join("root/interpulse/checkpoint/.a.json.lock")).unwrap();
+    consumer::drain(&bus, &mut Logger { log: log.clone() }).unwrap();
+    assert_eq!(keys(&cursors), ["interpulse/checkpoint/b"]);
+    // Key a comes back with seq 1 again: it is a new value.
+    bus.publish_typed("a", "s", &checkpoint(2)).unwrap();
+    assert_eq!(
+        consumer::drain(&bus, &mut Logger { log }).unwrap().handled,
+        1
+    );
+}
