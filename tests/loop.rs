@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use common::*;
+use interpulse::synthetic::Writer;
 use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(
@@ -21,61 +22,34 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(Path::new(FIXTURES).join(name)).unwrap()).unwrap()
 }
 
-/// Writes transcript lines in the real client's shapes.
+/// A transcript in the real client's shapes, in a temp world.
 struct Transcript {
+    w: Writer,
     path: PathBuf,
     cwd: PathBuf,
-    n: usize,
 }
 
 impl Transcript {
     fn new(dir: &Path) -> Self {
         let cwd = dir.join("project");
         std::fs::create_dir_all(&cwd).unwrap();
+        let path = dir.join(format!("{SESSION}.jsonl"));
         Transcript {
-            path: dir.join(format!("{SESSION}.jsonl")),
+            w: Writer::new(&path, SESSION, &cwd).branch("feature/notes"),
+            path,
             cwd,
-            n: 0,
         }
     }
-    fn line(&mut self, mut v: Value) {
-        self.n += 1;
-        let o = v.as_object_mut().unwrap();
-        o.insert("uuid".into(), json!(format!("u-{}", self.n)));
-        o.insert("sessionId".into(), json!(SESSION));
-        o.insert("cwd".into(), json!(self.cwd));
-        o.insert("gitBranch".into(), json!("feature/notes"));
-        o.insert("isSidechain".into(), json!(false));
-        o.insert("timestamp".into(), json!("2026-11-30T01:28:33.556Z"));
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .unwrap();
-        writeln!(f, "{v}").unwrap();
-    }
     fn prompt(&mut self, text: &str) {
-        self.line(json!({"type": "user", "message": {"role": "user", "content": text}}));
+        self.w.prompt(text).unwrap();
     }
-    fn tool(
-        &mut self,
-        id: &str,
-        name: &str,
-        input: Value,
-        result: &str,
-        is_error: bool,
-        used: u64,
-    ) {
-        self.line(json!({"type": "assistant", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant",
-            "model": "claude-opus-5-5", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
-            "usage": {"input_tokens": used / 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": used - used / 10, "output_tokens": 30}}}));
-        self.line(json!({"type": "user", "message": {"role": "user", "content": [{"tool_use_id": id, "type": "tool_result", "content": result, "is_error": is_error}]},
-            "toolUseResult": {"stdout": result}}));
+    fn tool(&mut self, name: &str, input: Value, result: &str, is_error: bool, used: u64) {
+        self.w
+            .tool(name, input, result, is_error, used, false)
+            .unwrap();
     }
     fn say(&mut self, text: &str, used: u64) {
-        self.line(json!({"type": "assistant", "message": {"id": "msg_say", "type": "message", "role": "assistant", "model": "claude-opus-5-5",
-            "content": [{"type": "text", "text": text}],
-            "usage": {"input_tokens": used, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 10}}}));
+        self.w.say(text, used).unwrap();
     }
 }
 
@@ -118,11 +92,10 @@ fn a_scripted_session_runs_the_whole_loop() {
     let w = World::new();
     let mut t = Transcript::new(w.dir.path());
     t.prompt("Add a retry to the uploader and cover it with tests");
-    t.tool("t1", "TodoWrite", json!({"todos": [
+    t.tool("TodoWrite", json!({"todos": [
         {"content": "Add retry with backoff", "status": "in_progress", "activeForm": "Adding retry"},
         {"content": "Write uploader tests", "status": "pending", "activeForm": "Writing tests"}]}), "ok", false, 20_000);
     t.tool(
-        "t2",
         "Edit",
         json!({"file_path": "/work/src/uploader.rs", "old_string": "a", "new_string": "b"}),
         "ok",
@@ -135,7 +108,6 @@ fn a_scripted_session_runs_the_whole_loop() {
     assert_eq!(post(&w, &t, "Edit"), "", "40% is green");
 
     t.tool(
-        "t3",
         "Bash",
         json!({"command": "cargo test -p uploader"}),
         "1 failed",
@@ -143,7 +115,6 @@ fn a_scripted_session_runs_the_whole_loop() {
         100_000,
     );
     t.tool(
-        "t4",
         "Write",
         json!({"file_path": "/work/tests/retry.rs", "content": "..."}),
         "ok",
@@ -154,7 +125,6 @@ fn a_scripted_session_runs_the_whole_loop() {
     assert!(out.contains("ORANGE"), "70% is orange: {out}");
     t.prompt("Also log each retry");
     t.tool(
-        "t5",
         "Bash",
         json!({"command": "cargo test"}),
         "ok",
@@ -309,7 +279,6 @@ fn watch_mode_writes_one_note_and_a_later_drain_writes_none() {
     let mut t = Transcript::new(w.dir.path());
     t.prompt("Refactor the parser");
     t.tool(
-        "t1",
         "Edit",
         json!({"file_path": "/work/src/parser.rs"}),
         "ok",
@@ -413,7 +382,6 @@ fn red_session(w: &World) -> Transcript {
     let mut t = Transcript::new(w.dir.path());
     t.prompt("Ship the release notes");
     t.tool(
-        "t1",
         "Bash",
         json!({"command": "make release"}),
         "ok",

@@ -25,4 +25,5 @@ pub enum Error {
     Bus(#[from] interband::Error),
 }
 pub mod replay;
+pub mod synthetic;
 pub mod transcript;

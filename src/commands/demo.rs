@@ -15,6 +15,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
+use interpulse::synthetic::{self, Writer};
+
 use crate::exit;
 
 const SESSION: &str = "5e55a0de-d3m0-4c1d-9a7f-000000000001";
@@ -66,9 +68,8 @@ impl Style {
 struct World {
     dir: tempfile::TempDir,
     bin: PathBuf,
-    transcript: PathBuf,
+    t: Writer,
     project: PathBuf,
-    lines: usize,
     used: u64,
 }
 
@@ -91,81 +92,15 @@ impl World {
         std::fs::create_dir_all(transcript.parent().expect("has a folder"))?;
         Ok(World {
             bin: std::env::current_exe().context("cannot find this binary")?,
-            transcript,
+            t: Writer::new(transcript, SESSION, &project).branch("feature/retry"),
             project,
             dir,
-            lines: 0,
             used: 0,
         })
     }
 
     fn root(&self) -> PathBuf {
         self.dir.path().join("root")
-    }
-
-    /// Appends one transcript line in the client's shape.
-    fn line(&mut self, mut v: Value) -> Result<()> {
-        self.lines += 1;
-        let o = v.as_object_mut().expect("lines are objects");
-        o.entry("isSidechain").or_insert(json!(false));
-        o.insert("uuid".into(), json!(format!("0000-{:04}", self.lines)));
-        o.insert("sessionId".into(), json!(SESSION));
-        o.insert("cwd".into(), json!(self.project));
-        o.insert("gitBranch".into(), json!("feature/retry"));
-        o.insert(
-            "timestamp".into(),
-            json!(interband::envelope::now_timestamp()),
-        );
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.transcript)?;
-        writeln!(f, "{v}")?;
-        Ok(())
-    }
-
-    fn prompt(&mut self, text: &str) -> Result<()> {
-        self.line(json!({"type": "user", "message": {"role": "user", "content": text}}))
-    }
-
-    fn usage(used: u64) -> Value {
-        json!({"input_tokens": used / 20, "cache_creation_input_tokens": used / 20, "cache_read_input_tokens": used - 2 * (used / 20), "output_tokens": 120})
-    }
-
-    /// A tool call and its result; `agent` marks a subagent's call.
-    fn tool(
-        &mut self,
-        name: &str,
-        input: Value,
-        result: &str,
-        error: bool,
-        agent: Option<&str>,
-    ) -> Result<()> {
-        let id = format!("toolu_{:04}", self.lines);
-        let mut call = json!({"type": "assistant", "message": {"id": format!("msg_{id}"), "type": "message", "role": "assistant",
-            "model": "claude-opus-5-5", "stop_reason": "tool_use", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
-            "usage": Self::usage(self.used)}});
-        let mut res = json!({"type": "user", "message": {"role": "user",
-            "content": [{"tool_use_id": id, "type": "tool_result", "content": result, "is_error": error}]}, "toolUseResult": {"stdout": result}});
-        if agent.is_some() {
-            call["isSidechain"] = json!(true);
-            res["isSidechain"] = json!(true);
-        }
-        self.line(call)?;
-        self.line(res)
-    }
-
-    fn say(&mut self, text: &str) -> Result<()> {
-        self.line(json!({"type": "assistant", "message": {"id": format!("msg_say{}", self.lines), "type": "message", "role": "assistant",
-            "model": "claude-opus-5-5", "stop_reason": "end_turn", "content": [{"type": "text", "text": text}], "usage": Self::usage(self.used)}}))
-    }
-
-    fn compact(&mut self, summary: &str) -> Result<()> {
-        let pre = self.used;
-        self.used = 9_000;
-        self.line(json!({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
-            "compactMetadata": {"trigger": "manual", "preTokens": pre, "postTokens": self.used}}))?;
-        self.line(json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": summary}}))
     }
 
     /// Runs this binary as the host would, with `stdin`; returns stdout.
@@ -197,7 +132,7 @@ impl World {
     }
 
     fn input(&self, event: &str, extra: Value) -> Value {
-        let mut v = json!({"session_id": SESSION, "transcript_path": self.transcript, "cwd": self.project,
+        let mut v = json!({"session_id": SESSION, "transcript_path": self.t.path(), "cwd": self.project,
             "hook_event_name": event, "permission_mode": "default"});
         for (k, val) in extra.as_object().expect("an object") {
             v[k] = val.clone();
@@ -206,8 +141,8 @@ impl World {
     }
 
     fn statusline(&self) -> Result<String> {
-        let usage = Self::usage(self.used);
-        let input = json!({"session_id": SESSION, "transcript_path": self.transcript, "cwd": self.project,
+        let usage = synthetic::usage(self.used);
+        let input = json!({"session_id": SESSION, "transcript_path": self.t.path(), "cwd": self.project,
             "model": {"id": "claude-opus-5-5", "display_name": "Opus 5.5"}, "workspace": {"current_dir": self.project, "project_dir": self.project},
             "version": "2.1.332", "context_window": {"context_window_size": WINDOW, "current_usage": usage,
             "used_percentage": self.used * 100 / WINDOW, "remaining_percentage": 100 - self.used * 100 / WINDOW}});
@@ -369,7 +304,7 @@ impl Demo {
         );
         println!();
 
-        w.prompt(TASK)?;
+        w.t.prompt(TASK)?;
         w.run(
             &["hook"],
             &w.input(
@@ -384,7 +319,7 @@ impl Demo {
 
         for (i, s) in script().into_iter().enumerate() {
             w.used = WINDOW * s.used_pct / 100;
-            w.tool(s.tool, s.input.clone(), s.result, s.error, None)?;
+            w.t.tool(s.tool, s.input.clone(), s.result, s.error, w.used, false)?;
             let args = interpulse_summary(&s.input);
             let out = w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}})), &[])?;
             let line = w.statusline()?;
@@ -401,7 +336,7 @@ impl Demo {
                     ("Grep", json!({"pattern": "retry"})),
                     ("Read", json!({"file_path": "src/net.rs"})),
                 ] {
-                    w.tool(tool, input.clone(), "…", false, Some("a1b2c3"))?;
+                    w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
                     w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}})), &[])?;
                 }
                 println!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
@@ -427,7 +362,7 @@ impl Demo {
                 }
             }
         }
-        w.say("Retry, tests and logging are in; all 15 tests pass. Next I would tidy the backoff constants.")?;
+        w.t.say("Retry, tests and logging are in; all 15 tests pass. Next I would tidy the backoff constants.", w.used)?;
         println!();
 
         // The turn ends: intermem writes the notes the checkpoints asked for; the trigger advises once.
@@ -464,7 +399,8 @@ impl Demo {
             "{}",
             st.dim("       PreCompact: a last note before the context is summarized")
         );
-        w.compact("Summary:\nThe user asked for a retry with backoff in the uploader; retry.rs and tests were added; all tests pass.")?;
+        w.t.compact(w.used, 9_000, "Summary:\nThe user asked for a retry with backoff in the uploader; retry.rs and tests were added; all tests pass.")?;
+        w.used = 9_000;
         let out = w.run(
             &["hook"],
             &w.input(
