@@ -92,6 +92,48 @@ pub struct Settings {
     pub wrap_timeout_ms: u64,
     /// Publish the context window to `interline/context` (the bridge).
     pub publish: bool,
+    /// Each level's colour, as ANSI SGR codes (`"32"`, `"38;5;208"`, `"1;31"`...).
+    pub colors: Colors,
+}
+
+/// The colour of each level, as ANSI SGR parameters (digits and `;` only: the code stops at anything else).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Colors {
+    /// Green.
+    pub green: String,
+    /// Yellow.
+    pub yellow: String,
+    /// Orange.
+    pub orange: String,
+    /// Red.
+    pub red: String,
+}
+
+impl Default for Colors {
+    fn default() -> Self {
+        Colors {
+            green: "32".into(),
+            yellow: "33".into(),
+            orange: "38;5;208".into(),
+            red: "1;31".into(),
+        }
+    }
+}
+
+impl Colors {
+    /// The SGR parameters for a level, up to the first character that is not a digit or `;`.
+    pub fn code(&self, level: Level) -> String {
+        let raw = match level {
+            Level::Green => &self.green,
+            Level::Yellow => &self.yellow,
+            Level::Orange => &self.orange,
+            Level::Red => &self.red,
+        };
+        raw.chars()
+            .filter(|c| c.is_ascii_digit() || *c == ';')
+            .collect()
+    }
 }
 
 impl Default for Settings {
@@ -105,6 +147,7 @@ impl Default for Settings {
             color: true,
             wrap_timeout_ms: 250,
             publish: true,
+            colors: Colors::default(),
         }
     }
 }
@@ -391,12 +434,7 @@ impl<'a> Ctx<'a> {
         if !self.color {
             return text.to_owned();
         }
-        let code = match level {
-            Level::Green => "32",
-            Level::Yellow => "33",
-            Level::Orange => "38;5;208",
-            Level::Red => "1;31",
-        };
+        let code = self.settings.colors.code(level);
         format!("\x1b[{code}m{text}\x1b[0m")
     }
 }
@@ -1045,6 +1083,25 @@ mod tests {
         let out = render(&bus, &used(150_000), &plain(), &off, 1.0);
         assert!(out.line.contains("ctx 25% usable"), "{}", out.line);
         assert!(out.line.contains("YELLOW"), "{}", out.line);
+    }
+
+    #[test]
+    fn colours_are_configurable_and_cleaned() {
+        let (_d, bus) = temp_bus();
+        let input = used(150_000);
+        let mut s = Settings::default();
+        s.colors.orange = "35\x1b[2J".into();
+        let out = render(&bus, &input, &s, &|_: &str| None, 1.0);
+        assert!(
+            out.line.contains("\x1b[35mORANGE") || out.line.contains("\x1b[35m"),
+            "{:?}",
+            out.line
+        );
+        assert!(
+            !out.line.contains("[2J"),
+            "only SGR parameters get through: {:?}",
+            out.line
+        );
     }
 
     #[test]
