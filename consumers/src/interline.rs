@@ -131,7 +131,7 @@ impl Colors {
             Level::Red => &self.red,
         };
         raw.chars()
-            .filter(|c| c.is_ascii_digit() || *c == ';')
+            .take_while(|c| c.is_ascii_digit() || *c == ';')
             .collect()
     }
 }
