@@ -84,3 +84,33 @@ fn statusline_wraps_an_existing_command_and_reports_timings() {
         "{timings:?}"
     );
 }
+
+#[test]
+fn the_statusline_still_prints_a_line_without_a_bus() {
+    let w = World::new();
+    let input = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
+    ))
+    .unwrap();
+    let o = w
+        .cmd(&["statusline"])
+        .env_remove("INTERBAND_ROOT")
+        .env_remove("HOME")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(&input)?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("Opus 5.5") && stdout(&o).contains("GREEN"),
+        "{}",
+        stdout(&o)
+    );
+}

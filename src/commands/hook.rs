@@ -137,8 +137,13 @@ impl Statusline {
         let ours = match Bus::from_env() {
             Ok(bus) => interline::render(&bus, &input, s, &ProcessEnv, now()),
             Err(e) => {
+                // No bus (no root, no home): still a line, computed from the input alone.
                 log(&format!("statusline: {e}"));
-                return Ok(exit::OK);
+                let alone = interline::Settings {
+                    publish: false,
+                    ..s.clone()
+                };
+                interline::render(&Bus::new(""), &input, &alone, &ProcessEnv, now())
             }
         };
         let line = match self
