@@ -224,6 +224,13 @@ impl Install {
         check_shape(&path, &settings, t.host)?;
         let mut notes = Vec::new();
         host_notes(t.host, &settings, &mut notes);
+        if ours.program.contains("/target/debug/") {
+            notes.push(
+                "this is a debug build: every hook call would be several times slower; \
+                 install the release build from `scripts/build-release` instead"
+                    .into(),
+            );
+        }
 
         // What an earlier install added that is still there.
         let mut record = Record {
