@@ -59,18 +59,11 @@ fn statusline_wraps_an_existing_command_and_reports_timings() {
         "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
     ))
     .unwrap();
-    let o = w
-        .cmd(&["statusline", "--timings", "--wrap", "echo", "theirs"])
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(&input)?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let o = with_stdin(
+        w.cmd(&["statusline", "--timings", "--wrap", "echo", "theirs"])
+            .env("NO_COLOR", "1"),
+        &input,
+    );
     assert_eq!(code(&o), 0);
     let out = stdout(&o);
     let mut lines = out.lines();
@@ -93,20 +86,13 @@ fn the_statusline_still_prints_a_line_without_a_bus() {
         "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
     ))
     .unwrap();
-    let o = w
-        .cmd(&["statusline"])
-        .env_remove("INTERBAND_ROOT")
-        .env_remove("HOME")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(&input)?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let o = with_stdin(
+        w.cmd(&["statusline"])
+            .env_remove("INTERBAND_ROOT")
+            .env_remove("HOME")
+            .env("NO_COLOR", "1"),
+        &input,
+    );
     assert_eq!(code(&o), 0);
     assert!(
         stdout(&o).contains("Opus 5.5") && stdout(&o).contains("GREEN"),

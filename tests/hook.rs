@@ -379,19 +379,12 @@ fn an_unwritable_root_fails_open() {
     std::fs::write(&blocker, "").unwrap();
     let t = transcript(w.dir.path(), "t.jsonl", 150_000);
     let log = w.dir.path().join("hook.log");
-    let o = w
-        .cmd(&["hook"])
-        .env("INTERBAND_ROOT", blocker.join("root"))
-        .env("INTERBAND_LOG", &log)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(&input("u", &t))?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let o = with_stdin(
+        w.cmd(&["hook"])
+            .env("INTERBAND_ROOT", blocker.join("root"))
+            .env("INTERBAND_LOG", &log),
+        &input("u", &t),
+    );
     assert_eq!(code(&o), 0);
     assert_eq!(stdout(&o), "");
     let logged = std::fs::read_to_string(&log).unwrap();

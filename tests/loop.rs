@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -229,20 +229,10 @@ fn a_scripted_session_runs_the_whole_loop() {
     s["transcript_path"] = json!(t.path);
     s["context_window"]["context_window_size"] = json!(200_000);
     s["context_window"]["current_usage"] = json!({"input_tokens": 1000, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 150_000});
-    let o = w
-        .cmd(&["statusline"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(&serde_json::to_vec(&s).unwrap())?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let o = with_stdin(
+        w.cmd(&["statusline"]).env("NO_COLOR", "1"),
+        &serde_json::to_vec(&s).unwrap(),
+    );
     assert_eq!(code(&o), 0);
     let line = stdout(&o);
     assert!(line.contains("RED") && !line.contains('\x1b'), "{line}");
@@ -397,15 +387,7 @@ fn hook_env(w: &World, stdin: &[u8], env: &[(&str, String)]) -> String {
     for (k, v) in env {
         c.env(k, v);
     }
-    let o = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(stdin)?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let o = with_stdin(&mut c, stdin);
     assert_eq!(code(&o), 0);
     stdout(&o)
 }

@@ -39,22 +39,26 @@ impl World {
         self.cmd(args).output().unwrap()
     }
     pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        // The child may stop reading early (a size cap): a broken pipe is fine.
-        let _ = pipe.write_all(stdin);
-        drop(pipe);
-        child.wait_with_output().unwrap()
+        with_stdin(&mut self.cmd(args), stdin)
     }
     pub fn bus(&self) -> interband::Bus {
         interband::Bus::new(self.root())
     }
+}
+
+/// Runs `cmd` with `stdin` piped in, and collects its output.
+pub fn with_stdin(cmd: &mut Command, stdin: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    // The child may stop reading early (a size cap): a broken pipe is fine.
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
+    child.wait_with_output().unwrap()
 }
 
 pub fn code(o: &Output) -> i32 {
