@@ -159,13 +159,16 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     if !dir.is_dir() {
         ensure_private_dir(&dir)?;
     }
-    let out: Outcome = update_json(
+    // Pressure is published under the session's state lock, so concurrent
+    // calls publish in the order they counted: the channel never goes back.
+    let (out, published): (Outcome, _) = update_json(
         &state_path(h.bus, session),
         DEFAULT_WAIT,
         |s: &mut State| {
             let o = engine::step(s, &call, &obs, cfg);
             *s = o.state.clone();
-            o
+            let published = publish_pressure(h, input, &o, cfg);
+            (o, published)
         },
     )?;
 
@@ -188,7 +191,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             reply.problems.push(e.to_string());
         }
     };
-    problem(publish_pressure(h, input, &out, cfg));
+    problem(published);
     let mut said = Vec::new();
     for action in &out.actions {
         match action {
