@@ -16,7 +16,7 @@ use interband_consumers::intermem::Intermem;
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/claude-code-2.1.332"
+    "/tests/fixtures/claude-code-2.1.332"
 );
 
 fn main() {

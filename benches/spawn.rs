@@ -94,7 +94,7 @@ fn static_binary() -> Option<String> {
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/claude-code-2.1.332"
+    "/tests/fixtures/claude-code-2.1.332"
 );
 
 /// A transcript: the real one's lines, then `filler` bytes of realistic

@@ -56,7 +56,7 @@ fn statusline_wraps_an_existing_command_and_reports_timings() {
     let w = World::new();
     let input = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
+        "/tests/fixtures/claude-code-2.1.332/statusLine.input.json"
     ))
     .unwrap();
     let o = with_stdin(
@@ -83,7 +83,7 @@ fn the_statusline_still_prints_a_line_without_a_bus() {
     let w = World::new();
     let input = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
+        "/tests/fixtures/claude-code-2.1.332/statusLine.input.json"
     ))
     .unwrap();
     let o = with_stdin(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/claude-code-2.1.332"
+    "/tests/fixtures/claude-code-2.1.332"
 );
 
 fn fixture(name: &str) -> Vec<u8> {

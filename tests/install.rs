@@ -196,7 +196,7 @@ fn the_wrapped_statusline_runs_their_command_and_appends_ours() {
     // As Claude Code runs it: through a shell, the statusLine input on stdin.
     let input = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/claude-code-2.1.332/statusLine.input.json"
+        "/tests/fixtures/claude-code-2.1.332/statusLine.input.json"
     ))
     .unwrap();
     let o = {

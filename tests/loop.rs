@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/claude-code-2.1.332"
+    "/tests/fixtures/claude-code-2.1.332"
 );
 const SESSION: &str = "4d2f1ea8-e4e6-4ba7-acd7-f410a8771c94";
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
+    "/tests/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
 );
 
 /// The fixture's first line matching `pred`, parsed.

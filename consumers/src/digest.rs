@@ -574,7 +574,7 @@ mod tests {
 
     const FIXTURE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
+        "/../tests/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
     );
 
     /// Counts the bytes read through it.

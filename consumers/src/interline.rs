@@ -763,7 +763,7 @@ mod tests {
 
     const FIXTURES: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/claude-code-2.1.332"
+        "/../tests/fixtures/claude-code-2.1.332"
     );
     const SESSION: &str = "3e48b9d6-e2b9-4536-a4a6-77ef838d7343";
     const LEVEL_WORDS: [&str; 4] = ["GREEN", "YELLOW", "ORANGE", "RED"];

@@ -157,7 +157,7 @@ mod tests {
 
     const FIXTURES: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/claude-code-2.1.332"
+        "/../tests/fixtures/claude-code-2.1.332"
     );
 
     #[test]

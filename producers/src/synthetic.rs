@@ -1,6 +1,6 @@
 //! Transcripts in the real client's shapes, written line by line: for the
 //! demo, the tests and the benchmarks. The shapes are those of
-//! `../shared/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl`.
+//! `tests/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

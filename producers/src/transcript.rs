@@ -334,7 +334,7 @@ mod tests {
 
     const FIXTURE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
+        "/../tests/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl"
     );
     const FIXTURE_BOUNDARY_UUID: &str = "eb8b7c4c-c0bb-42f1-9495-7ed7cf7e9f38";
 
