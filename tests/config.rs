@@ -54,11 +54,7 @@ fn config_shows_each_value_and_where_it_came_from() {
 #[test]
 fn statusline_wraps_an_existing_command_and_reports_timings() {
     let w = World::new();
-    let input = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/claude-code-2.1.332/statusLine.input.json"
-    ))
-    .unwrap();
+    let input = capture("statusLine.input.json");
     let o = with_stdin(
         w.cmd(&["statusline", "--timings", "--wrap", "echo", "theirs"])
             .env("NO_COLOR", "1"),
@@ -81,11 +77,7 @@ fn statusline_wraps_an_existing_command_and_reports_timings() {
 #[test]
 fn the_statusline_still_prints_a_line_without_a_bus() {
     let w = World::new();
-    let input = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/claude-code-2.1.332/statusLine.input.json"
-    ))
-    .unwrap();
+    let input = capture("statusLine.input.json");
     let o = with_stdin(
         w.cmd(&["statusline"])
             .env_remove("INTERBAND_ROOT")

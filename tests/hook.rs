@@ -9,13 +9,8 @@ use std::path::{Path, PathBuf};
 use common::*;
 use serde_json::{Value, json};
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/claude-code-2.1.332"
-);
-
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(Path::new(FIXTURES).join(name)).unwrap()
+    capture(name)
 }
 
 /// A transcript: the real one up to its compaction, then an assistant line

@@ -194,11 +194,7 @@ fn the_wrapped_statusline_runs_their_command_and_appends_ours() {
         .to_owned();
 
     // As Claude Code runs it: through a shell, the statusLine input on stdin.
-    let input = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/claude-code-2.1.332/statusLine.input.json"
-    ))
-    .unwrap();
+    let input = capture("statusLine.input.json");
     let o = {
         use std::io::Write;
         use std::process::Stdio;

@@ -12,14 +12,10 @@ use common::*;
 use interpulse::synthetic::Writer;
 use serde_json::{Value, json};
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/claude-code-2.1.332"
-);
 const SESSION: &str = "4d2f1ea8-e4e6-4ba7-acd7-f410a8771c94";
 
 fn fixture(name: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(Path::new(FIXTURES).join(name)).unwrap()).unwrap()
+    serde_json::from_slice(&capture(name)).unwrap()
 }
 
 /// A transcript in the real client's shapes, in a temp world.

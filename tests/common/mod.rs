@@ -97,6 +97,12 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// One of the real Claude Code 2.1.332 captures in `tests/fixtures/`, as bytes.
+pub fn capture(name: &str) -> Vec<u8> {
+    let path = repo().join("tests/fixtures/claude-code-2.1.332").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Polls `f` until it returns Some, or panics after `secs`.
 pub fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
