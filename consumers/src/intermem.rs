@@ -9,9 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use interband::consumer::{Consumer, HandlerError};
-use interband::fsio::write_atomic;
+use interband::fsio::{read_capped, write_atomic};
 use interband::journal::{Journal, Record};
-use interband::lock::{DEFAULT_WAIT, with_lock};
+use interband::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
 use interband::paths::{ensure_private_dir, safe_key};
 use interband::payloads::{MemoryNote, Pressure};
 use interband::{Bus, Message};
@@ -167,26 +167,28 @@ pub fn write_note(
         write_atomic(&path, text.as_bytes(), true)?;
         write_atomic(&dir.join("latest.md"), text.as_bytes(), true)?;
         journal.commit(&records)?;
-        Ok(Written {
-            path,
-            bytes: text.len(),
-        })
-    })?;
+        // Announced under the lock, so the channel names the newest note
+        // even when a watch and a hook write one at the same moment.
+        let note = MemoryNote {
+            path: path.to_string_lossy().into_owned(),
+            trigger: trigger.name.clone(),
+            bytes: text.len() as u64,
+            context_usable: trigger.context_usable,
+            ts: now,
+        };
+        bus.publish_typed(&info.session, &info.session, &note)?;
+        Ok((
+            Written {
+                path,
+                bytes: text.len(),
+            },
+            text,
+        ))
+    });
+    let (written, text) = written?;
     if let (true, Some(home), Some(cwd)) = (settings.claude_memory, home, info.cwd.as_deref()) {
-        let text = std::fs::read_to_string(&written.path).map_err(|e| interband::Error::Io {
-            path: written.path.clone(),
-            source: e,
-        })?;
         claude_memory(home, cwd, &info.session, &text)?;
     }
-    let note = MemoryNote {
-        path: written.path.to_string_lossy().into_owned(),
-        trigger: trigger.name.clone(),
-        bytes: written.bytes as u64,
-        context_usable: trigger.context_usable,
-        ts: now,
-    };
-    bus.publish_typed(&info.session, &info.session, &note)?;
     Ok(written)
 }
 
@@ -408,17 +410,31 @@ pub fn claude_memory(
         "---\nname: interband-note-{short}\ndescription: {description}\ntype: project\n---\n\n{note}"
     );
     write_atomic(&path, body.as_bytes(), true)?;
+    // The index is shared by every session of the project (and by Claude Code):
+    // update it under a lock, and never rewrite what could not be read whole.
     let index = dir.join("MEMORY.md");
     let line = format!("- [interband note {short}]({name}) — {description}");
-    let old = std::fs::read_to_string(&index).unwrap_or_default();
-    let mut lines: Vec<&str> = old
-        .lines()
-        .filter(|l| !l.contains(&format!("]({name})")))
-        .collect();
-    lines.push(&line);
-    write_atomic(&index, (lines.join("\n") + "\n").as_bytes(), true)?;
+    with_lock(&lock_path_for(&index), DEFAULT_WAIT, |_| {
+        let old = match read_capped(&index, MAX_INDEX_BYTES) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|e| interband::Error::Io {
+                path: index.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?,
+            Err(interband::Error::NotFound { .. }) => String::new(),
+            Err(e) => return Err(e),
+        };
+        let mut lines: Vec<&str> = old
+            .lines()
+            .filter(|l| !l.contains(&format!("]({name})")))
+            .collect();
+        lines.push(&line);
+        write_atomic(&index, (lines.join("\n") + "\n").as_bytes(), true)
+    })?;
     Ok(path)
 }
+
+/// The most of a `MEMORY.md` index this will read and rewrite.
+const MAX_INDEX_BYTES: u64 = 1 << 20;
 
 /// The latest note of a session, if any (via its `intermem/note` message).
 pub fn latest_note(bus: &Bus, session: &str) -> Option<(MemoryNote, String)> {
@@ -564,5 +580,110 @@ mod tests {
         assert!(note.len() <= 2000, "{}", note.len());
         assert!(note.contains("[... note truncated"));
         assert!(note.starts_with("# Memory note"));
+    }
+
+    fn memory_index(home: &Path, project: &Path) -> PathBuf {
+        home.join(".claude/projects")
+            .join(slug(project))
+            .join("memory/MEMORY.md")
+    }
+
+    #[test]
+    fn eight_sessions_of_one_project_each_keep_their_index_line() {
+        let home = tempfile::tempdir().unwrap();
+        let project = Path::new("/work/app");
+        let index = memory_index(home.path(), project);
+        std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+        std::fs::write(&index, "- [user's own](own.md) — kept\n").unwrap();
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let home = home.path();
+                s.spawn(move || {
+                    for round in 0..5 {
+                        let session = format!("{i:08}-session");
+                        claude_memory(home, project, &session, &format!("note {round}")).unwrap();
+                    }
+                });
+            }
+        });
+        let text = std::fs::read_to_string(&index).unwrap();
+        assert_eq!(text.lines().count(), 9, "{text}");
+        assert!(
+            text.starts_with("- [user's own](own.md) — kept\n"),
+            "{text}"
+        );
+        for i in 0..8 {
+            assert!(
+                text.contains(&format!("(interband-note-{i:08}.md)")),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_index_that_cannot_be_read_whole_is_never_rewritten() {
+        let home = tempfile::tempdir().unwrap();
+        let project = Path::new("/work/app");
+        let index = memory_index(home.path(), project);
+        std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+        let elsewhere = home.path().join("elsewhere.md");
+        std::fs::write(&elsewhere, "theirs\n").unwrap();
+        type Plant<'a> = Box<dyn Fn() + 'a>;
+        let cases: [(&str, Plant); 3] = [
+            (
+                "not UTF-8",
+                Box::new(|| std::fs::write(&index, b"ok\n\xff\xfe\n").unwrap()),
+            ),
+            (
+                "over the cap",
+                Box::new(|| {
+                    std::fs::write(&index, vec![b'x'; MAX_INDEX_BYTES as usize + 1]).unwrap()
+                }),
+            ),
+            (
+                "a symlink",
+                Box::new(|| std::os::unix::fs::symlink(&elsewhere, &index).unwrap()),
+            ),
+        ];
+        for (what, plant) in cases {
+            let _ = std::fs::remove_file(&index);
+            plant();
+            let before = std::fs::symlink_metadata(&index).unwrap();
+            let bytes = std::fs::read(&index).unwrap();
+            let err = claude_memory(home.path(), project, "abcdef12-x", "note").unwrap_err();
+            assert!(err.to_string().contains("MEMORY.md"), "{what}: {err}");
+            let after = std::fs::symlink_metadata(&index).unwrap();
+            assert_eq!(before.file_type(), after.file_type(), "{what}");
+            assert_eq!(std::fs::read(&index).unwrap(), bytes, "{what}");
+        }
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "theirs\n");
+    }
+
+    #[test]
+    fn the_note_channel_names_the_note_latest_md_holds_after_a_race() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path().join("bus"));
+        let info = SessionInfo {
+            session: "racy".into(),
+            ..Default::default()
+        };
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let (bus, info) = (&bus, &info);
+                s.spawn(move || {
+                    for round in 0..5 {
+                        let trigger = Trigger {
+                            name: format!("writer-{i}-round-{round}"),
+                            context_usable: None,
+                            id: None,
+                        };
+                        write_note(bus, info, &trigger, &Settings::default(), None).unwrap();
+                    }
+                });
+            }
+        });
+        let (note, text) = latest_note(&bus, "racy").unwrap();
+        let latest = std::fs::read_to_string(notes_dir(&bus, &info).join("latest.md")).unwrap();
+        assert_eq!(text, latest, "the channel names {}", note.path);
     }
 }
