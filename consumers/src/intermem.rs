@@ -658,32 +658,4 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "theirs\n");
     }
-
-    #[test]
-    fn the_note_channel_names_the_note_latest_md_holds_after_a_race() {
-        let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::new(dir.path().join("bus"));
-        let info = SessionInfo {
-            session: "racy".into(),
-            ..Default::default()
-        };
-        std::thread::scope(|s| {
-            for i in 0..8 {
-                let (bus, info) = (&bus, &info);
-                s.spawn(move || {
-                    for round in 0..5 {
-                        let trigger = Trigger {
-                            name: format!("writer-{i}-round-{round}"),
-                            context_usable: None,
-                            id: None,
-                        };
-                        write_note(bus, info, &trigger, &Settings::default(), None).unwrap();
-                    }
-                });
-            }
-        });
-        let (note, text) = latest_note(&bus, "racy").unwrap();
-        let latest = std::fs::read_to_string(notes_dir(&bus, &info).join("latest.md")).unwrap();
-        assert_eq!(text, latest, "the channel names {}", note.path);
-    }
 }
