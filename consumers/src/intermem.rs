@@ -150,7 +150,7 @@ pub fn write_note(
     let dir = notes_dir(bus, info);
     ensure_private_dir(&dir)?;
     let now = now_secs();
-    let written = with_lock(&dir.join(".note.lock"), DEFAULT_WAIT, |_| {
+    let (written, text) = with_lock(&dir.join(".note.lock"), DEFAULT_WAIT, |_| {
         let name = match &trigger.id {
             Some(id) => format!("{}-{}.md", safe_key(id), safe_key(&trigger.name)),
             None => format!("{}-{}.md", compact_stamp(), safe_key(&trigger.name)),
@@ -184,8 +184,7 @@ pub fn write_note(
             },
             text,
         ))
-    });
-    let (written, text) = written?;
+    })?;
     if let (true, Some(home), Some(cwd)) = (settings.claude_memory, home, info.cwd.as_deref()) {
         claude_memory(home, cwd, &info.session, &text)?;
     }
