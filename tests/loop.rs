@@ -510,3 +510,58 @@ fn a_resume_does_not_inject_the_same_note_twice_but_a_compaction_always_does() {
     );
     assert!(!injects("startup"), "a new session starts clean");
 }
+
+#[test]
+fn a_failing_compaction_strategy_still_advises_once_and_says_why() {
+    let w = World::new();
+    let t = red_session(&w);
+    let compaction = |w: &World| {
+        let o = w.run(&[
+            "read",
+            "compact/pending/4d2f1ea8-e4e6-4ba7-acd7-f410a8771c94",
+            "--payload",
+        ]);
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()
+    };
+    let cmd = json!(["/bin/sh", "-c", "exit 3"]).to_string();
+    let env = [
+        ("INTERBAND_COMPACT_STRATEGY", "command".to_owned()),
+        ("INTERBAND_COMPACT_COMMAND", cmd),
+    ];
+    let stop = event("Stop", &t, json!({"stop_hook_active": false}));
+    let out: Value = serde_json::from_str(&hook_env(&w, &stop, &env)).unwrap();
+    assert_eq!(out["decision"], "block");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the compaction command failed (/bin/sh: exited with exit status: 3)")
+            && reason.contains("/compact keep: Ship the release notes")
+            && reason.contains("intermem/notes"),
+        "{reason}"
+    );
+    assert_eq!(compaction(&w)["strategy"], "advise");
+    assert_eq!(hook_env(&w, &stop, &env), "", "once per cycle");
+
+    // tmux with a pane recorded, but no tmux to run: advise instead.
+    let w = World::new();
+    let t = red_session(&w);
+    let env = [
+        ("PATH", w.dir.path().join("no-bin").display().to_string()),
+        ("TMUX_PANE", "%7".to_owned()),
+        ("INTERBAND_COMPACT_STRATEGY", "tmux".to_owned()),
+    ];
+    hook_env(
+        &w,
+        &event("SessionStart", &t, json!({"source": "startup"})),
+        &env,
+    );
+    let stop = event("Stop", &t, json!({"stop_hook_active": false}));
+    let out: Value = serde_json::from_str(&hook_env(&w, &stop, &env)).unwrap();
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("typing /compact into tmux pane %7 failed"),
+        "{out}"
+    );
+    assert_eq!(compaction(&w)["strategy"], "advise");
+}

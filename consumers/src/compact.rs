@@ -124,6 +124,7 @@ pub enum Acted {
 }
 
 /// At `Stop`: acts once per cycle when due. Never when `stop_hook_active` (a block already happened).
+/// When the tmux pane or the command fails, it advises instead, naming the failure.
 pub fn on_stop(
     bus: &Bus,
     info: &SessionInfo,
@@ -144,54 +145,59 @@ pub fn on_stop(
     }
     let note = fresh_note(bus, info, notes, home)?;
     let focus = focus(&note.1);
+    let path = &note.0.path;
+    // Whatever fails on the way, the user still hears that it is time to compact.
+    let advise = |why: &str| {
+        Acted::Block(format!(
+            "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `/compact {focus}` now (the note will be brought back after the compaction), and do not start new work."
+        ))
+    };
     let acted = match settings.strategy {
-        Strategy::Advise => Acted::Block(format!(
-            "Context is nearly full. A memory note of this session was saved to {}. Tell the user to run `/compact {focus}` now (the note will be brought back after the compaction), and do not start new work.",
-            note.0.path
-        )),
+        Strategy::Advise | Strategy::Off => advise(""),
         Strategy::Tmux => match with_state(bus, &info.session, |s| s.pane.clone())? {
             Some(pane) => {
-                let text = format!("/compact {focus}");
-                run(
-                    &[
-                        "tmux".into(),
-                        "send-keys".into(),
-                        "-t".into(),
-                        pane.clone(),
-                        text,
-                        "Enter".into(),
-                    ],
-                    &[],
-                    Duration::from_secs(5),
-                )?;
-                Acted::Tmux(pane)
+                let argv = [
+                    "tmux",
+                    "send-keys",
+                    "-t",
+                    &pane,
+                    &format!("/compact {focus}"),
+                    "Enter",
+                ];
+                let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+                match run(&argv, &[], Duration::from_secs(5)) {
+                    Ok(()) => Acted::Tmux(pane),
+                    Err(e) => advise(&format!(
+                        " and typing /compact into tmux pane {pane} failed ({e})"
+                    )),
+                }
             }
-            None => Acted::Block(format!(
-                "Context is nearly full and no tmux pane was recorded for this session. A memory note was saved to {}. Tell the user to run `/compact {focus}`.",
-                note.0.path
-            )),
+            None => advise(" and no tmux pane was recorded for this session"),
         },
         Strategy::Command => {
             let env = [
                 ("INTERBAND_SESSION", info.session.clone()),
-                ("INTERBAND_NOTE", note.0.path.clone()),
+                ("INTERBAND_NOTE", path.clone()),
                 ("INTERBAND_FOCUS", focus.clone()),
             ];
-            run(
-                &settings.command,
-                &env,
-                Duration::from_secs_f64(settings.command_timeout_secs),
-            )?;
-            Acted::Command
+            let timeout = Duration::from_secs_f64(settings.command_timeout_secs);
+            match run(&settings.command, &env, timeout) {
+                Ok(()) => Acted::Command,
+                Err(e) => advise(&format!(" and the compaction command failed ({e})")),
+            }
         }
-        Strategy::Off => Acted::Nothing,
+    };
+    let done = match acted {
+        Acted::Tmux(_) => Strategy::Tmux,
+        Acted::Command => Strategy::Command,
+        _ => Strategy::Advise,
     };
     let request = CompactionRequested {
-        strategy: serde_json::to_value(settings.strategy)
+        strategy: serde_json::to_value(done)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default(),
-        note: note.0.path.clone(),
+        note: path.clone(),
         focus,
         ts: now_secs(),
     };
