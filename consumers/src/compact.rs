@@ -123,17 +123,33 @@ pub enum Acted {
     Command,
 }
 
-/// At `Stop`: acts once per cycle when due. Never when `stop_hook_active` (a block already happened).
-/// When the tmux pane or the command fails, it advises instead, naming the failure.
-pub fn on_stop(
+/// Where the trigger runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// The host's `Stop` hook; `hook_active` when a block already happened.
+    Stop {
+        /// The input's `stop_hook_active`.
+        hook_active: bool,
+    },
+    /// `interband watch`: no host to answer, so a failure leaves the cycle to the next `Stop`.
+    Watch,
+}
+
+/// Acts once per cycle when due; at `Stop`, never when a block already happened.
+/// When the tmux pane or the command fails, at `Stop` it advises instead,
+/// naming the failure; in watch mode it returns the error and leaves the
+/// cycle open for the next `Stop`.
+pub fn act(
     bus: &Bus,
     info: &SessionInfo,
-    stop_hook_active: bool,
+    at: At,
     settings: &Settings,
     notes: &intermem::Settings,
     home: Option<&Path>,
 ) -> Result<Acted, Error> {
-    if settings.strategy == Strategy::Off || stop_hook_active || !due(bus, &info.session, settings)
+    if settings.strategy == Strategy::Off
+        || at == (At::Stop { hook_active: true })
+        || !due(bus, &info.session, settings)
     {
         return Ok(Acted::Nothing);
     }
@@ -152,6 +168,13 @@ pub fn on_stop(
             "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `/compact {focus}` now (the note will be brought back after the compaction), and do not start new work."
         ))
     };
+    let failed = |e: Error, why: String| match at {
+        At::Stop { .. } => Ok(advise(&why)),
+        At::Watch => {
+            with_state(bus, &info.session, |s| s.fired = false)?;
+            Err(e)
+        }
+    };
     let acted = match settings.strategy {
         Strategy::Advise | Strategy::Off => advise(""),
         Strategy::Tmux => match with_state(bus, &info.session, |s| s.pane.clone())? {
@@ -167,12 +190,20 @@ pub fn on_stop(
                 let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
                 match run(&argv, &[], Duration::from_secs(5)) {
                     Ok(()) => Acted::Tmux(pane),
-                    Err(e) => advise(&format!(
-                        " and typing /compact into tmux pane {pane} failed ({e})"
-                    )),
+                    Err(e) => {
+                        let why =
+                            format!(" and typing /compact into tmux pane {pane} failed ({e})");
+                        failed(e, why)?
+                    }
                 }
             }
-            None => advise(" and no tmux pane was recorded for this session"),
+            None => failed(
+                Error::Command {
+                    command: "tmux".into(),
+                    reason: "no pane was recorded at SessionStart".into(),
+                },
+                " and no tmux pane was recorded for this session".into(),
+            )?,
         },
         Strategy::Command => {
             let env = [
@@ -183,7 +214,10 @@ pub fn on_stop(
             let timeout = Duration::from_secs_f64(settings.command_timeout_secs);
             match run(&settings.command, &env, timeout) {
                 Ok(()) => Acted::Command,
-                Err(e) => advise(&format!(" and the compaction command failed ({e})")),
+                Err(e) => {
+                    let why = format!(" and the compaction command failed ({e})");
+                    failed(e, why)?
+                }
             }
         }
     };
@@ -286,5 +320,84 @@ pub fn run(argv: &[String], env: &[(&str, String)], timeout: Duration) -> Result
             }
             None => std::thread::sleep(Duration::from_millis(5)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn red_session(dir: &Path) -> (Bus, SessionInfo) {
+        let bus = Bus::new(dir.join("bus"));
+        let red = Pressure {
+            level: Level::Red,
+            ts: 1.0,
+            ..Default::default()
+        };
+        bus.publish_typed("s", "s", &red).unwrap();
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        (bus, info)
+    }
+
+    #[test]
+    fn a_failed_command_in_watch_mode_leaves_the_cycle_to_the_next_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let (bus, info) = red_session(dir.path());
+        let settings = Settings {
+            strategy: Strategy::Command,
+            command: vec!["/bin/sh".into(), "-c".into(), "exit 3".into()],
+            ..Default::default()
+        };
+        let notes = intermem::Settings::default();
+        let err = act(&bus, &info, At::Watch, &settings, &notes, None).unwrap_err();
+        assert!(err.to_string().contains("exit status: 3"), "{err}");
+        assert!(!with_state(&bus, "s", |s| s.fired).unwrap());
+        assert!(
+            bus.read_typed::<CompactionRequested>("s").is_err(),
+            "nothing announced"
+        );
+
+        let stop = At::Stop { hook_active: false };
+        let Acted::Block(reason) = act(&bus, &info, stop, &settings, &notes, None).unwrap() else {
+            panic!("the Stop advises");
+        };
+        assert!(reason.contains("the compaction command failed"), "{reason}");
+        let announced = bus.read_typed::<CompactionRequested>("s").unwrap().payload;
+        assert_eq!(announced.strategy, "advise");
+        assert_eq!(
+            act(&bus, &info, stop, &settings, &notes, None).unwrap(),
+            Acted::Nothing,
+            "once per cycle"
+        );
+    }
+
+    #[test]
+    fn nothing_happens_when_a_block_already_happened_or_the_session_is_not_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let (bus, info) = red_session(dir.path());
+        let s = Settings::default();
+        let n = intermem::Settings::default();
+        let active = At::Stop { hook_active: true };
+        assert_eq!(
+            act(&bus, &info, active, &s, &n, None).unwrap(),
+            Acted::Nothing
+        );
+        let past_95_used = Settings {
+            level: Level::Red,
+            used_pct: 95.0,
+            ..Default::default()
+        };
+        let stop = At::Stop { hook_active: false };
+        assert_eq!(
+            act(&bus, &info, stop, &past_95_used, &n, None).unwrap(),
+            Acted::Nothing
+        );
+        assert!(matches!(
+            act(&bus, &info, stop, &s, &n, None).unwrap(),
+            Acted::Block(_)
+        ));
     }
 }

@@ -123,10 +123,12 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
 fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     let mut intermem = ctx.intermem();
     consumer::drain(ctx.bus, &mut intermem)?;
-    let acted = compact::on_stop(
+    let acted = compact::act(
         ctx.bus,
         &ctx.info(input),
-        input.stop_hook_active,
+        compact::At::Stop {
+            hook_active: input.stop_hook_active,
+        },
         &ctx.settings.compact.value,
         &ctx.settings.intermem.value,
         ctx.home.as_deref(),
@@ -252,10 +254,10 @@ impl Consumer for CompactCommand {
         }
         let session = m.envelope.session_id.clone();
         let info = SessionInfo::resolve(bus, &session, None, None);
-        compact::on_stop(
+        compact::act(
             bus,
             &info,
-            false,
+            compact::At::Watch,
             &self.settings,
             &self.notes,
             self.home.as_deref(),
