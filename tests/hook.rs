@@ -508,3 +508,35 @@ fn the_legacy_channel_is_rewritten_when_the_level_changes() {
     assert_eq!(legacy().seq, 2);
     assert_eq!(legacy().payload["level"], "yellow");
 }
+
+#[test]
+fn the_hosts_zeros_after_a_compaction_do_not_hide_the_compactions_own_figure() {
+    let w = World::new();
+    // The real transcript, cut right after its compaction boundary (2613 tokens after).
+    let real = String::from_utf8(fixture("transcript.compacted_session.jsonl")).unwrap();
+    let cut: Vec<&str> = real
+        .lines()
+        .take_while(|l| !l.contains("compact_boundary"))
+        .chain(real.lines().filter(|l| l.contains("compact_boundary")))
+        .collect();
+    let t = w.dir.path().join("after.jsonl");
+    std::fs::write(&t, cut.join("\n") + "\n").unwrap();
+    // The statusline right after the compaction: the host reports zeros.
+    let mut s: Value =
+        serde_json::from_slice(&fixture("statusLine.input.after_compact.json")).unwrap();
+    s["session_id"] = json!("z");
+    s["transcript_path"] = json!(t);
+    let o = w.run_with_stdin(&["statusline"], &serde_json::to_vec(&s).unwrap());
+    assert_eq!(code(&o), 0);
+    hook(&w, &input("z", &t));
+    let p = pressure(&w, "z");
+    assert_eq!(
+        (
+            p["source"].as_str(),
+            p["used_tokens"].as_u64(),
+            p["window"].as_u64()
+        ),
+        (Some("compaction"), Some(2613), Some(1_000_000)),
+        "{p}"
+    );
+}

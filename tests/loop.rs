@@ -565,3 +565,36 @@ fn a_failing_compaction_strategy_still_advises_once_and_says_why() {
     );
     assert_eq!(compaction(&w)["strategy"], "advise");
 }
+
+#[test]
+fn after_a_compaction_the_first_stop_does_not_act_on_the_old_level() {
+    let w = World::new();
+    let t = red_session(&w);
+    let level = |w: &World, channel: &str| {
+        let o = w.run(&["read", channel, "--payload"]);
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()["level"].clone()
+    };
+    let interpulse = format!("interpulse/pressure/{SESSION}");
+    let intercheck = format!("intercheck/pressure/{SESSION}");
+    assert_eq!(level(&w, &interpulse), "red");
+    hook(&w, &event("PreCompact", &t, json!({"trigger": "auto"})));
+    hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+    assert_eq!(
+        level(&w, &interpulse),
+        "green",
+        "the new context is green at once"
+    );
+    assert_eq!(
+        level(&w, &intercheck),
+        "green",
+        "and so is the legacy channel"
+    );
+    let stop = event("Stop", &t, json!({"stop_hook_active": false}));
+    assert_eq!(
+        hook(&w, &stop),
+        "",
+        "no advice to compact what was just compacted"
+    );
+    let pending = w.run(&["read", &format!("compact/pending/{SESSION}")]);
+    assert_ne!(code(&pending), 0, "nothing pending: {}", stdout(&pending));
+}

@@ -41,7 +41,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use interband::context::{self, Figures, Source, Thresholds};
-use interband::payloads::{ContextWindow, LegacyPressure, Level, Pressure};
+use interband::payloads::{ContextWindow, Level, Pressure};
 use interband::settings::Env;
 use interband::{Bus, decode};
 use serde::de::DeserializeOwned;
@@ -56,8 +56,6 @@ pub const PENDING_CHANNEL: (&str, &str) = ("compact", "pending");
 pub const NOTE_CHANNEL: (&str, &str) = ("intermem", "note");
 /// The producer's pressure (`interpulse/pressure/<session>`).
 pub const PRESSURE_CHANNEL: (&str, &str) = ("interpulse", "pressure");
-/// The legacy pressure monitor's value (`intercheck/pressure/<session>`).
-pub const LEGACY_PRESSURE_CHANNEL: (&str, &str) = ("intercheck", "pressure");
 
 /// The line printed when nothing else can be said (e.g. unparseable input).
 pub const FALLBACK_LINE: &str = "interband";
@@ -305,11 +303,9 @@ pub struct Rendered {
 /// Where the level shown came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Basis {
-    /// The producer's `interpulse/pressure`.
+    /// The producer's `interpulse/pressure`, from the same figures or better ones.
     Pressure,
-    /// The legacy `intercheck/pressure`.
-    Legacy,
-    /// The statusline input itself (no pressure value, or the input is newer).
+    /// The statusline input itself.
     Input,
 }
 
@@ -375,12 +371,13 @@ impl<'a> Ctx<'a> {
 
     /// The context to show; `None` before the first response (no usage yet).
     ///
-    /// The level is the producer's (`interpulse/pressure`), else the legacy
-    /// monitor's, else computed from the input with the default thresholds.
-    /// The usable percent is the producer's `context_usable`, else the
-    /// input's. When the input is newer than the producer's value (its
-    /// `used_tokens` or `window` differ from the input's), the input's
-    /// figures give both: the statusline sees the truth first.
+    /// The input's usage is the truth, so it decides unless the producer
+    /// (`interpulse/pressure`) saw the same figures (then its level counts:
+    /// its thresholds may be configured) or better ones: right after a
+    /// compaction the host reports zeros while the producer read the
+    /// compaction's own figure from the transcript. A level from the
+    /// heuristic alone (a pressure value without figures, the legacy
+    /// `intercheck/pressure`) never overrides the truth.
     pub fn view(&self) -> Option<View> {
         *self.view.get_or_init(|| self.compute_view())
     }
@@ -398,29 +395,24 @@ impl<'a> Ctx<'a> {
             level: Thresholds::default().usable.below(usable),
             basis: Basis::Input,
         };
-        let Some(session) = self.session() else {
+        let Some(p) = self
+            .session()
+            .and_then(|s| read_as::<Pressure>(self.bus, PRESSURE_CHANNEL, s))
+        else {
             return Some(mine);
         };
-        if let Some(p) = read_as::<Pressure>(self.bus, PRESSURE_CHANNEL, session) {
-            let newer = p.used_tokens.is_some_and(|u| u != own.used_tokens)
-                || p.window.is_some_and(|w| w != own.window);
-            if newer {
-                return Some(mine);
-            }
-            return Some(View {
+        let same =
+            p.used_tokens == Some(own.used_tokens) && p.window.is_none_or(|w| w == own.window);
+        let better = own.used_tokens == 0 && p.used_tokens.is_some();
+        Some(if same || better {
+            View {
                 usable: p.context_usable.unwrap_or(usable),
                 level: p.level,
                 basis: Basis::Pressure,
-            });
-        }
-        if let Some(l) = read_as::<LegacyPressure>(self.bus, LEGACY_PRESSURE_CHANNEL, session) {
-            return Some(View {
-                usable,
-                level: l.level,
-                basis: Basis::Legacy,
-            });
-        }
-        Some(mine)
+            }
+        } else {
+            mine
+        })
     }
 
     /// Whether a valid message exists at `channel/<session>`.
@@ -565,7 +557,8 @@ fn publish_context(bus: &Bus, session: &str, input: &Input, now: f64) -> bool {
     let Some(window) = input.window.filter(|&w| w > 0) else {
         return false;
     };
-    let used_tokens = input.used_tokens();
+    // Right after a compaction the host reports zeros: no figure yet.
+    let used_tokens = input.used_tokens().filter(|&u| u > 0);
     if let Some(prev) = read_as::<ContextWindow>(bus, CONTEXT_CHANNEL, session)
         && prev.window == window
         && prev.used_tokens == used_tokens
@@ -824,10 +817,6 @@ mod tests {
             CONTEXT_CHANNEL
         );
         assert_eq!((Pressure::NAMESPACE, Pressure::CHANNEL), PRESSURE_CHANNEL);
-        assert_eq!(
-            (LegacyPressure::NAMESPACE, LegacyPressure::CHANNEL),
-            LEGACY_PRESSURE_CHANNEL
-        );
         assert_eq!((MemoryNote::NAMESPACE, MemoryNote::CHANNEL), NOTE_CHANNEL);
     }
 
@@ -975,8 +964,28 @@ mod tests {
         assert_eq!(input.used_tokens(), Some(0));
         let out = render(&bus, &input, &plain(), &none, 1.0);
         assert_eq!(out.line, "Opus 5.5 │ ctx 100% usable ██████████ GREEN");
+        // The zeros are the host's placeholder, not a figure: the bridge
+        // publishes the window alone, so the producer keeps the compaction's.
         let p = bus.read_typed::<ContextWindow>(SESSION).unwrap().payload;
-        assert_eq!(p.used_tokens, Some(0));
+        assert_eq!((p.window, p.used_tokens), (1_000_000, None));
+    }
+
+    #[test]
+    fn after_a_compaction_the_producers_figure_beats_the_hosts_zeros() {
+        let (_d, bus) = temp_bus();
+        let input = fixture("statusLine.input.after_compact.json");
+        let compaction = Pressure {
+            level: Level::Green,
+            context_usable: Some(86.0),
+            used_tokens: Some(120_000),
+            window: Some(1_000_000),
+            ts: 1.0,
+            ..Pressure::default()
+        };
+        bus.publish_typed(SESSION, SESSION, &compaction).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert!(out.line.contains("ctx 86% usable"), "{}", out.line);
+        assert_eq!(basis(&bus, &input), Basis::Pressure);
     }
 
     #[test]
@@ -1039,28 +1048,29 @@ mod tests {
     }
 
     #[test]
-    fn the_legacy_level_is_the_fallback() {
+    fn a_level_from_the_heuristic_alone_never_overrides_the_input() {
         let (_d, bus) = temp_bus();
         let input = fixture("statusLine.input.json");
-        let legacy = LegacyPressure {
-            level: Level::Yellow,
-            pressure: 70.0,
-            est_tokens: 120_000.0,
+        // A peer monitor's legacy value, and a pressure value without figures,
+        // both red on call counts alone: the input says 96% usable, green.
+        let legacy = interband::payloads::LegacyPressure {
+            level: Level::Red,
+            pressure: 130.0,
+            est_tokens: 210_000.0,
             ts: 1.0,
         };
         bus.publish_typed(SESSION, SESSION, &legacy).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
-        assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
-        assert!(out.line.ends_with("YELLOW"), "{}", out.line);
-        // interpulse wins over the legacy value.
-        let p = Pressure {
+        let heuristic = Pressure {
             level: Level::Red,
-            used_tokens: Some(31_700),
+            pressure: 130.0,
+            ts: 1.0,
             ..Pressure::default()
         };
-        bus.publish_typed(SESSION, SESSION, &p).unwrap();
+        bus.publish_typed(SESSION, SESSION, &heuristic).unwrap();
         let out = render(&bus, &input, &plain(), &none, 1.0);
-        assert!(out.line.contains("RED"), "{}", out.line);
+        assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
+        assert!(out.line.ends_with("GREEN"), "{}", out.line);
+        assert_eq!(basis(&bus, &input), Basis::Input);
     }
 
     #[test]

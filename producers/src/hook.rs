@@ -298,11 +298,35 @@ fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(),
 }
 
 /// A new context (after a compaction, a resume or a clear): the session's
-/// pressure state starts over, green.
-pub fn reset(bus: &Bus, session: &str) -> Result<(), Error> {
-    ensure_private_dir(&state_dir(bus))?;
-    update_json(&state_path(bus, session), DEFAULT_WAIT, |s: &mut State| {
-        s.new_context()
-    })?;
-    Ok(())
+/// pressure state starts over, green, and the pressure channel says so at
+/// once, so nobody acts on the old context's level before the next tool call.
+pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
+    let session = input.session_id.trim();
+    if session.is_empty() {
+        return Err(Error::Input("session_id is missing".into()));
+    }
+    let settings = Config::load(project_dir(input, h.env).as_deref(), h.env);
+    let mut reply = Reply {
+        problems: settings.problems.clone(),
+        ..Default::default()
+    };
+    ensure_private_dir(&state_dir(h.bus))?;
+    let published = update_json(
+        &state_path(h.bus, session),
+        DEFAULT_WAIT,
+        |s: &mut State| {
+            s.new_context();
+            let fresh = Outcome {
+                state: s.clone(),
+                level: Level::Green,
+                heuristic_level: Level::Green,
+                actions: vec![],
+            };
+            publish_pressure(h, input, &fresh, &settings.value)
+        },
+    )?;
+    if let Err(e) = published {
+        reply.problems.push(e.to_string());
+    }
+    Ok(reply)
 }

@@ -99,7 +99,14 @@ fn handle() -> Result<Option<String>> {
         )
     {
         // A fresh context: the producer starts over, green.
-        interpulse::hook::reset(&bus, &consumer_input.session_id)?;
+        let ctx = HookCtx {
+            bus: &bus,
+            env: &ProcessEnv,
+            now: now(),
+        };
+        for p in interpulse::hook::new_context(&ctx, &input)?.problems {
+            log(&format!("hook {event} {}: {p}", input.session_id));
+        }
     }
     let project = interpulse::hook::project_dir(&input, &ProcessEnv);
     let settings = AllSettings::load(project.as_deref(), &ProcessEnv);
