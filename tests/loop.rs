@@ -598,3 +598,33 @@ fn after_a_compaction_the_first_stop_does_not_act_on_the_old_level() {
     let pending = w.run(&["read", &format!("compact/pending/{SESSION}")]);
     assert_ne!(code(&pending), 0, "nothing pending: {}", stdout(&pending));
 }
+
+#[test]
+fn a_long_compaction_command_is_left_running_and_the_stop_hook_answers() {
+    let w = World::new();
+    let t = red_session(&w);
+    let go = w.dir.path().join("go");
+    let ran = w.dir.path().join("ran");
+    // Waits for the test's signal, then leaves a mark: it outlives the hook.
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; echo \"$INTERBAND_SESSION\" > '{}'",
+        go.display(),
+        ran.display()
+    );
+    let env = [
+        ("INTERBAND_COMPACT_STRATEGY", "command".to_owned()),
+        (
+            "INTERBAND_COMPACT_COMMAND",
+            json!(["/bin/sh", "-c", script]).to_string(),
+        ),
+        ("INTERBAND_COMPACT_COMMAND_TIMEOUT_SECS", "0.2".to_owned()),
+    ];
+    let stop = event("Stop", &t, json!({"stop_hook_active": false}));
+    assert_eq!(hook_env(&w, &stop, &env), "", "launched: no advice needed");
+    assert!(!ran.exists(), "the hook did not wait for the command");
+    std::fs::write(&go, "").unwrap();
+    let mark = poll(20, "the command to finish on its own", || {
+        std::fs::read_to_string(&ran).ok()
+    });
+    assert_eq!(mark.trim(), SESSION);
+}

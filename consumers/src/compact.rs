@@ -43,7 +43,8 @@ pub struct Settings {
     pub used_pct: f64,
     /// For `command`: the program and its arguments.
     pub command: Vec<String>,
-    /// For `command`: seconds it may run.
+    /// For `command`: seconds it may run (from `interband watch`; a `Stop`
+    /// hook waits at most [`STOP_WAIT`] and leaves it running after that).
     pub command_timeout_secs: f64,
 }
 
@@ -123,6 +124,10 @@ pub enum Acted {
     Command,
 }
 
+/// The longest a `Stop` hook waits for the compaction command (the hook's
+/// registered timeout is 10 s).
+pub const STOP_WAIT: Duration = Duration::from_secs(5);
+
 /// Where the trigger runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum At {
@@ -188,7 +193,7 @@ pub fn act(
                     "Enter",
                 ];
                 let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
-                match run(&argv, &[], Duration::from_secs(5)) {
+                match run(&argv, &[], Duration::from_secs(5), Overrun::Kill) {
                     Ok(()) => Acted::Tmux(pane),
                     Err(e) => {
                         let why =
@@ -211,8 +216,16 @@ pub fn act(
                 ("INTERBAND_NOTE", path.clone()),
                 ("INTERBAND_FOCUS", focus.clone()),
             ];
-            let timeout = Duration::from_secs_f64(settings.command_timeout_secs);
-            match run(&settings.command, &env, timeout) {
+            let timeout = Duration::try_from_secs_f64(settings.command_timeout_secs)
+                .unwrap_or(Duration::ZERO)
+                .min(Duration::from_secs(86_400));
+            // At Stop the hook must answer within the host's timeout: a quick
+            // failure is still caught, a long command is left to finish.
+            let (wait, overrun) = match at {
+                At::Stop { .. } => (timeout.min(STOP_WAIT), Overrun::LeaveRunning),
+                At::Watch => (timeout, Overrun::Kill),
+            };
+            match run(&settings.command, &env, wait, overrun) {
                 Ok(()) => Acted::Command,
                 Err(e) => {
                     let why = format!(" and the compaction command failed ({e})");
@@ -291,8 +304,26 @@ fn focus(note: &str) -> String {
     }
 }
 
-/// Runs argv (never a shell) with extra env, waiting at most `timeout`.
-pub fn run(argv: &[String], env: &[(&str, String)], timeout: Duration) -> Result<(), Error> {
+/// What [`run`] does with a command still running when its wait is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overrun {
+    /// Kill it: an error.
+    Kill,
+    /// Leave it running on its own (its own process group, no pipes to us):
+    /// a hook must answer within the host's timeout, the command need not.
+    LeaveRunning,
+}
+
+/// Runs `argv` (never through a shell) with `env` added, stdin and output
+/// closed, waiting at most `wait`. An exit other than success is an error
+/// naming the program; so is overrunning with [`Overrun::Kill`].
+pub fn run(
+    argv: &[String],
+    env: &[(&str, String)],
+    wait: Duration,
+    overrun: Overrun,
+) -> Result<(), Error> {
+    use std::os::unix::process::CommandExt;
     let fail = |reason: String| Error::Command {
         command: argv.first().cloned().unwrap_or_default(),
         reason,
@@ -306,17 +337,21 @@ pub fn run(argv: &[String], env: &[(&str, String)], timeout: Duration) -> Result
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
+        .process_group(0)
         .spawn()
         .map_err(|e| fail(e.to_string()))?;
-    let deadline = std::time::Instant::now() + timeout;
+    let deadline = std::time::Instant::now() + wait;
     loop {
         match child.try_wait().map_err(|e| fail(e.to_string()))? {
             Some(s) if s.success() => return Ok(()),
             Some(s) => return Err(fail(format!("exited with {s}"))),
             None if std::time::Instant::now() >= deadline => {
+                if overrun == Overrun::LeaveRunning {
+                    return Ok(());
+                }
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(fail(format!("still running after {timeout:?}; killed")));
+                return Err(fail(format!("still running after {wait:?}; killed")));
             }
             None => std::thread::sleep(Duration::from_millis(5)),
         }
