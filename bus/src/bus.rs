@@ -95,11 +95,20 @@ impl Bus {
         Ok(self.root.join(namespace).join(channel))
     }
 
-    /// `<root>/<namespace>/<channel>/<safe key>.json`.
+    /// `<root>/<namespace>/<channel>/<safe key>.json`. A key whose safe form
+    /// starts with `.` is refused: such names are the bus's own (locks, temp
+    /// files, stamps), which readers, watchers and retention pass over.
     pub fn path(&self, namespace: &str, channel: &str, key: &str) -> Result<PathBuf> {
-        Ok(self
-            .channel_dir(namespace, channel)?
-            .join(format!("{}.json", safe_key(key))))
+        let dir = self.channel_dir(namespace, channel)?;
+        let key = safe_key(key);
+        if key.starts_with('.') {
+            return Err(Error::InvalidName {
+                what: "key",
+                value: key,
+                reason: "must not start with '.' (those names are the bus's own files)".into(),
+            });
+        }
+        Ok(dir.join(format!("{key}.json")))
     }
 
     /// Validates and publishes a payload: assigns the key's next `seq` under
@@ -338,6 +347,22 @@ mod tests {
         assert!(!dir.path().join("intercheck").exists());
         assert!(bus.publish("../x", "c", "k", "t", "", json!({})).is_err());
         assert!(bus.publish("n", "c", "k", "t", "", json!([])).is_err());
+    }
+
+    #[test]
+    fn keys_that_would_hide_among_the_bus_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        for key in [".x", ".interband-tmp.a", "..", "."] {
+            let err = bus.publish("n", "c", key, "t", "", json!({})).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidName { what: "key", .. }),
+                "{key}: {err}"
+            );
+            assert!(bus.read("n", "c", key).is_err());
+        }
+        assert!(!dir.path().join("n/c").exists(), "nothing written");
+        bus.publish("n", "c", "x.y", "t", "", json!({})).unwrap();
     }
 
     #[test]

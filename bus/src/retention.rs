@@ -151,8 +151,9 @@ pub fn prune_with(
     }
     if let Some(max) = max_files.filter(|max| kept.len() > *max) {
         kept.sort_by(|a, b| b.cmp(a)); // newest first; ties by path, descending, as v1
-        for (_, path) in kept.drain(max..) {
-            if remove_if(&path, |_| true) {
+        for (listed, path) in kept.drain(max..) {
+            // Only the value listed: one republished since is the newest now.
+            if remove_if(&path, |m| m == listed) {
                 report.removed.push(path);
             }
         }
@@ -271,6 +272,20 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, ["k3.json", "k4.json"]);
+    }
+
+    #[test]
+    fn a_value_republished_after_the_listing_is_not_the_one_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let p = bus.publish("n", "c", "k", "t", "", json!({})).unwrap();
+        set_mtime(&p.path, Duration::from_secs(20));
+        let listed = std::fs::metadata(&p.path).unwrap().modified().unwrap();
+        bus.publish("n", "c", "k", "t", "", json!({"v": 2}))
+            .unwrap(); // between the listing and the removal
+        assert!(!remove_if(&p.path, |m| m == listed));
+        assert_eq!(bus.read("n", "c", "k").unwrap().envelope.seq, 2);
+        assert!(remove_if(&p.path, |_| true));
     }
 
     #[test]
