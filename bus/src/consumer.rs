@@ -12,13 +12,13 @@
 //! makes that effect exactly once.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::GlobSet;
 use serde::{Deserialize, Serialize};
 
-use crate::lock::{DEFAULT_WAIT, lock_path_for, read_json_or_default, with_lock};
+use crate::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
 use crate::paths::{check_segment, ensure_private_dir};
 use crate::watch::{WatchOptions, candidate_files, compile_patterns};
 use crate::{Bus, Envelope, Error, Message, Result, Subscription};
@@ -63,19 +63,30 @@ impl Cursor {
         }
     }
 
-    /// True when this value comes after `before`: a higher seq, or a later
-    /// timestamp (a key whose seq restarted after retention removed it, or a
-    /// v1 writer that sets no seq).
+    /// True when this value comes after `before`. Between two values of
+    /// ours the seq decides (a lower seq with a later timestamp means the
+    /// key's seq restarted); when a v1 writer (no seq) is on either side, the
+    /// timestamp decides and the seq breaks a tie. So a stale value offered
+    /// late never passes for a new one. (Two v1 writes in the same second
+    /// look like one value: v1 timestamps have one-second resolution.)
     ///
     /// ```
     /// use interband::consumer::Cursor;
     /// let c = |seq, ts: &str| Cursor { seq, timestamp: ts.into() };
-    /// assert!(c(5, "2026-11-30T00:00:00Z").is_newer_than(&c(4, "2026-11-30T00:00:00Z")));
-    /// assert!(!c(4, "2026-11-30T00:00:00Z").is_newer_than(&c(4, "2026-11-30T00:00:00Z")));
-    /// assert!(c(1, "2026-12-01T00:00:00Z").is_newer_than(&c(9, "2026-11-30T00:00:00Z")));
+    /// let (t1, t2) = ("2026-11-30T00:00:01Z", "2026-11-30T00:00:02Z");
+    /// assert!(c(5, t1).is_newer_than(&c(4, t1)));
+    /// assert!(!c(4, t1).is_newer_than(&c(4, t1)));
+    /// assert!(c(1, t2).is_newer_than(&c(9, t1)), "the seq restarted");
+    /// assert!(c(0, t2).is_newer_than(&c(5, t1)), "a v1 writer came after");
+    /// assert!(!c(5, t1).is_newer_than(&c(0, t2)), "a stale value after the v1 one");
+    /// assert!(c(6, t2).is_newer_than(&c(0, t2)), "ours again, same second");
     /// ```
     pub fn is_newer_than(&self, before: &Cursor) -> bool {
-        self.seq > before.seq || self.timestamp > before.timestamp
+        if self.seq > 0 && before.seq > 0 {
+            self.seq > before.seq || (self.seq < before.seq && self.timestamp > before.timestamp)
+        } else {
+            (self.timestamp.as_str(), self.seq) > (before.timestamp.as_str(), before.seq)
+        }
     }
 }
 
@@ -106,6 +117,23 @@ pub struct Report {
     pub errors: Vec<Error>,
 }
 
+/// The most of a cursor file this reads (about 80 000 keys).
+const MAX_CURSOR_BYTES: u64 = 8 << 20;
+
+/// A consumer's cursors. A missing file is a consumer that has handled
+/// nothing; any other failure is an error, never "nothing handled", which
+/// would handle every value again.
+fn load_cursors(path: &Path) -> Result<Cursors> {
+    match crate::fsio::read_capped(path, MAX_CURSOR_BYTES) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Json {
+            path: path.into(),
+            source: e,
+        }),
+        Err(Error::NotFound { .. }) => Ok(Cursors::default()),
+        Err(e) => Err(e),
+    }
+}
+
 fn cursor_path(bus: &Bus, name: &str) -> Result<PathBuf> {
     check_segment("consumer name", name)?;
     Ok(bus.root().join(".consumers").join(format!("{name}.json")))
@@ -129,7 +157,7 @@ pub fn offer(
         crate::fsio::write_atomic(&path, &bytes, false)
     };
     with_lock(&lock_path_for(&path), DEFAULT_WAIT, |_| {
-        let mut cursors: Cursors = read_json_or_default(&path);
+        let mut cursors = load_cursors(&path)?;
         let value = Cursor::of(&message.envelope);
         let entry = cursors.entry(addr.clone()).or_default();
         if !value.is_newer_than(&entry.done) {
@@ -139,6 +167,27 @@ pub fn offer(
         if !redelivered {
             entry.attempts = 0;
         }
+        let name = consumer.name().to_owned();
+        let failure = |reason: String| Error::Consumer {
+            consumer: name.clone(),
+            path: message.path.clone(),
+            reason,
+        };
+        // Every attempt is counted before the handler runs, so one that
+        // kills the process (a panic, a host's timeout) is counted too.
+        if entry.attempts >= MAX_ATTEMPTS {
+            *entry = Entry {
+                done: value,
+                pending: None,
+                attempts: 0,
+            };
+            save(&cursors)?;
+            report.errors.push(failure(format!(
+                "given up after {MAX_ATTEMPTS} interrupted attempts"
+            )));
+            return Ok(false);
+        }
+        entry.attempts += 1;
         entry.pending = Some(value.clone());
         save(&cursors)?;
 
@@ -155,7 +204,6 @@ pub fn offer(
                 report.redelivered += usize::from(redelivered);
             }
             Err(e) => {
-                entry.attempts += 1;
                 if entry.attempts >= MAX_ATTEMPTS {
                     *entry = Entry {
                         done: value,
@@ -163,11 +211,7 @@ pub fn offer(
                         attempts: 0,
                     };
                 }
-                report.errors.push(Error::Consumer {
-                    consumer: consumer.name().to_owned(),
-                    path: message.path.clone(),
-                    reason: e.to_string(),
-                });
+                report.errors.push(failure(e.to_string()));
             }
         }
         save(&cursors)?;
@@ -205,14 +249,11 @@ fn forget_gone(bus: &Bus, name: &str, set: &GlobSet) -> Result<()> {
     let gone = |k: &str, e: &Entry| {
         set.is_match(k) && e.pending.is_none() && !bus.root().join(format!("{k}.json")).exists()
     };
-    if !read_json_or_default::<Cursors>(&path)
-        .iter()
-        .any(|(k, e)| gone(k, e))
-    {
+    if !load_cursors(&path)?.iter().any(|(k, e)| gone(k, e)) {
         return Ok(());
     }
     with_lock(&lock_path_for(&path), DEFAULT_WAIT, |_| {
-        let mut cursors: Cursors = read_json_or_default(&path);
+        let mut cursors = load_cursors(&path)?;
         cursors.retain(|k, e| !gone(k, e));
         let bytes = serde_json::to_vec(&cursors).expect("cursors serialize");
         crate::fsio::write_atomic(&path, &bytes, false)

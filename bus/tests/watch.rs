@@ -337,3 +337,96 @@ fn cursors_of_pruned_keys_are_forgotten_and_a_returning_key_starts_afresh() {
         1
     );
 }
+
+/// Dies on key `a` every time (as a panic or a host's kill would), logs the others.
+struct DiesOnA {
+    attempts_on_a: u32,
+    handled: Vec<String>,
+}
+
+impl Consumer for DiesOnA {
+    fn name(&self) -> &str {
+        "dies-on-a"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec!["interpulse/checkpoint/*".into()]
+    }
+    fn handle(&mut self, _: &Bus, m: &Message, _: bool) -> Result<(), HandlerError> {
+        let key = m.address.as_ref().unwrap().key.clone();
+        if key == "a" {
+            self.attempts_on_a += 1;
+            panic!("killed on a");
+        }
+        self.handled.push(key);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_handler_that_always_dies_is_given_up_on_and_the_keys_after_it_are_handled() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path());
+    for k in ["a", "b"] {
+        bus.publish_typed(k, "s", &checkpoint(1)).unwrap();
+    }
+    let mut c = DiesOnA {
+        attempts_on_a: 0,
+        handled: vec![],
+    };
+    let mut finished = None;
+    for _ in 0..6 {
+        if let Ok(r) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            consumer::drain(&bus, &mut c)
+        })) {
+            finished = Some(r.unwrap());
+            break;
+        }
+    }
+    let r = finished.expect("a drain gets past key a");
+    assert_eq!(c.attempts_on_a, consumer::MAX_ATTEMPTS);
+    assert!(
+        r.errors.iter().any(|e| e.to_string().contains("given up")),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(c.handled, ["b"]);
+}
+
+#[test]
+fn an_unreadable_cursor_file_is_an_error_not_a_fresh_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let log = dir.path().join("log");
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let mut c = Logger { log: log.clone() };
+    assert_eq!(consumer::drain(&bus, &mut c).unwrap().handled, 1);
+    let cursors = dir.path().join("root/.consumers/logger.json");
+    let good = std::fs::read(&cursors).unwrap();
+    std::fs::write(&cursors, b"{\"interpulse/checkpoint/k\": ").unwrap();
+    let err = consumer::drain(&bus, &mut c).unwrap_err();
+    assert!(err.to_string().contains("logger.json"), "{err}");
+    std::fs::write(&cursors, good).unwrap();
+    assert_eq!(consumer::drain(&bus, &mut c).unwrap().handled, 0);
+    assert_eq!(log_lines(&log).len(), 1, "handled once in all");
+}
+
+#[test]
+fn a_stale_value_offered_after_a_v1_writer_is_not_handled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let log = dir.path().join("log");
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let stale = bus.read("interpulse", "checkpoint", "k").unwrap(); // held by a slow drain
+    let mut c = Logger { log: log.clone() };
+    assert_eq!(consumer::drain(&bus, &mut c).unwrap().handled, 1);
+    // A v1 writer (no seq) replaces the value a second later.
+    let path = bus.path("interpulse", "checkpoint", "k").unwrap();
+    let v1 = serde_json::json!({"version": "1.0.0", "namespace": "interpulse", "type": "checkpoint_needed",
+        "session_id": "s", "timestamp": "2099-01-01T00:00:00Z",
+        "payload": {"trigger": "orange_pressure", "ts": 2.0}});
+    std::fs::write(&path, v1.to_string()).unwrap();
+    assert_eq!(consumer::drain(&bus, &mut c).unwrap().handled, 1);
+    let mut report = consumer::Report::default();
+    assert!(!consumer::offer(&bus, &mut c, &stale, &mut report).unwrap());
+    assert_eq!(log_lines(&log).len(), 2);
+}

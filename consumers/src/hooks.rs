@@ -87,6 +87,8 @@ pub struct Ctx<'a> {
     pub home: Option<PathBuf>,
     /// Settings.
     pub settings: &'a AllSettings,
+    /// Where a problem that does not stop the event goes (the hook's log).
+    pub problem: &'a dyn Fn(&str),
 }
 
 impl Ctx<'_> {
@@ -121,8 +123,15 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
 }
 
 fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
+    // A note that cannot be written must not keep the trigger from acting.
     let mut intermem = ctx.intermem();
-    consumer::drain(ctx.bus, &mut intermem)?;
+    match consumer::drain(ctx.bus, &mut intermem) {
+        Ok(report) => report
+            .errors
+            .iter()
+            .for_each(|e| (ctx.problem)(&e.to_string())),
+        Err(e) => (ctx.problem)(&e.to_string()),
+    }
     let acted = compact::act(
         ctx.bus,
         &ctx.info(input),

@@ -113,11 +113,13 @@ fn handle() -> Result<Option<String>> {
     for p in settings.problems() {
         log(&format!("settings: {p}"));
     }
+    let problem = |p: &str| log(&format!("hook {event} {}: {p}", input.session_id));
     let ctx = hooks::Ctx {
         bus: &bus,
         env: &ProcessEnv,
         home: home(),
         settings: &settings,
+        problem: &problem,
     };
     Ok(hooks::handle(&ctx, &consumer_input)?)
 }
