@@ -4,7 +4,8 @@
 //! `new/` to `cur/` (only one claimer can win a rename) and, once what it made
 //! of them is safely written, commits them by renaming them to `done/`.
 //! Records left in `cur/` by a claimer that died are claimed again by the next
-//! one (callers serialize claimers of one journal with a lock).
+//! one. [`Journal::with_claimed`] holds the journal's own lock from the claim
+//! to the commit, so two claimers never render the same records.
 //!
 //! Journals live at `<root>/.journal/<safe key>/`.
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::fsio::{MAX_MESSAGE_BYTES, read_capped, sync_dir, write_atomic};
+use crate::lock::{DEFAULT_WAIT, with_lock};
 use crate::paths::{ensure_private_dir, safe_key};
 use crate::{Bus, Error, Result};
 
@@ -82,6 +84,14 @@ impl Journal {
             path: staged.clone(),
             source: e,
         })?;
+        // A record no reader would take is refused here, not lost later.
+        if bytes.len() as u64 > MAX_MESSAGE_BYTES {
+            return Err(Error::TooLarge {
+                path: staged,
+                size: bytes.len() as u64,
+                limit: MAX_MESSAGE_BYTES,
+            });
+        }
         write_atomic(&staged, &bytes, true)?;
         let target = new.join(&name);
         std::fs::rename(&staged, &target).map_err(|e| Error::io(&target, e))?;
@@ -102,6 +112,31 @@ impl Journal {
             let _ = std::fs::rename(new.join(&name), cur.join(&name));
         }
         read_all(&cur)
+    }
+
+    /// Claims the unclaimed records under the journal's lock, gives them to
+    /// `f`, and commits them if `f` succeeds (else they stay claimed, for the
+    /// next claimer). The lock spans claim to commit, so concurrent claimers
+    /// never both use a record.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let bus = interband::Bus::new(dir.path());
+    /// let j = interband::journal::Journal::new(&bus, "sess");
+    /// j.append(&serde_json::json!({"tool": "Edit"})).unwrap();
+    /// assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 1);
+    /// assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 0);
+    /// ```
+    pub fn with_claimed<R>(&self, f: impl FnOnce(&[Record]) -> Result<R>) -> Result<R> {
+        if !self.dir.is_dir() {
+            return f(&[]);
+        }
+        with_lock(&self.dir.join(".claim.lock"), DEFAULT_WAIT, |_| {
+            let records = self.claim()?;
+            let out = f(&records)?;
+            self.commit(&records)?;
+            Ok(out)
+        })
     }
 
     /// Marks claimed records as done (after their content is safely used).
@@ -125,7 +160,9 @@ impl Journal {
     /// Every record ever appended (done, claimed and new), in append order.
     pub fn all(&self) -> Result<Vec<Record>> {
         let mut out = Vec::new();
-        for sub in ["done", "cur", "new"] {
+        // In the order records move (new → cur → done), so one moving on
+        // while this reads is seen at least once; the names dedup it.
+        for sub in ["new", "cur", "done"] {
             out.extend(read_all(&self.sub(sub))?);
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -202,23 +239,49 @@ mod tests {
                 s.spawn(move || {
                     let j = Journal::new(bus, "s");
                     for _ in 0..30 {
-                        // Claimers are serialized by their caller (intermem holds a lock).
-                        let mut all = claimed.lock().unwrap();
-                        let got = j.claim().unwrap();
-                        j.commit(&got).unwrap();
-                        all.extend(got.into_iter().map(|r| r.name));
+                        // Nothing serializes these claimers but the journal's own lock.
+                        let got = j
+                            .with_claimed(|r| Ok(r.iter().map(|r| r.name.clone()).collect()))
+                            .unwrap();
+                        claimed.lock().unwrap().extend::<Vec<_>>(got);
                     }
                 });
             }
         });
         let j = Journal::new(&bus, "s");
-        let rest = j.claim().unwrap();
+        let rest: Vec<String> = j
+            .with_claimed(|r| Ok(r.iter().map(|r| r.name.clone()).collect()))
+            .unwrap();
         let mut names = claimed.into_inner().unwrap();
-        names.extend(rest.iter().map(|r| r.name.clone()));
+        names.extend(rest);
         let unique: std::collections::HashSet<_> = names.iter().collect();
         assert_eq!(names.len(), 200, "each record claimed exactly once");
         assert_eq!(unique.len(), 200);
         assert_eq!(j.all().unwrap().len(), 200);
+    }
+
+    #[test]
+    fn a_record_no_reader_would_take_is_refused_at_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let j = Journal::new(&bus, "s");
+        let big = json!({"blob": "x".repeat(MAX_MESSAGE_BYTES as usize)});
+        assert!(matches!(j.append(&big), Err(Error::TooLarge { .. })));
+        j.append(&json!({"small": true})).unwrap();
+        assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 1);
+        assert_eq!(names(&j.sub("tmp")).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_failed_use_leaves_the_records_claimed_for_the_next_claimer() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let j = Journal::new(&bus, "s");
+        j.append(&json!({"i": 1})).unwrap();
+        let failed = j.with_claimed(|_| -> Result<()> { Err(Error::NoRoot) });
+        assert!(failed.is_err());
+        assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 1);
+        assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 0);
     }
 
     #[test]

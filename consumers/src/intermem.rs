@@ -161,12 +161,12 @@ pub fn write_note(
             .as_deref()
             .and_then(|t| digest::digest_file(t, &Limits::default()).ok())
             .unwrap_or_default();
-        let journal = Journal::new(bus, &info.session);
-        let records = journal.claim()?;
-        let text = render(info, trigger, &digest, &records, settings.max_bytes);
-        write_atomic(&path, text.as_bytes(), true)?;
-        write_atomic(&dir.join("latest.md"), text.as_bytes(), true)?;
-        journal.commit(&records)?;
+        let text = Journal::new(bus, &info.session).with_claimed(|records| {
+            let text = render(info, trigger, &digest, records, settings.max_bytes);
+            write_atomic(&path, text.as_bytes(), true)?;
+            write_atomic(&dir.join("latest.md"), text.as_bytes(), true)?;
+            Ok(text)
+        })?;
         // Announced under the lock, so the channel names the newest note
         // even when a watch and a hook write one at the same moment.
         let note = MemoryNote {
