@@ -285,16 +285,38 @@ pub fn watch(
         },
     )?;
     let mut report = Report::default();
+    // Consumers with a value that failed (handler error, lock timeout): the
+    // subscription will not offer that value again, so a drain retries it
+    // when the bus is idle, within the runner's attempt limit.
+    let mut retry = vec![false; consumers.len()];
     while keep_going(&report) {
-        let Some(msg) = sub.next(tick)? else { continue };
+        let Some(msg) = sub.next(tick)? else {
+            for (c, again) in consumers.iter_mut().zip(&mut retry) {
+                if std::mem::take(again) {
+                    let before = report.errors.len();
+                    match drain(bus, c.as_mut()) {
+                        Ok(r) => {
+                            report.handled += r.handled;
+                            report.redelivered += r.redelivered;
+                            report.errors.extend(r.errors);
+                        }
+                        Err(e) => report.errors.push(e),
+                    }
+                    *again = report.errors.len() > before;
+                }
+            }
+            continue;
+        };
         let Some(addr) = msg.address.as_ref().map(ToString::to_string) else {
             continue;
         };
-        for (c, set) in consumers.iter_mut().zip(&sets) {
-            if set.is_match(&addr)
-                && let Err(e) = offer(bus, c.as_mut(), &msg, &mut report)
-            {
-                report.errors.push(e);
+        for ((c, set), again) in consumers.iter_mut().zip(&sets).zip(&mut retry) {
+            if set.is_match(&addr) {
+                let before = report.errors.len();
+                if let Err(e) = offer(bus, c.as_mut(), &msg, &mut report) {
+                    report.errors.push(e);
+                }
+                *again |= report.errors.len() > before;
             }
         }
     }

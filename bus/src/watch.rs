@@ -239,7 +239,7 @@ impl Subscription {
                     if path.is_dir() {
                         self.scan_dir(&path);
                     } else {
-                        self.offer(&path);
+                        self.offer(&path, Read::Always);
                     }
                 }
             }
@@ -251,7 +251,7 @@ impl Subscription {
     fn scan(&mut self) {
         self.last_scan = Instant::now();
         for f in candidate_files(&self.bus, &self.patterns) {
-            self.offer(&f);
+            self.offer(&f, Read::IfChanged);
         }
     }
 
@@ -269,13 +269,14 @@ impl Subscription {
                     self.scan_dir(&p);
                 }
             } else {
-                self.offer(&p);
+                self.offer(&p, Read::IfChanged);
             }
         }
     }
 
-    /// Reads a file if it is a matching message that changed, and queues it if its value is new.
-    fn offer(&mut self, path: &Path) {
+    /// Reads a file if it is a matching message (on a rescan, only if its
+    /// stamp changed), and queues it if its value is new.
+    fn offer(&mut self, path: &Path, read: Read) {
         let Some(addr) = self.bus.address_of(path) else {
             return;
         };
@@ -295,7 +296,7 @@ impl Subscription {
             meta.mtime(),
             meta.mtime_nsec(),
         );
-        if self.stamps.get(path) == Some(&stamp) {
+        if read == Read::IfChanged && self.stamps.get(path) == Some(&stamp) {
             return;
         }
         let Ok(mut msg) = crate::read_path(path) else {
@@ -315,6 +316,16 @@ impl Subscription {
         msg.address = Some(addr);
         self.queue.push_back(msg);
     }
+}
+
+/// When [`Subscription::offer`] reads a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// On a file event: always. An atomic replace can reuse an inode, a
+    /// length and a coarse mtime, so the stamp alone could hide a new value.
+    Always,
+    /// On a rescan: when the file's stamp changed.
+    IfChanged,
 }
 
 impl std::fmt::Debug for Subscription {

@@ -430,3 +430,32 @@ fn a_stale_value_offered_after_a_v1_writer_is_not_handled_again() {
     assert!(!consumer::offer(&bus, &mut c, &stale, &mut report).unwrap());
     assert_eq!(log_lines(&log).len(), 2);
 }
+
+#[test]
+fn watch_retries_a_failed_value_up_to_the_limit_without_a_new_publish() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path());
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let mut consumers: Vec<Box<dyn Consumer>> = vec![Box::new(Failing(0))];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut calls_after_the_limit = 0;
+    let r = consumer::watch(
+        &bus,
+        &mut consumers,
+        opts(false),
+        Duration::from_millis(10),
+        |r| {
+            if r.errors.len() >= consumer::MAX_ATTEMPTS as usize {
+                calls_after_the_limit += 1;
+            }
+            calls_after_the_limit < 20 && Instant::now() < deadline
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        r.errors.len(),
+        consumer::MAX_ATTEMPTS as usize,
+        "three attempts, then given up: {:?}",
+        r.errors
+    );
+}
