@@ -540,3 +540,30 @@ fn the_hosts_zeros_after_a_compaction_do_not_hide_the_compactions_own_figure() {
         "{p}"
     );
 }
+
+#[test]
+fn a_headless_session_learns_its_models_window_from_any_statusline() {
+    let w = World::new();
+    // 190k used of a model whose window nobody has reported: 200k assumed, red.
+    let t = transcript(w.dir.path(), "h1.jsonl", 190_000);
+    hook(&w, &input("h1", &t));
+    let p = pressure(&w, "h1");
+    assert_eq!(
+        (p["level"].as_str(), p["window"].as_u64()),
+        (Some("red"), Some(200_000))
+    );
+    // Another session's statusline reports this model's window: 1M.
+    let o = w.run_with_stdin(&["statusline"], &fixture("statusLine.input.json"));
+    assert_eq!(code(&o), 0);
+    let learned = w.run(&["read", "interline/model/claude-opus-5-5", "--payload"]);
+    assert!(stdout(&learned).contains("1000000"), "{}", stdout(&learned));
+    // A headless session of that model now knows it: 19% used is green.
+    let t = transcript(w.dir.path(), "h2.jsonl", 190_000);
+    let o = hook(&w, &input("h2", &t));
+    assert_eq!(context_of(&o, "PostToolUse"), None);
+    let p = pressure(&w, "h2");
+    assert_eq!(
+        (p["level"].as_str(), p["window"].as_u64()),
+        (Some("green"), Some(1_000_000))
+    );
+}

@@ -83,19 +83,28 @@ fn pct(part: u64, whole: u64) -> f64 {
     (part as f64 / whole as f64 * 100.0).clamp(0.0, 100.0)
 }
 
-/// The window to assume: the bridge's, else the configured one, else the
-/// host's `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, else 200k — raised to 1M when the
-/// usage seen is larger than that.
-pub fn window(bridge: Option<u64>, configured: u64, env: &dyn Env, used: u64) -> u64 {
+/// The window to assume: the one observed for this session (hook input or
+/// statusline bridge), else the configured one, else the host's
+/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, else the one `learned` for the model
+/// from other sessions, else 200k — raised to 1M when the usage seen is
+/// larger than that.
+pub fn window(
+    observed: Option<u64>,
+    configured: u64,
+    env: &dyn Env,
+    learned: Option<u64>,
+    used: u64,
+) -> u64 {
     let from_env = || {
         env.var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
             .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&w| w > 0)
     };
-    let w = bridge
+    let w = observed
         .filter(|&w| w > 0)
         .or((configured > 0).then_some(configured))
         .or_else(from_env)
-        .filter(|&w| w > 0)
+        .or(learned.filter(|&w| w > 0))
         .unwrap_or(DEFAULT_WINDOW);
     if used > w { w.max(LARGE_WINDOW) } else { w }
 }
@@ -240,11 +249,32 @@ mod tests {
     #[test]
     fn windows_come_from_the_best_source_and_grow_with_usage() {
         let env = |k: &str| (k == "CLAUDE_CODE_AUTO_COMPACT_WINDOW").then(|| "500000".to_owned());
-        assert_eq!(window(None, 0, &none, 10), 200_000);
-        assert_eq!(window(None, 0, &env, 10), 500_000);
-        assert_eq!(window(None, 300_000, &env, 10), 300_000);
-        assert_eq!(window(Some(1_000_000), 300_000, &env, 10), 1_000_000);
-        assert_eq!(window(None, 0, &none, 250_000), 1_000_000);
+        assert_eq!(window(None, 0, &none, None, 10), 200_000);
+        assert_eq!(window(None, 0, &env, None, 10), 500_000);
+        assert_eq!(window(None, 300_000, &env, None, 10), 300_000);
+        assert_eq!(window(Some(1_000_000), 300_000, &env, None, 10), 1_000_000);
+        assert_eq!(window(None, 0, &none, None, 250_000), 1_000_000);
+        let m = Some(1_000_000);
+        assert_eq!(
+            window(None, 0, &none, m, 10),
+            1_000_000,
+            "learned for the model"
+        );
+        assert_eq!(
+            window(None, 0, &env, m, 10),
+            500_000,
+            "the host's setting first"
+        );
+        assert_eq!(
+            window(None, 300_000, &none, m, 10),
+            300_000,
+            "and the user's"
+        );
+        assert_eq!(
+            window(Some(200_000), 0, &none, m, 10),
+            200_000,
+            "this session's first"
+        );
     }
 
     #[test]

@@ -494,6 +494,32 @@ contract!(
     }
 );
 
+/// `interline/model_window`: the window the host reports for a model, so a
+/// session without a statusline (headless) knows it too.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelWindow {
+    /// The model's id, as the transcript names it.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub model: String,
+    /// The window size in tokens.
+    #[schemars(range(min = 1))]
+    pub window: u64,
+    /// Unix time, seconds.
+    pub ts: f64,
+}
+contract!(
+    ModelWindow,
+    "interline",
+    "model",
+    "model_window",
+    "the context window the statusline input reports for a model",
+    |f| {
+        f.text("model")?;
+        f.count_from("window", 1)?;
+        f.number("ts")?;
+    }
+);
+
 /// `intermem/memory_note`: a memory note was written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryNote {

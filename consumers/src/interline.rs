@@ -41,7 +41,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use interband::context::{self, Figures, Source, Thresholds};
-use interband::payloads::{ContextWindow, Level, Pressure};
+use interband::payloads::{ContextWindow, Level, ModelWindow, Pressure};
 use interband::settings::Env;
 use interband::{Bus, decode};
 use serde::de::DeserializeOwned;
@@ -50,6 +50,8 @@ use serde_json::Value;
 
 /// Where the bridge publishes the context window (`interline/context/<session>`).
 pub const CONTEXT_CHANNEL: (&str, &str) = ("interline", "context");
+/// The window the host reports for a model (`interline/model/<model>`).
+pub const MODEL_CHANNEL: (&str, &str) = ("interline", "model");
 /// A compaction is pending for the session (`compact/pending/<session>`, any valid message).
 pub const PENDING_CHANNEL: (&str, &str) = ("compact", "pending");
 /// A memory note was saved for the session (`intermem/note/<session>`).
@@ -257,7 +259,7 @@ impl Input {
     /// window is the input's (else the host's default, grown when usage exceeds it).
     pub fn figures(&self, env: &dyn Env) -> Option<Figures> {
         let used = self.used_tokens()?;
-        let window = context::window(self.window, 0, env, used);
+        let window = context::window(self.window, 0, env, None, used);
         Some(Figures {
             used_tokens: used,
             window,
@@ -581,7 +583,24 @@ fn publish_context(bus: &Bus, session: &str, input: &Input, now: f64) -> bool {
             .map(|m| m.len()),
         ts: now,
     };
+    if let Some(model) = input.model_id.as_deref() {
+        learn_model_window(bus, session, model, window, now);
+    }
     bus.publish_typed(session, session, &payload).is_ok()
+}
+
+/// Keeps `interline/model/<model>` up to date, so the producer knows the
+/// model's window in sessions that run no statusline (headless).
+fn learn_model_window(bus: &Bus, session: &str, model: &str, window: u64, now: f64) {
+    let known = read_as::<ModelWindow>(bus, MODEL_CHANNEL, model);
+    if known.is_none_or(|k| k.window != window) {
+        let learned = ModelWindow {
+            model: model.to_owned(),
+            window,
+            ts: now,
+        };
+        let _ = bus.publish_typed(model, session, &learned);
+    }
 }
 
 /// The wrapped line and ours, joined by `separator`; ours alone when the
@@ -817,6 +836,10 @@ mod tests {
             CONTEXT_CHANNEL
         );
         assert_eq!((Pressure::NAMESPACE, Pressure::CHANNEL), PRESSURE_CHANNEL);
+        assert_eq!(
+            (ModelWindow::NAMESPACE, ModelWindow::CHANNEL),
+            MODEL_CHANNEL
+        );
         assert_eq!((MemoryNote::NAMESPACE, MemoryNote::CHANNEL), NOTE_CHANNEL);
     }
 

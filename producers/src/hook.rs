@@ -7,7 +7,9 @@ use interband::Bus;
 use interband::journal::Journal;
 use interband::lock::{DEFAULT_WAIT, update_json};
 use interband::paths::{ensure_private_dir, safe_key};
-use interband::payloads::{Checkpoint, ContextWindow, LegacyPressure, Level, Pressure};
+use interband::payloads::{
+    Checkpoint, ContextWindow, LegacyPressure, Level, ModelWindow, Pressure,
+};
 use interband::settings::Env;
 
 use crate::config::Config;
@@ -65,6 +67,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
         .map(|e| e.payload);
     let bridge = bridge
         .filter(|b| b.transcript_path.is_none() || b.transcript_path == input.transcript_path);
+    let mut model = None;
     let (used, source, window) = if let Some((used, w)) = input
         .context_window
         .as_ref()
@@ -77,6 +80,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
             .as_deref()
             .and_then(|p| transcript::read_tail(Path::new(p), transcript::DEFAULT_SCAN_CAP).ok())
             .and_then(|t| t.usage);
+        model = tail.as_ref().and_then(|t| t.model.clone());
         let bridge_used = bridge
             .as_ref()
             .and_then(|b| Some((b.used_tokens?, b.transcript_bytes.unwrap_or(0))));
@@ -94,7 +98,15 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
             (None, None) => return None,
         }
     };
-    let window = context::window(window.or(bridge.map(|b| b.window)), cfg.window, h.env, used);
+    // What a statusline of another session reported for the same model: the
+    // window of a session that runs none (headless).
+    let learned = || {
+        let m = model.as_deref()?;
+        Some(h.bus.read_typed::<ModelWindow>(m).ok()?.payload.window)
+    };
+    let observed = window.or(bridge.map(|b| b.window));
+    let learned = observed.is_none().then(learned).flatten();
+    let window = context::window(observed, cfg.window, h.env, learned, used);
     Some(Figures {
         used_tokens: used,
         window,

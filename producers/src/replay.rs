@@ -31,7 +31,7 @@
 //!   (none when absent). Before any usage the engine falls back to its
 //!   labelled heuristic, as the hook does.
 //! * **Window.** The one given, else
-//!   [`context::window`]`(None, cfg.window, env,
+//!   [`context::window`]`(None, cfg.window, env, None,
 //!   used)` for each figure (200k, or the configured or host's window, raised
 //!   to 1M when usage exceeds it); autocompact from
 //!   [`context::autocompact_at`].
@@ -596,7 +596,7 @@ impl Sim<'_> {
         let (used_tokens, source) = used?;
         let window = self
             .fixed_window
-            .unwrap_or_else(|| context::window(None, self.cfg.window, self.env, used_tokens));
+            .unwrap_or_else(|| context::window(None, self.cfg.window, self.env, None, used_tokens));
         Some(Figures {
             used_tokens,
             window,
@@ -653,7 +653,7 @@ impl Sim<'_> {
     fn default_window(&self) -> (u64, u64) {
         let w = self
             .fixed_window
-            .unwrap_or_else(|| context::window(None, self.cfg.window, self.env, 0));
+            .unwrap_or_else(|| context::window(None, self.cfg.window, self.env, None, 0));
         (w, context::autocompact_at(w, self.env))
     }
 
