@@ -628,3 +628,43 @@ fn a_long_compaction_command_is_left_running_and_the_stop_hook_answers() {
     });
     assert_eq!(mark.trim(), SESSION);
 }
+
+#[test]
+fn a_memory_index_that_cannot_be_updated_does_not_cost_the_note() {
+    let w = World::new();
+    let t = red_session(&w);
+    let dir = w
+        .home()
+        .join(".claude/projects")
+        .join(
+            t.cwd
+                .to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+        )
+        .join("memory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let theirs = w.dir.path().join("theirs.md");
+    std::fs::write(&theirs, "their index\n").unwrap();
+    std::os::unix::fs::symlink(&theirs, dir.join("MEMORY.md")).unwrap();
+    let log = w.dir.path().join("hook.log");
+    let env = [
+        ("INTERBAND_INTERMEM_CLAUDE_MEMORY", "true".to_owned()),
+        ("INTERBAND_LOG", log.display().to_string()),
+    ];
+    hook_env(
+        &w,
+        &event("PreCompact", &t, json!({"trigger": "auto"})),
+        &env,
+    );
+    assert!(
+        note_files(&w)
+            .iter()
+            .any(|f| f.ends_with("pre_compact_auto.md")),
+        "{:?}",
+        note_files(&w)
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("MEMORY.md"), "{logged}");
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "their index\n");
+    assert!(dir.join("MEMORY.md").is_symlink());
+}

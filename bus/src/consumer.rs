@@ -64,11 +64,12 @@ impl Cursor {
     }
 
     /// True when this value comes after `before`. Between two values of
-    /// ours the seq decides (a lower seq with a later timestamp means the
-    /// key's seq restarted); when a v1 writer (no seq) is on either side, the
-    /// timestamp decides and the seq breaks a tie. So a stale value offered
-    /// late never passes for a new one. (Two v1 writes in the same second
-    /// look like one value: v1 timestamps have one-second resolution.)
+    /// ours a higher seq is newer, and so is a later timestamp (one seq has
+    /// one timestamp: a later one means the key's seq restarted). When a v1
+    /// writer (no seq) is on either side, the timestamp decides and the seq
+    /// breaks a tie, so a stale value of ours offered late never passes for
+    /// the v1 value that replaced it. (Two v1 writes in the same second look
+    /// like one value: v1 timestamps have one-second resolution.)
     ///
     /// ```
     /// use interband::consumer::Cursor;
@@ -77,13 +78,14 @@ impl Cursor {
     /// assert!(c(5, t1).is_newer_than(&c(4, t1)));
     /// assert!(!c(4, t1).is_newer_than(&c(4, t1)));
     /// assert!(c(1, t2).is_newer_than(&c(9, t1)), "the seq restarted");
+    /// assert!(c(1, t2).is_newer_than(&c(1, t1)), "restarted at the same seq");
     /// assert!(c(0, t2).is_newer_than(&c(5, t1)), "a v1 writer came after");
     /// assert!(!c(5, t1).is_newer_than(&c(0, t2)), "a stale value after the v1 one");
     /// assert!(c(6, t2).is_newer_than(&c(0, t2)), "ours again, same second");
     /// ```
     pub fn is_newer_than(&self, before: &Cursor) -> bool {
         if self.seq > 0 && before.seq > 0 {
-            self.seq > before.seq || (self.seq < before.seq && self.timestamp > before.timestamp)
+            self.seq > before.seq || self.timestamp > before.timestamp
         } else {
             (self.timestamp.as_str(), self.seq) > (before.timestamp.as_str(), before.seq)
         }
@@ -293,16 +295,18 @@ pub fn watch(
         let Some(msg) = sub.next(tick)? else {
             for (c, again) in consumers.iter_mut().zip(&mut retry) {
                 if std::mem::take(again) {
-                    let before = report.errors.len();
+                    // Again only while handlers fail (the attempt limit ends
+                    // that); a drain that cannot run at all waits for the
+                    // next value instead of spinning.
                     match drain(bus, c.as_mut()) {
                         Ok(r) => {
+                            *again = !r.errors.is_empty();
                             report.handled += r.handled;
                             report.redelivered += r.redelivered;
                             report.errors.extend(r.errors);
                         }
                         Err(e) => report.errors.push(e),
                     }
-                    *again = report.errors.len() > before;
                 }
             }
             continue;

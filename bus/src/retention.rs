@@ -151,14 +151,18 @@ pub fn prune_with(
     }
     if let Some(max) = max_files.filter(|max| kept.len() > *max) {
         kept.sort_by(|a, b| b.cmp(a)); // newest first; ties by path, descending, as v1
-        for (listed, path) in kept.drain(max..) {
-            // Only the value listed: one republished since is the newest now.
-            if remove_if(&path, |m| m == listed) {
-                report.removed.push(path);
-            }
-        }
+        report.removed.extend(remove_listed(kept.drain(max..)));
     }
     Ok(report)
+}
+
+/// Removes each listed message that is still the value listed (same mtime)
+/// under its key's lock: one republished since the listing is the newest now.
+fn remove_listed(listed: impl Iterator<Item = (SystemTime, PathBuf)>) -> Vec<PathBuf> {
+    listed
+        .filter(|(mtime, path)| remove_if(path, |m| m == *mtime))
+        .map(|(_, path)| path)
+        .collect()
 }
 
 /// Removes a message under its key's lock if `still(mtime)` holds then.
@@ -283,9 +287,14 @@ mod tests {
         let listed = std::fs::metadata(&p.path).unwrap().modified().unwrap();
         bus.publish("n", "c", "k", "t", "", json!({"v": 2}))
             .unwrap(); // between the listing and the removal
-        assert!(!remove_if(&p.path, |m| m == listed));
+        assert_eq!(
+            remove_listed([(listed, p.path.clone())].into_iter()),
+            Vec::<PathBuf>::new()
+        );
         assert_eq!(bus.read("n", "c", "k").unwrap().envelope.seq, 2);
-        assert!(remove_if(&p.path, |_| true));
+        let now = std::fs::metadata(&p.path).unwrap().modified().unwrap();
+        let removed = remove_listed([(now, p.path.clone())].into_iter());
+        assert_eq!(removed, vec![p.path]);
     }
 
     #[test]

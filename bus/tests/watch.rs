@@ -459,3 +459,38 @@ fn watch_retries_a_failed_value_up_to_the_limit_without_a_new_publish() {
         r.errors
     );
 }
+
+#[test]
+fn watch_does_not_spin_on_a_consumer_that_cannot_run_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let log = dir.path().join("log");
+    std::fs::create_dir_all(dir.path().join("root/.consumers")).unwrap();
+    std::fs::write(dir.path().join("root/.consumers/logger.json"), b"{broken").unwrap();
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let mut consumers: Vec<Box<dyn Consumer>> = vec![Box::new(Logger { log })];
+    let mut calls = 0;
+    let r = consumer::watch(
+        &bus,
+        &mut consumers,
+        opts(false),
+        Duration::from_millis(5),
+        |_| {
+            calls += 1;
+            calls < 100
+        },
+    )
+    .unwrap();
+    assert!(!r.errors.is_empty());
+    assert!(
+        r.errors.len() <= 2,
+        "{} errors: {:?}",
+        r.errors.len(),
+        r.errors[0]
+    );
+    assert!(
+        r.errors[0].to_string().contains("logger.json"),
+        "{}",
+        r.errors[0]
+    );
+}

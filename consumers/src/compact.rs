@@ -70,6 +70,9 @@ pub struct CycleState {
     pub pane: Option<String>,
     /// The note last injected at `SessionStart`, so a resume does not inject it again.
     pub injected: Option<String>,
+    /// What failed when `interband watch` acted in this cycle: the next
+    /// `Stop` advises instead, once.
+    pub watch_failure: Option<String>,
 }
 
 fn state_path(bus: &Bus, session: &str) -> std::path::PathBuf {
@@ -92,7 +95,10 @@ pub fn with_state<R>(
 
 /// A new compaction cycle (after `SessionStart` compact, resume or clear): fire again when due.
 pub fn new_cycle(bus: &Bus, session: &str) -> Result<(), Error> {
-    with_state(bus, session, |s| s.fired = false)?;
+    with_state(bus, session, |s| {
+        s.fired = false;
+        s.watch_failure = None;
+    })?;
     bus.remove(PENDING.0, PENDING.1, session)?;
     Ok(())
 }
@@ -142,8 +148,8 @@ pub enum At {
 
 /// Acts once per cycle when due; at `Stop`, never when a block already happened.
 /// When the tmux pane or the command fails, at `Stop` it advises instead,
-/// naming the failure; in watch mode it returns the error and leaves the
-/// cycle open for the next `Stop`.
+/// naming the failure; in watch mode it returns the error and the next
+/// `Stop` advises, naming it.
 pub fn act(
     bus: &Bus,
     info: &SessionInfo,
@@ -158,10 +164,21 @@ pub fn act(
     {
         return Ok(Acted::Nothing);
     }
-    let already = with_state(bus, &info.session, |s| {
-        std::mem::replace(&mut s.fired, true)
+    // Once per cycle; but when the watch's attempt failed, the next Stop
+    // (a host to answer at last) advises.
+    let at_stop = matches!(at, At::Stop { .. });
+    let (already, watch_failure) = with_state(bus, &info.session, |s| {
+        let already = std::mem::replace(&mut s.fired, true);
+        (
+            already,
+            if at_stop {
+                s.watch_failure.take()
+            } else {
+                None
+            },
+        )
     })?;
-    if already {
+    if already && watch_failure.is_none() {
         return Ok(Acted::Nothing);
     }
     let note = fresh_note(bus, info, notes, home)?;
@@ -176,11 +193,12 @@ pub fn act(
     let failed = |e: Error, why: String| match at {
         At::Stop { .. } => Ok(advise(&why)),
         At::Watch => {
-            with_state(bus, &info.session, |s| s.fired = false)?;
+            with_state(bus, &info.session, |s| s.watch_failure = Some(why))?;
             Err(e)
         }
     };
     let acted = match settings.strategy {
+        _ if already => advise(&watch_failure.unwrap_or_default()),
         Strategy::Advise | Strategy::Off => advise(""),
         Strategy::Tmux => match with_state(bus, &info.session, |s| s.pane.clone())? {
             Some(pane) => {
@@ -378,22 +396,31 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_command_in_watch_mode_leaves_the_cycle_to_the_next_stop() {
+    fn a_failed_command_in_watch_mode_runs_once_and_the_next_stop_advises() {
         let dir = tempfile::tempdir().unwrap();
         let (bus, info) = red_session(dir.path());
+        let runs = dir.path().join("runs");
+        let script = format!("echo x >> '{}'; exit 3", runs.display());
         let settings = Settings {
             strategy: Strategy::Command,
-            command: vec!["/bin/sh".into(), "-c".into(), "exit 3".into()],
+            command: vec!["/bin/sh".into(), "-c".into(), script],
             ..Default::default()
         };
         let notes = intermem::Settings::default();
         let err = act(&bus, &info, At::Watch, &settings, &notes, None).unwrap_err();
         assert!(err.to_string().contains("exit status: 3"), "{err}");
-        assert!(!with_state(&bus, "s", |s| s.fired).unwrap());
         assert!(
             bus.read_typed::<CompactionRequested>("s").is_err(),
             "nothing announced"
         );
+        // The next pressure values of the cycle do not run it again.
+        for _ in 0..3 {
+            assert_eq!(
+                act(&bus, &info, At::Watch, &settings, &notes, None).unwrap(),
+                Acted::Nothing
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "x\n", "ran once");
 
         let stop = At::Stop { hook_active: false };
         let Acted::Block(reason) = act(&bus, &info, stop, &settings, &notes, None).unwrap() else {
@@ -407,6 +434,7 @@ mod tests {
             Acted::Nothing,
             "once per cycle"
         );
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "x\n");
     }
 
     #[test]

@@ -165,13 +165,16 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
         context_usable: usable,
         id: None,
     };
-    intermem::write_note(
+    let note = intermem::write_note(
         ctx.bus,
         &ctx.info(input),
         &trigger,
         &ctx.settings.intermem.value,
         ctx.home.as_deref(),
     )?;
+    if let Some(e) = note.claude_memory_error {
+        (ctx.problem)(&e);
+    }
     Ok(())
 }
 
@@ -227,12 +230,15 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
 
 fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {
     if ctx.settings.intermem.value.enabled {
-        intermem::finalize(
+        let note = intermem::finalize(
             ctx.bus,
             &ctx.info(input),
             &ctx.settings.intermem.value,
             ctx.home.as_deref(),
         )?;
+        if let Some(e) = note.claude_memory_error {
+            (ctx.problem)(&e);
+        }
     }
     Ok(())
 }

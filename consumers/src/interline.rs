@@ -405,7 +405,11 @@ impl<'a> Ctx<'a> {
         };
         let same =
             p.used_tokens == Some(own.used_tokens) && p.window.is_none_or(|w| w == own.window);
-        let better = own.used_tokens == 0 && p.used_tokens.is_some();
+        // Zeros are the host's placeholder after a compaction; the producer's
+        // figure is better only if it is the compaction's own.
+        let better = own.used_tokens == 0
+            && p.used_tokens.is_some()
+            && p.source.as_deref() == Some(Source::Compaction.as_str());
         Some(if same || better {
             View {
                 usable: p.context_usable.unwrap_or(usable),
@@ -572,7 +576,9 @@ fn publish_context(bus: &Bus, session: &str, input: &Input, now: f64) -> bool {
     let payload = ContextWindow {
         window,
         used_tokens,
-        used_percentage: input.used_percentage.filter(|p| (0.0..=100.0).contains(p)),
+        used_percentage: used_tokens
+            .and(input.used_percentage)
+            .filter(|p| (0.0..=100.0).contains(p)),
         model: input.model_id.clone(),
         transcript_path: input.transcript_path.clone(),
         // Freshness by position: how far the transcript was when this was seen.
@@ -990,7 +996,10 @@ mod tests {
         // The zeros are the host's placeholder, not a figure: the bridge
         // publishes the window alone, so the producer keeps the compaction's.
         let p = bus.read_typed::<ContextWindow>(SESSION).unwrap().payload;
-        assert_eq!((p.window, p.used_tokens), (1_000_000, None));
+        assert_eq!(
+            (p.window, p.used_tokens, p.used_percentage),
+            (1_000_000, None, None)
+        );
     }
 
     #[test]
@@ -1002,6 +1011,7 @@ mod tests {
             context_usable: Some(86.0),
             used_tokens: Some(120_000),
             window: Some(1_000_000),
+            source: Some("compaction".into()),
             ts: 1.0,
             ..Pressure::default()
         };
@@ -1009,6 +1019,18 @@ mod tests {
         let out = render(&bus, &input, &plain(), &none, 1.0);
         assert!(out.line.contains("ctx 86% usable"), "{}", out.line);
         assert_eq!(basis(&bus, &input), Basis::Pressure);
+
+        // The old context's value (drawn before SessionStart reset it): not better.
+        let old = Pressure {
+            level: Level::Red,
+            context_usable: Some(3.0),
+            used_tokens: Some(160_000),
+            source: Some("transcript".into()),
+            ..compaction
+        };
+        bus.publish_typed(SESSION, SESSION, &old).unwrap();
+        let out = render(&bus, &input, &plain(), &none, 1.0);
+        assert_eq!(out.line, "Opus 5.5 │ ctx 100% usable ██████████ GREEN");
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub struct Written {
     pub path: PathBuf,
     /// Its size.
     pub bytes: usize,
+    /// The copy into Claude Code's memory could not be made (the note itself
+    /// is written and announced all the same).
+    pub claude_memory_error: Option<String>,
 }
 
 /// The git branch: the transcript's, else `.git/HEAD` in the project folder.
@@ -181,12 +184,16 @@ pub fn write_note(
             Written {
                 path,
                 bytes: text.len(),
+                claude_memory_error: None,
             },
             text,
         ))
     })?;
+    let mut written = written;
     if let (true, Some(home), Some(cwd)) = (settings.claude_memory, home, info.cwd.as_deref()) {
-        claude_memory(home, cwd, &info.session, &text)?;
+        written.claude_memory_error = claude_memory(home, cwd, &info.session, &text)
+            .err()
+            .map(|e| e.to_string());
     }
     Ok(written)
 }
