@@ -207,7 +207,12 @@ fn compact_stamp() -> String {
     format!("{}-{nanos:09}", ts.trim_end_matches('Z'))
 }
 
-/// The note's markdown, at most `max_bytes`, with visible marks where cut.
+/// The smallest note size honoured: the header and a little of each section.
+pub const MIN_NOTE_BYTES: usize = 1024;
+
+/// The note's markdown, at most `max_bytes` (at least [`MIN_NOTE_BYTES`]),
+/// with visible marks where cut. Each section gets a fair share of the room,
+/// so a long todo list cannot push the changed files and commands out.
 pub fn render(
     info: &SessionInfo,
     trigger: &Trigger,
@@ -215,6 +220,7 @@ pub fn render(
     journal: &[Record],
     max_bytes: usize,
 ) -> String {
+    let max_bytes = max_bytes.max(MIN_NOTE_BYTES);
     let cwd = info.cwd.as_deref();
     let project = cwd
         .and_then(|c| c.file_name())
@@ -271,7 +277,7 @@ pub fn render(
         "Files changed (most recent first)".into(),
         d.files_changed
             .iter()
-            .map(|f| format!("- `{f}`\n"))
+            .map(|f| format!("- {}\n", code(f)))
             .collect(),
     ));
     sections.push((
@@ -280,8 +286,8 @@ pub fn render(
             .iter()
             .map(|c| {
                 format!(
-                    "- `{}`{}\n",
-                    c.command,
+                    "- {}{}\n",
+                    code(&c.command),
                     if c.failed { " — FAILED" } else { "" }
                 )
             })
@@ -291,7 +297,7 @@ pub fn render(
         "Recent tool errors".into(),
         d.tool_errors
             .iter()
-            .map(|e| format!("- {}: {}\n", e.tool, e.message))
+            .map(|e| format!("- {}: {}\n", e.tool, first_line(&e.message)))
             .collect(),
     ));
     sections.push((
@@ -310,12 +316,67 @@ pub fn render(
             .unwrap_or_default(),
     ));
 
-    for (title, body) in sections {
-        if !body.trim().is_empty() {
-            s += &format!("\n## {title}\n\n{}\n", body.trim_end());
-        }
+    sections.retain(|(_, body)| !body.trim().is_empty());
+    let framing: usize = sections.iter().map(|(t, _)| t.len() + 6).sum();
+    let room = max_bytes.saturating_sub(s.len() + framing);
+    let sizes: Vec<usize> = sections.iter().map(|(_, b)| b.trim_end().len()).collect();
+    for ((title, body), share) in sections.iter().zip(fair_shares(&sizes, room)) {
+        s += &format!("\n## {title}\n\n{}\n", cut(body.trim_end(), share));
     }
     bound(s, max_bytes)
+}
+
+/// Splits `room` bytes between sections of `sizes`: a section smaller than
+/// an equal share keeps its size, and what it leaves goes to the others.
+fn fair_shares(sizes: &[usize], room: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| sizes[i]);
+    let mut shares = vec![0; sizes.len()];
+    let mut left = room;
+    for (n, &i) in order.iter().enumerate() {
+        let give = sizes[i].min(left / (sizes.len() - n));
+        shares[i] = give;
+        left -= give;
+    }
+    shares
+}
+
+/// `body` cut to at most `max` bytes on a line boundary, with a mark saying
+/// how much was left out.
+fn cut(body: &str, max: usize) -> String {
+    if body.len() <= max {
+        return body.to_owned();
+    }
+    let mark = |n: usize| format!("[... {n} more bytes]");
+    let mut end = max.saturating_sub(mark(body.len()).len() + 1);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = body[..end].rfind('\n').map_or(0, |i| i + 1);
+    format!("{}{}", &body[..end], mark(body.len() - end))
+}
+
+/// The first line of `text`, with `…` when there was more.
+fn first_line(text: &str) -> String {
+    let text = text.trim();
+    match text.split_once('\n') {
+        Some((first, _)) => format!("{} …", first.trim_end()),
+        None => text.to_owned(),
+    }
+}
+
+/// `text` as one inline code span: its first line, fenced by more backticks
+/// than it contains in a row, so no command can break the note's markdown.
+fn code(text: &str) -> String {
+    let line = first_line(text);
+    let longest = line.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if line.starts_with('`') || line.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{line}{pad}{fence}")
 }
 
 /// The summary itself, without the host's framing: its preamble, reminders,
@@ -362,9 +423,9 @@ fn journal_lines(records: &[Record]) -> String {
                 ""
             };
             format!(
-                "- {} `{}`{failed}{usable}\n",
+                "- {} {}{failed}{usable}\n",
                 v["tool"].as_str().unwrap_or("?"),
-                v["summary"].as_str().unwrap_or(""),
+                code(v["summary"].as_str().unwrap_or("")),
             )
         })
         .collect()
@@ -584,8 +645,121 @@ mod tests {
         };
         let note = render(&info, &trigger, &d, &[], 2000);
         assert!(note.len() <= 2000, "{}", note.len());
-        assert!(note.contains("[... note truncated"));
+        assert!(note.contains("more bytes]"), "{note}");
         assert!(note.starts_with("# Memory note"));
+    }
+
+    fn digest_with_a_long_todo_list() -> Digest {
+        use crate::digest::{Command, Todo, ToolError};
+        Digest {
+            first_prompt: Some("Ship the uploader retry".into()),
+            todos: (0..25)
+                .map(|i| Todo {
+                    content: format!("step {i}: {}", "detail ".repeat(55)),
+                    status: "pending".into(),
+                })
+                .collect(),
+            files_changed: vec!["src/retry.rs".into()],
+            commands: vec![Command {
+                command: "cat > notes.md <<'EOF'\n## Task\nEOF".into(),
+                failed: true,
+            }],
+            tool_errors: vec![ToolError {
+                tool: "Bash".into(),
+                message: "exit 1\n## Files changed".into(),
+            }],
+            last_assistant: Some("Retry is in; tests next.".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_long_todo_list_leaves_room_for_every_other_section() {
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        let trigger = Trigger {
+            name: "t".into(),
+            context_usable: None,
+            id: None,
+        };
+        let note = render(&info, &trigger, &digest_with_a_long_todo_list(), &[], 8192);
+        assert!(note.len() <= 8192, "{}", note.len());
+        for section in [
+            "## Task",
+            "## Todo list",
+            "## Files changed",
+            "## Recent commands",
+            "## Recent tool errors",
+            "## Last assistant message",
+        ] {
+            assert_eq!(
+                note.matches(&format!("\n{section}")).count(),
+                1,
+                "{section}: {note}"
+            );
+        }
+        assert!(note.contains("Retry is in; tests next."), "{note}");
+        assert!(
+            note.contains("- `cat > notes.md <<'EOF' …` — FAILED"),
+            "{note}"
+        );
+        assert!(note.contains("more bytes]"), "the todo list is cut visibly");
+        assert!(!note.contains("note truncated"), "{note}");
+    }
+
+    #[test]
+    fn a_tiny_limit_still_gives_a_note_with_its_header() {
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        let trigger = Trigger {
+            name: "t".into(),
+            context_usable: None,
+            id: None,
+        };
+        let note = render(&info, &trigger, &digest_with_a_long_todo_list(), &[], 40);
+        assert!(note.len() <= MIN_NOTE_BYTES, "{}", note.len());
+        assert!(
+            note.starts_with("# Memory note") && note.contains("- session: `s`"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn code_spans_survive_backticks_and_lines() {
+        assert_eq!(code("ls -la"), "`ls -la`");
+        assert_eq!(code("echo `date`"), "`` echo `date` ``");
+        assert_eq!(code("a ``b`` c"), "```a ``b`` c```");
+        assert_eq!(code("one\ntwo"), "`one …`");
+        assert_eq!(fair_shares(&[10, 1000, 1000], 610), [10, 300, 300]);
+        assert_eq!(fair_shares(&[10, 20], 1000), [10, 20]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_note_never_exceeds_its_limit(
+            max in 0usize..12_000,
+            todos in 0usize..60,
+            len in 0usize..900,
+            files in 0usize..200,
+        ) {
+            use crate::digest::Todo;
+            let d = Digest {
+                first_prompt: Some("é".repeat(len)),
+                todos: (0..todos).map(|i| Todo { content: format!("{i} {}", "ü".repeat(len / 2)), status: "pending".into() }).collect(),
+                files_changed: (0..files).map(|i| format!("/src/{i}.rs")).collect(),
+                last_assistant: Some("ok".repeat(len)),
+                ..Default::default()
+            };
+            let info = SessionInfo { session: "s".into(), ..Default::default() };
+            let trigger = Trigger { name: "t".into(), context_usable: None, id: None };
+            let note = render(&info, &trigger, &d, &[], max);
+            proptest::prop_assert!(note.len() <= max.max(MIN_NOTE_BYTES), "{} > {}", note.len(), max);
+            proptest::prop_assert!(note.starts_with("# Memory note"));
+        }
     }
 
     fn memory_index(home: &Path, project: &Path) -> PathBuf {
