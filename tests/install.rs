@@ -607,3 +607,22 @@ fn a_bare_settings_file_name_is_written_in_the_current_folder() {
         serde_json::from_slice(&std::fs::read(w.dir.path().join("a.json")).unwrap()).unwrap();
     assert!(v["hooks"]["PostToolUse"].is_array());
 }
+
+#[test]
+fn a_reinstall_after_an_uninstall_backs_up_the_file_as_it_is_now() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    let backup = sibling(&path, ".interband-backup");
+    std::fs::write(&path, r#"{"a": 1}"#).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    std::fs::write(&path, r#"{"a": 2, "permissions": {"allow": ["Bash"]}}"#).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    assert_eq!(
+        read(&backup),
+        json!({"a": 2, "permissions": {"allow": ["Bash"]}})
+    );
+    // A second install keeps the backup of before the first.
+    ok(&w.run(&settings_args("install", &path, &[])));
+    assert_eq!(read(&backup)["a"], 2);
+}

@@ -36,7 +36,7 @@
 
 use std::cell::OnceCell;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -145,7 +145,7 @@ impl Default for Settings {
             separator: " │ ".to_owned(),
             gauge_width: 10,
             color: true,
-            wrap_timeout_ms: 250,
+            wrap_timeout_ms: 2000,
             publish: true,
             colors: Colors::default(),
         }
@@ -609,17 +609,22 @@ fn learn_model_window(bus: &Bus, session: &str, model: &str, window: u64, now: f
     }
 }
 
-/// The wrapped line and ours, joined by `separator`; ours alone when the
-/// wrapped command said nothing.
+/// The wrapped output with ours joined to its first line by `separator`
+/// (its other lines follow, unchanged); ours alone when the wrapped command
+/// said nothing.
 ///
 /// ```
 /// use interband_consumers::interline::compose;
 /// assert_eq!(compose(Some("left"), "ctx 90%", " │ "), "left │ ctx 90%");
+/// assert_eq!(compose(Some("a\nb"), "ctx 90%", " │ "), "a │ ctx 90%\nb");
 /// assert_eq!(compose(None, "ctx 90%", " │ "), "ctx 90%");
 /// ```
 pub fn compose(wrapped: Option<&str>, line: &str, separator: &str) -> String {
     match wrapped.filter(|w| !w.is_empty()) {
-        Some(w) if !line.is_empty() => format!("{w}{separator}{line}"),
+        Some(w) if !line.is_empty() => match w.split_once('\n') {
+            Some((first, rest)) => format!("{first}{separator}{line}\n{rest}"),
+            None => format!("{w}{separator}{line}"),
+        },
         Some(w) => w.to_owned(),
         None => line.to_owned(),
     }
@@ -648,15 +653,14 @@ const POLL: Duration = Duration::from_millis(2);
 const MAX_OUTPUT: u64 = 64 * 1024;
 
 /// Runs the user's statusline command `argv` (no shell) with `stdin`, waits
-/// at most `timeout`, and returns the first line of its stdout (without the
-/// line ending), or `None` when it could not run, was late (it is killed),
-/// or printed nothing.
+/// at most `timeout`, and returns its stdout (every line, at most 64 KiB,
+/// without the final line ending), or `None` when it could not run, was late
+/// (it is killed with its whole process group), or printed nothing.
 ///
 /// No thread: the command's stdout goes to an unlinked scratch file (so a
 /// background child of it holding stdout open cannot stall us), and stdin
 /// larger than a pipe surely holds goes through one too, so nothing blocks
 /// past the timeout. When no scratch file can be made, pipes are used.
-/// Only the command itself is killed when late, not its children.
 pub fn wrap(argv: &[String], stdin: &[u8], timeout: Duration) -> Option<String> {
     run_wrapped(argv, stdin, timeout, true)
 }
@@ -667,6 +671,8 @@ fn run_wrapped(argv: &[String], stdin: &[u8], timeout: Duration, files: bool) ->
     let deadline = Instant::now() + timeout;
     let (program, args) = argv.split_first()?;
     let mut cmd = Command::new(program);
+    // Its own process group, so a timeout takes its pipelines down with it.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd.args(args).stderr(Stdio::null());
 
     let mut stdin_pending = None;
@@ -715,29 +721,27 @@ fn run_wrapped(argv: &[String], stdin: &[u8], timeout: Duration, files: bool) ->
         std::thread::sleep((deadline - now).min(POLL));
     };
     if !exited {
-        let _ = child.kill();
+        // SAFETY: kill(2) on the child's own process group (its id, made
+        // above); no memory is involved.
+        unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
         let _ = child.wait();
         return None;
     }
 
-    let mut first = Vec::new();
+    let mut out = Vec::new();
     match (&mut out_file, child.stdout.take()) {
         (Some(f), _) => {
             f.seek(SeekFrom::Start(0)).ok()?;
-            BufReader::new(f.take(MAX_OUTPUT))
-                .read_until(b'\n', &mut first)
-                .ok()?;
+            f.take(MAX_OUTPUT).read_to_end(&mut out).ok()?;
         }
         (None, Some(pipe)) => {
-            BufReader::new(pipe.take(MAX_OUTPUT))
-                .read_until(b'\n', &mut first)
-                .ok()?;
+            pipe.take(MAX_OUTPUT).read_to_end(&mut out).ok()?;
         }
         (None, None) => return None,
     }
-    let line = String::from_utf8_lossy(&first);
-    let line = line.trim_end_matches(['\n', '\r']);
-    (!line.is_empty()).then(|| line.to_owned())
+    let text = String::from_utf8_lossy(&out);
+    let text = text.trim_end_matches(['\n', '\r']);
+    (!text.is_empty()).then(|| text.replace("\r\n", "\n"))
 }
 
 /// A private scratch file in the temp folder, already unlinked.
@@ -1316,7 +1320,7 @@ mod tests {
         assert!(!s.value.color);
         assert_eq!(s.value.gauge_width, 6);
         assert_eq!(s.value.separator, " │ ");
-        assert_eq!((s.value.wrap_timeout_ms, s.value.publish), (250, true));
+        assert_eq!((s.value.wrap_timeout_ms, s.value.publish), (2000, true));
     }
 
     #[test]
@@ -1332,12 +1336,45 @@ mod tests {
     }
 
     #[test]
-    fn wrap_returns_the_first_line() {
+    fn a_late_wrapped_command_is_killed_with_its_pipeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 30 & echo $! > '{}'; wait", pidfile.display());
+        assert_eq!(
+            wrap(
+                &argv(&["sh", "-c", &script]),
+                b"",
+                Duration::from_millis(300)
+            ),
+            None
+        );
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Running, not a zombie waiting for whoever inherited it.
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                st.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!alive(), "the pipeline's sleep {pid} outlived the timeout");
+    }
+
+    #[test]
+    fn wrap_returns_every_line() {
         let t = Duration::from_secs(5);
         let out = wrap(&argv(&["sh", "-c", "cat >/dev/null; echo left"]), b"{}", t);
         assert_eq!(out.as_deref(), Some("left"));
         let out = wrap(&argv(&["sh", "-c", "printf 'one\\r\\ntwo\\n'"]), b"", t);
-        assert_eq!(out.as_deref(), Some("one"));
+        assert_eq!(out.as_deref(), Some("one\ntwo"));
         let out = wrap(&argv(&["sh", "-c", "printf 'no newline'"]), b"", t);
         assert_eq!(out.as_deref(), Some("no newline"));
         assert_eq!(wrap(&argv(&["sh", "-c", "exit 0"]), b"", t), None);

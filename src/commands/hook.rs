@@ -155,14 +155,11 @@ impl Statusline {
                 interline::render(&Bus::new(""), &input, &alone, &ProcessEnv, now())
             }
         };
-        let line = match self
+        let theirs = self
             .wrap
             .as_deref()
-            .and_then(|argv| interline::wrap(argv, &buf, Duration::from_millis(s.wrap_timeout_ms)))
-        {
-            Some(theirs) if !theirs.is_empty() => format!("{theirs}{}{}", s.separator, ours.line),
-            _ => ours.line,
-        };
+            .and_then(|argv| interline::wrap(argv, &buf, Duration::from_millis(s.wrap_timeout_ms)));
+        let line = interline::compose(theirs.as_deref(), &ours.line, &s.separator);
         print(&line);
         if self.timings {
             for (name, t) in &ours.timings {

@@ -211,6 +211,7 @@ impl Install {
         let files = Files::new(&path);
         let original = read_settings(&path)?;
         let old_record = read_record(&files.record)?;
+        let first_install = old_record.is_none();
         if let Some(r) = &old_record
             && r.program != ours.program
         {
@@ -329,14 +330,19 @@ impl Install {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
         }
+        // The backup is the file as it was before interband was in it: taken
+        // at a first install (a backup left by an earlier install-and-uninstall
+        // is stale by now), kept across re-installs.
         if let Some(o) = &original
-            && !exists(&files.backup)?
+            && (first_install || !exists(&files.backup)?)
         {
             write_file(&files.backup, &o.bytes, None)?;
         }
         let previous_record = std::fs::read(&files.record).ok();
         write_file(&files.record, pretty(&record.to_json()).as_bytes(), None)?;
-        if let Err(e) = write_file(&path, after.as_bytes(), original.as_ref().map(|o| o.mode)) {
+        let written = unchanged_since_read(&path, original.as_ref())
+            .and_then(|()| write_file(&path, after.as_bytes(), original.as_ref().map(|o| o.mode)));
+        if let Err(e) = written {
             // Leave the record as it was: nothing was installed.
             let _ = match previous_record {
                 Some(bytes) => write_file(&files.record, &bytes, None),
@@ -415,6 +421,7 @@ impl Uninstall {
             print!("{out}");
             return Ok(exit::OK);
         }
+        unchanged_since_read(&path, Some(&original))?;
         match &after {
             Some(text) => write_file(&path, text.as_bytes(), Some(original.mode))?,
             None => remove_file(&path)?,
@@ -898,6 +905,23 @@ fn exists(path: &Path) -> Result<bool> {
 }
 
 /// Writes atomically and durably; `mode` keeps the permissions of the file replaced.
+/// Fails if the settings file changed since it was read (the host or the
+/// user wrote it meanwhile): writing now would lose their change.
+fn unchanged_since_read(path: &Path, original: Option<&Original>) -> Result<()> {
+    let now = match std::fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(anyhow::Error::new(e).context(path.display().to_string())),
+    };
+    if now.as_deref() != original.map(|o| o.bytes.as_slice()) {
+        anyhow::bail!(
+            "{}: changed while interband was editing it; nothing written, run the command again",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     interband::fsio::write_atomic(path, bytes, true)?;
     if let Some(mode) = mode {
@@ -958,6 +982,24 @@ fn remove_key(v: &mut Value, key: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settings_file_changed_since_it_was_read_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        assert!(unchanged_since_read(&path, None).is_ok(), "still absent");
+        std::fs::write(&path, b"{}").unwrap();
+        let err = unchanged_since_read(&path, None).unwrap_err();
+        assert!(err.to_string().contains("settings.json: changed"), "{err}");
+        let original = Original {
+            bytes: b"{}".to_vec(),
+            json: json!({}),
+            mode: 0o600,
+        };
+        assert!(unchanged_since_read(&path, Some(&original)).is_ok());
+        std::fs::write(&path, br#"{"model": "opus"}"#).unwrap();
+        assert!(unchanged_since_read(&path, Some(&original)).is_err());
+    }
 
     #[test]
     fn json_keeps_key_order_and_round_trips_pretty_text() {
