@@ -364,6 +364,15 @@ fn fake_program(dir: &Path, name: &str) -> PathBuf {
     log
 }
 
+/// Where Claude Code keeps the project's auto-memory (every non-alphanumeric character of the project root becomes `-`).
+fn claude_memory_dir(w: &World, t: &Transcript) -> PathBuf {
+    let slug = t
+        .cwd
+        .to_string_lossy()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+    w.home().join(".claude/projects").join(slug).join("memory")
+}
+
 fn red_session(w: &World) -> Transcript {
     let mut t = Transcript::new(w.dir.path());
     t.prompt("Ship the release notes");
@@ -466,15 +475,7 @@ fn notes_can_also_go_to_claude_code_memory() {
     for _ in 0..2 {
         hook_env(&w, &event("PreCompact", &t, json!({})), &env);
     }
-    let dir = w
-        .home()
-        .join(".claude/projects")
-        .join(
-            t.cwd
-                .to_string_lossy()
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
-        )
-        .join("memory");
+    let dir = claude_memory_dir(&w, &t);
     let index = std::fs::read_to_string(dir.join("MEMORY.md")).unwrap();
     assert_eq!(
         index.lines().count(),
@@ -633,15 +634,7 @@ fn a_long_compaction_command_is_left_running_and_the_stop_hook_answers() {
 fn a_memory_index_that_cannot_be_updated_does_not_cost_the_note() {
     let w = World::new();
     let t = red_session(&w);
-    let dir = w
-        .home()
-        .join(".claude/projects")
-        .join(
-            t.cwd
-                .to_string_lossy()
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
-        )
-        .join("memory");
+    let dir = claude_memory_dir(&w, &t);
     std::fs::create_dir_all(&dir).unwrap();
     let theirs = w.dir.path().join("theirs.md");
     std::fs::write(&theirs, "their index\n").unwrap();

@@ -629,15 +629,7 @@ mod tests {
 
     #[test]
     fn notes_are_bounded_with_a_visible_mark() {
-        let info = SessionInfo {
-            session: "s".into(),
-            ..Default::default()
-        };
-        let trigger = Trigger {
-            name: "t".into(),
-            context_usable: None,
-            id: None,
-        };
+        let (info, trigger) = session_s();
         let d = Digest {
             first_prompt: Some("p".repeat(500)),
             files_changed: (0..300).map(|i| format!("/f/{i}")).collect(),
@@ -647,6 +639,19 @@ mod tests {
         assert!(note.len() <= 2000, "{}", note.len());
         assert!(note.contains("more bytes]"), "{note}");
         assert!(note.starts_with("# Memory note"));
+    }
+
+    fn session_s() -> (SessionInfo, Trigger) {
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        let trigger = Trigger {
+            name: "t".into(),
+            context_usable: None,
+            id: None,
+        };
+        (info, trigger)
     }
 
     fn digest_with_a_long_todo_list() -> Digest {
@@ -675,15 +680,7 @@ mod tests {
 
     #[test]
     fn a_long_todo_list_leaves_room_for_every_other_section() {
-        let info = SessionInfo {
-            session: "s".into(),
-            ..Default::default()
-        };
-        let trigger = Trigger {
-            name: "t".into(),
-            context_usable: None,
-            id: None,
-        };
+        let (info, trigger) = session_s();
         let note = render(&info, &trigger, &digest_with_a_long_todo_list(), &[], 8192);
         assert!(note.len() <= 8192, "{}", note.len());
         for section in [
@@ -711,15 +708,7 @@ mod tests {
 
     #[test]
     fn a_tiny_limit_still_gives_a_note_with_its_header() {
-        let info = SessionInfo {
-            session: "s".into(),
-            ..Default::default()
-        };
-        let trigger = Trigger {
-            name: "t".into(),
-            context_usable: None,
-            id: None,
-        };
+        let (info, trigger) = session_s();
         let note = render(&info, &trigger, &digest_with_a_long_todo_list(), &[], 40);
         assert!(note.len() <= MIN_NOTE_BYTES, "{}", note.len());
         assert!(
@@ -754,8 +743,7 @@ mod tests {
                 last_assistant: Some("ok".repeat(len)),
                 ..Default::default()
             };
-            let info = SessionInfo { session: "s".into(), ..Default::default() };
-            let trigger = Trigger { name: "t".into(), context_usable: None, id: None };
+            let (info, trigger) = session_s();
             let note = render(&info, &trigger, &d, &[], max);
             proptest::prop_assert!(note.len() <= max.max(MIN_NOTE_BYTES), "{} > {}", note.len(), max);
             proptest::prop_assert!(note.starts_with("# Memory note"));
