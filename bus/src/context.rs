@@ -84,10 +84,10 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// The window to assume: the one observed for this session (hook input or
-/// statusline bridge), else the configured one, else the host's
-/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, else the one `learned` for the model
-/// from other sessions, else 200k — raised to 1M when the usage seen is
-/// larger than that.
+/// statusline bridge), else the configured one, else the one `learned` for
+/// the model from other sessions, else 200k; capped by the host's
+/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` when set (the host compacts as if the
+/// window were that size); and raised to 1M when the usage seen is larger.
 pub fn window(
     observed: Option<u64>,
     configured: u64,
@@ -100,12 +100,18 @@ pub fn window(
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|&w| w > 0)
     };
-    let w = observed
+    let known = observed
         .filter(|&w| w > 0)
         .or((configured > 0).then_some(configured))
-        .or_else(from_env)
-        .or(learned.filter(|&w| w > 0))
-        .unwrap_or(DEFAULT_WINDOW);
+        .or(learned.filter(|&w| w > 0));
+    // The host's setting caps the model's window (it compacts as if the
+    // window were that size); alone, it is the window.
+    let w = match (known, from_env()) {
+        (Some(w), Some(cap)) => w.min(cap),
+        (Some(w), None) => w,
+        (None, Some(cap)) => cap,
+        (None, None) => DEFAULT_WINDOW,
+    };
     if used > w { w.max(LARGE_WINDOW) } else { w }
 }
 
@@ -116,8 +122,10 @@ pub fn window(
 /// let none = |_: &str| None;
 /// assert_eq!(autocompact_at(200_000, &none), 167_000);
 /// assert_eq!(autocompact_at(1_000_000, &none), 967_000);
+/// // P% of the effective window (the window less the output reserve): 50% of 180k.
 /// let pct = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "50".to_string());
-/// assert_eq!(autocompact_at(200_000, &pct), 100_000);
+/// assert_eq!(autocompact_at(200_000, &pct), 90_000);
+/// assert_eq!(autocompact_at(1_000_000, &pct), 490_000);
 /// ```
 pub fn autocompact_at(window: u64, env: &dyn Env) -> u64 {
     let on = |k: &str| {
@@ -127,15 +135,14 @@ pub fn autocompact_at(window: u64, env: &dyn Env) -> u64 {
     if on("DISABLE_AUTO_COMPACT") {
         return window;
     }
-    let default = window
-        .saturating_sub(OUTPUT_RESERVE.min(window / 4) + BUFFER)
-        .max(window / 2);
+    let effective = window.saturating_sub(OUTPUT_RESERVE.min(window / 4));
+    let default = effective.saturating_sub(BUFFER).max(window / 2);
     match env
         .var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
         .and_then(|v| v.trim().parse::<f64>().ok())
     {
         Some(p) if p > 0.0 && p <= 100.0 => {
-            ((window as f64 * p / 100.0).floor() as u64).min(default)
+            ((effective as f64 * p / 100.0).floor() as u64).min(default)
         }
         _ => default,
     }
@@ -250,9 +257,18 @@ mod tests {
     fn windows_come_from_the_best_source_and_grow_with_usage() {
         let env = |k: &str| (k == "CLAUDE_CODE_AUTO_COMPACT_WINDOW").then(|| "500000".to_owned());
         assert_eq!(window(None, 0, &none, None, 10), 200_000);
-        assert_eq!(window(None, 0, &env, None, 10), 500_000);
+        assert_eq!(
+            window(None, 0, &env, None, 10),
+            500_000,
+            "the host's setting alone"
+        );
         assert_eq!(window(None, 300_000, &env, None, 10), 300_000);
-        assert_eq!(window(Some(1_000_000), 300_000, &env, None, 10), 1_000_000);
+        assert_eq!(
+            window(Some(1_000_000), 300_000, &env, None, 10),
+            500_000,
+            "capped"
+        );
+        assert_eq!(window(Some(1_000_000), 300_000, &none, None, 10), 1_000_000);
         assert_eq!(window(None, 0, &none, None, 250_000), 1_000_000);
         let m = Some(1_000_000);
         assert_eq!(
@@ -263,12 +279,12 @@ mod tests {
         assert_eq!(
             window(None, 0, &env, m, 10),
             500_000,
-            "the host's setting first"
+            "capped by the host's setting"
         );
         assert_eq!(
             window(None, 300_000, &none, m, 10),
             300_000,
-            "and the user's"
+            "the user's first"
         );
         assert_eq!(
             window(Some(200_000), 0, &none, m, 10),

@@ -159,7 +159,10 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
     s.est_tokens += call.response_bytes as f64 / 4.0;
 
     let heuristic = heuristic_level(&s, cfg);
-    let level = match obs.figures {
+    // Real usage decides once it is known in this context: a call that could
+    // not read it (a transcript mid-write) keeps the last figure, not the heuristic.
+    let known = obs.figures.or(s.figures);
+    let level = match known {
         Some(f) => cfg.thresholds.usable.below(f.usable_remaining()),
         None => heuristic,
     };
@@ -170,11 +173,9 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
     s.level = level;
 
     let mut actions = Vec::new();
-    // Debounce: escalation speaks at once, a repeat waits its turn.
+    // Debounce: escalation past the last warning speaks at once, anything
+    // else waits its turn (so a level flapping across a bound does not nag).
     s.calls_since_warning += 1;
-    if level < s.warned_level {
-        s.warned_level = level;
-    }
     if level > Level::Green
         && (level > s.warned_level || s.calls_since_warning >= cfg.debounce_calls)
     {
@@ -204,10 +205,13 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         }
     }
 
-    // Directive re-injection.
-    s.calls_since_reinject += 1;
+    // Directive re-injection: at used-% thresholds, or every N calls while
+    // no usage is known (only those calls count).
+    if known.is_none() {
+        s.calls_since_reinject += 1;
+    }
     if obs.directives {
-        match obs.figures {
+        match known {
             Some(f) => {
                 let used = f.used_pct();
                 let crossed: Vec<f64> = cfg
@@ -411,11 +415,35 @@ mod tests {
         assert_eq!(warns(&o), [Level::Orange], "escalation speaks at once");
         let o = step(&o.state, &call(21.0, "Bash"), &at(80.0), &c);
         assert_eq!(warns(&o), [Level::Red]);
-        // Down to orange and back up to red: red again at once.
-        let o = step(&o.state, &call(22.0, "Bash"), &at(70.0), &c);
-        assert!(warns(&o).is_empty());
-        let o = step(&o.state, &call(23.0, "Bash"), &at(80.0), &c);
-        assert_eq!(warns(&o), [Level::Red]);
+        // Flapping across the red bound does not nag: red waits its turn.
+        let mut s = o.state;
+        let mut seen = vec![];
+        for (i, used) in [70.0, 80.0, 70.0, 80.0, 80.0, 80.0].into_iter().enumerate() {
+            let o = step(&s, &call(22.0 + i as f64, "Bash"), &at(used), &c);
+            seen.push(warns(&o));
+            s = o.state;
+        }
+        assert_eq!(
+            seen,
+            [vec![], vec![], vec![], vec![], vec![Level::Red], vec![]]
+        );
+        // Settled at orange: after its turn it says orange, and red is an escalation again.
+        for i in 0..5 {
+            s = step(&s, &call(30.0 + i as f64, "Bash"), &at(70.0), &c).state;
+        }
+        assert_eq!(s.warned_level, Level::Orange);
+        let o = step(&s, &call(40.0, "Bash"), &at(80.0), &c);
+        assert_eq!(warns(&o), [Level::Red], "escalation speaks at once");
+    }
+
+    #[test]
+    fn a_call_that_cannot_read_usage_keeps_the_last_figure_not_the_heuristic() {
+        let c = cfg();
+        let mut s = step(&State::default(), &call(0.0, "Bash"), &at(20.0), &c).state;
+        s.pressure = 130.0; // the heuristic alone would say red
+        let o = step(&s, &call(1.0, "Bash"), &Observation::default(), &c);
+        assert_eq!((o.level, o.heuristic_level), (Level::Green, Level::Red));
+        assert!(o.actions.is_empty(), "{:?}", o.actions);
     }
 
     #[test]
@@ -549,6 +577,26 @@ mod tests {
         assert_eq!(fired, [19, 39]);
         let o = step(&State::default(), &call(1.0, "Bash"), &at(80.0), &c);
         assert!(!o.actions.iter().any(|a| matches!(a, Action::Reinject(_))));
+        // Calls with a usage figure do not count towards the every-N rule, and
+        // once usage is known in a context, a call without it does not start it.
+        let with = Observation {
+            directives: true,
+            ..at(20.0)
+        };
+        let mut s = State::default();
+        for i in 0..25 {
+            s = step(&s, &call(i as f64, "Bash"), &with, &c).state;
+        }
+        let without = Observation {
+            figures: None,
+            directives: true,
+        };
+        let o = step(&s, &call(30.0, "Bash"), &without, &c);
+        assert!(
+            !o.actions.iter().any(|a| matches!(a, Action::Reinject(_))),
+            "{:?}",
+            o.actions
+        );
     }
 
     proptest! {
