@@ -84,6 +84,7 @@ fn main() -> ExitCode {
         // (a hook must exit 0 instead, so it keeps the default of ignoring it).
         // SAFETY: setting a signal disposition before any thread is started.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        exit_cleanly_when_stdout_fails();
     }
     let result = match cli.command {
         Command::Demo(a) => a.run(),
@@ -106,10 +107,45 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("interband: {e:#}");
+            eprintln!("interband: {}", one_line(&e));
             ExitCode::from(exit_code(&e))
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: a library error
+/// that names its source already is not followed by that source again.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+/// `println!` panics when stdout cannot be written (a full disk, a closed
+/// file): say so in one line and exit 2, like any other I/O error.
+fn exit_cleanly_when_stdout_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if let Some(reason) = msg.strip_prefix("failed printing to stdout: ") {
+            eprintln!("interband: cannot write to standard output: {reason}");
+            std::process::exit(2);
+        }
+        default(info);
+    }));
 }
 
 /// 1 when the root cause is bad data, else 2.

@@ -433,3 +433,60 @@ fn no_root_and_no_home_is_a_clear_error() {
         .unwrap();
     assert_fails(&o, 2, "INTERBAND_ROOT");
 }
+
+#[test]
+fn output_that_cannot_be_written_is_a_one_line_error_not_a_panic() {
+    let w = World::new();
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = w
+        .cmd(&["thresholds", "--markdown"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o).trim(),
+        "interband: cannot write to standard output: No space left on device (os error 28)"
+    );
+}
+
+#[test]
+fn a_cause_is_said_once_and_a_linked_channel_folder_is_refused() {
+    let w = World::new();
+    std::fs::create_dir_all(w.root()).unwrap();
+    std::fs::write(w.root().join("ns"), b"").unwrap();
+    let o = w.run(&["publish", "ns", "ch", "k", "--type", "t", "--payload", "{}"]);
+    assert_fails(&o, 2, "root/ns/ch: Not a directory");
+    assert_eq!(
+        stderr(&o).matches("Not a directory").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+
+    let outside = w.dir.path().join("project");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(w.root().join("interpulse")).unwrap();
+    std::os::unix::fs::symlink(&outside, w.root().join("interpulse/checkpoint")).unwrap();
+    let o = w.run(&[
+        "publish",
+        "interpulse",
+        "checkpoint",
+        "k",
+        "--type",
+        "checkpoint_needed",
+        "--payload",
+        r#"{"trigger":"orange_pressure","ts":1}"#,
+    ]);
+    assert_fails(&o, 2, "checkpoint: is a symbolic link");
+    let o = w.run(&["prune", "interpulse/checkpoint"]);
+    assert_ne!(code(&o), 0);
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written outside the root"
+    );
+}

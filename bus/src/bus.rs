@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::envelope::{WRITE_VERSION, check_envelope, now_timestamp};
 use crate::fsio::{MAX_MESSAGE_BYTES, read_capped, write_atomic};
 use crate::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
-use crate::paths::{check_segment, ensure_private_dir, root_from_env, safe_key};
+use crate::paths::{MAX_NAME_BYTES, check_segment, ensure_private_dir, root_from_env, safe_key};
 use crate::payloads::Payload;
 use crate::registry::{channel_policy, check_payload};
 use crate::{Envelope, Error, Result, retention};
@@ -88,11 +88,20 @@ impl Bus {
         &self.root
     }
 
-    /// `<root>/<namespace>/<channel>`, after checking both are plain names.
+    /// `<root>/<namespace>/<channel>`, after checking both are plain names
+    /// and neither folder is a symlink (the bus never reads, writes or prunes
+    /// through one; the root itself may be a link).
     pub fn channel_dir(&self, namespace: &str, channel: &str) -> Result<PathBuf> {
         check_segment("namespace", namespace)?;
         check_segment("channel", channel)?;
-        Ok(self.root.join(namespace).join(channel))
+        let ns = self.root.join(namespace);
+        let dir = ns.join(channel);
+        for d in [&ns, &dir] {
+            if std::fs::symlink_metadata(d).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(Error::Symlink { path: d.clone() });
+            }
+        }
+        Ok(dir)
     }
 
     /// `<root>/<namespace>/<channel>/<safe key>.json`. A key whose safe form
@@ -101,12 +110,18 @@ impl Bus {
     pub fn path(&self, namespace: &str, channel: &str, key: &str) -> Result<PathBuf> {
         let dir = self.channel_dir(namespace, channel)?;
         let key = safe_key(key);
+        let refuse = |reason: &str| Error::InvalidName {
+            what: "key",
+            value: key.clone(),
+            reason: reason.into(),
+        };
         if key.starts_with('.') {
-            return Err(Error::InvalidName {
-                what: "key",
-                value: key,
-                reason: "must not start with '.' (those names are the bus's own files)".into(),
-            });
+            return Err(refuse(
+                "must not start with '.' (those names are the bus's own files)",
+            ));
+        }
+        if key.len() > MAX_NAME_BYTES {
+            return Err(refuse("must be at most 200 bytes"));
         }
         Ok(dir.join(format!("{key}.json")))
     }
@@ -133,21 +148,29 @@ impl Bus {
             return Err(invalid("type must not be empty".into()));
         }
         check_payload(namespace, msg_type, &payload).map_err(invalid)?;
-        let dir = path.parent().expect("a message path has a folder");
-        if !dir.is_dir() {
-            ensure_private_dir(dir)?;
-        }
         let policy = channel_policy(namespace, channel);
-
         let mut envelope = Envelope {
             version: WRITE_VERSION.to_owned(),
             namespace: namespace.to_owned(),
             msg_type: msg_type.to_owned(),
             session_id: session_id.to_owned(),
-            timestamp: String::new(),
-            seq: 0,
+            // As long as any real timestamp and seq: sized before anything is written.
+            timestamp: "0000-00-00T00:00:00Z".into(),
+            seq: u64::MAX,
             payload,
         };
+        let size = serde_json::to_vec(&envelope).map_or(0, |b| b.len() as u64 + 1);
+        if size > MAX_MESSAGE_BYTES {
+            return Err(Error::TooLarge {
+                path,
+                size,
+                limit: MAX_MESSAGE_BYTES,
+            });
+        }
+        let dir = path.parent().expect("a message path has a folder");
+        if !dir.is_dir() {
+            ensure_private_dir(dir)?;
+        }
         let seq = with_lock(&lock_path_for(&path), DEFAULT_WAIT, |lock| {
             envelope.seq = last_seq(&path, lock).saturating_add(1);
             envelope.timestamp = now_timestamp();
@@ -156,13 +179,6 @@ impl Bus {
                 source: e,
             })?;
             bytes.push(b'\n');
-            if bytes.len() as u64 > MAX_MESSAGE_BYTES {
-                return Err(Error::TooLarge {
-                    path: path.clone(),
-                    size: bytes.len() as u64,
-                    limit: MAX_MESSAGE_BYTES,
-                });
-            }
             store_seq(&path, lock, envelope.seq)?;
             write_atomic(&path, &bytes, policy.durable)?;
             Ok(envelope.seq)
@@ -223,8 +239,12 @@ impl Bus {
 
     /// Reads a message file and fills in its address when it lies under this root.
     pub fn read_file(&self, path: &Path) -> Result<Message> {
+        let address = self.address_of(path);
+        if let Some(a) = &address {
+            self.channel_dir(&a.namespace, &a.channel)?; // not through a linked folder
+        }
         let mut msg = read_path(path)?;
-        msg.address = self.address_of(path);
+        msg.address = address;
         Ok(msg)
     }
 
@@ -347,6 +367,76 @@ mod tests {
         assert!(!dir.path().join("intercheck").exists());
         assert!(bus.publish("../x", "c", "k", "t", "", json!({})).is_err());
         assert!(bus.publish("n", "c", "k", "t", "", json!([])).is_err());
+    }
+
+    #[test]
+    fn a_symlinked_namespace_or_channel_folder_is_never_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path().join("root"));
+        let outside = dir.path().join("project");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("package.json"), b"{}").unwrap();
+        let old = std::fs::File::options()
+            .write(true)
+            .open(outside.join("package.json"))
+            .unwrap();
+        old.set_modified(
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1e9 as u64),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("root/ns")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.path().join("root/ns/ch")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.path().join("root/linked")).unwrap();
+        for (ns, ch) in [("ns", "ch"), ("linked", "x")] {
+            let err = bus.publish(ns, ch, "k", "t", "", json!({})).unwrap_err();
+            assert!(matches!(err, Error::Symlink { .. }), "{err}");
+            assert!(bus.read(ns, ch, "package").is_err());
+        }
+        assert!(crate::retention::prune_channel(&bus, "ns", "ch", true).is_err());
+        let left: Vec<_> = std::fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            left,
+            ["package.json"],
+            "nothing written or removed outside the root"
+        );
+    }
+
+    #[test]
+    fn a_refused_publish_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let big = json!({"blob": "x".repeat(MAX_MESSAGE_BYTES as usize)});
+        let err = bus.publish("ns", "ch", "k", "t", "", big).unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        assert!(!dir.path().join("ns").exists(), "no folder, no lock");
+        let long = "k".repeat(201);
+        let err = bus
+            .publish("ns", "ch", &long, "t", "", json!({}))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidName { what: "key", .. }),
+            "{err}"
+        );
+        assert!(
+            bus.publish("ns", "ch", &"k".repeat(200), "t", "", json!({}))
+                .is_ok()
+        );
+        let err = bus
+            .publish(&"n".repeat(201), "ch", "k", "t", "", json!({}))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidName {
+                    what: "namespace",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -62,6 +62,10 @@ pub fn safe_key(raw: &str) -> String {
         .collect()
 }
 
+/// The longest namespace, channel or (safe) key: its file name, with the
+/// `.lock` and temp-file decorations added, must stay within 255 bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+
 /// Checks that a namespace or channel name is one plain path segment
 /// (`A-Za-z0-9._-`, not `.` or `..`, not starting with `.`).
 pub fn check_segment(what: &'static str, value: &str) -> Result<()> {
@@ -69,6 +73,8 @@ pub fn check_segment(what: &'static str, value: &str) -> Result<()> {
         Some("must not be empty")
     } else if value.starts_with('.') {
         Some("must not start with '.'")
+    } else if value.len() > MAX_NAME_BYTES {
+        Some("must be at most 200 bytes")
     } else if !value
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
