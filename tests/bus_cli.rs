@@ -124,6 +124,13 @@ fn ls_lists_matching_messages_and_flags_corrupt_ones() {
         rows.iter().any(|r| r["address"] == "other/chan/bad"
             && r["error"].as_str().unwrap().contains("bad.json"))
     );
+    // A file name no key maps to is flagged, and never printed raw.
+    std::fs::write(w.root().join("other/chan/a\x1b[2Jb\nc.json"), "{}").unwrap();
+    let o = w.run(&["ls", "other/*/*"]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    assert!(!out.contains('\x1b'), "{out:?}");
+    assert!(out.contains("other/chan/a\\u{1b}[2Jb\\nc\tINVALID\tnot a key name the bus writes"), "{out}");
 }
 
 #[test]
@@ -365,6 +372,23 @@ fn bad_files_get_one_line_naming_them() {
         &w.run(&["read", "not-an-address"]),
         2,
         "NAMESPACE/CHANNEL/KEY",
+    );
+    // A link inside a folder is reported, not followed and not skipped in silence.
+    let folder = dir.join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    std::os::unix::fs::symlink(
+        repo().join("tests/fixtures/v1/invalid"),
+        folder.join("more"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&wrong, folder.join("wrong.json")).unwrap();
+    let o = w.run(&["validate", folder.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o).matches("a symbolic link, not followed").count(),
+        2,
+        "{}",
+        stdout(&o)
     );
     let o = w.run(&["validate", "/does/not/exist.json"]);
     assert_eq!(code(&o), 2);

@@ -68,6 +68,8 @@ fn age(secs: f64) -> String {
 /// let line = interpulse::dashboard::line(&row);
 /// assert!(line.contains("ORANGE") && line.contains(" 16% ") && line.contains("140k/200k"));
 /// assert!(line.contains("42 calls (12 heavy)") && line.contains("3s ago"));
+/// let evil = interpulse::dashboard::Row { session: "\x1b[31mX\r".into(), ..row };
+/// assert!(interpulse::dashboard::line(&evil).starts_with("?[31mX?"));
 /// ```
 pub fn line(r: &Row) -> String {
     let p = &r.pressure;
@@ -83,7 +85,7 @@ pub fn line(r: &Row) -> String {
         "{:<12} {:<6} {usable} {tokens:>11} {:<10} {} calls ({} heavy), pressure {:.0}, {}",
         short(&r.session),
         p.level.as_str().to_uppercase(),
-        p.source.as_deref().unwrap_or("?"),
+        short(p.source.as_deref().unwrap_or("?")),
         p.calls.unwrap_or(0),
         p.heavy_calls.unwrap_or(0),
         p.pressure,
@@ -91,8 +93,13 @@ pub fn line(r: &Row) -> String {
     )
 }
 
+/// The first 12 characters, control characters shown as `?`: a session id
+/// comes from the bus and must not drive the terminal.
 fn short(s: &str) -> String {
-    s.chars().take(12).collect()
+    s.chars()
+        .take(12)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// A row as JSON: at least `session`, `level`, `calls`, `source`.

@@ -84,7 +84,8 @@ impl Validate {
 }
 
 /// Files named on the command line are taken as they are; folders are searched
-/// for `*.json` files, skipping hidden names (temp files, locks) and symlinks.
+/// for `*.json` files, skipping hidden names (temp files, locks). A symlink
+/// found there (to a `*.json` file or a folder) is reported, not followed.
 fn collect_json_files(path: &Path, files: &mut Vec<PathBuf>, trouble: &mut Vec<(PathBuf, String)>) {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -102,7 +103,19 @@ fn collect_json_files(path: &Path, files: &mut Vec<PathBuf>, trouble: &mut Vec<(
         let name = e.file_name();
         let name = name.to_string_lossy();
         let Ok(ft) = e.file_type() else { continue };
-        if name.starts_with('.') || ft.is_symlink() {
+        if name.starts_with('.') {
+            continue;
+        }
+        if ft.is_symlink() {
+            // Not followed, and not passed over in silence: CI must not go
+            // green on data it never looked at.
+            let p = e.path();
+            if name.ends_with(".json") || p.is_dir() {
+                trouble.push((
+                    p.clone(),
+                    format!("{}: a symbolic link, not followed", p.display()),
+                ));
+            }
             continue;
         }
         if ft.is_dir() {
@@ -272,6 +285,17 @@ impl Ls {
             for key in names {
                 let address = format!("{ns}/{ch}/{key}");
                 if !set.is_match(&address) {
+                    continue;
+                }
+                if interband::paths::safe_key(&key) != key {
+                    // Not a name the bus writes (and not one to print as it is).
+                    code = exit::INVALID;
+                    let shown = address.escape_debug();
+                    let row = json!({"address": shown.to_string(), "error": "not a key name the bus writes"});
+                    match self.json {
+                        true => println!("{row}"),
+                        false => println!("{shown}\tINVALID\tnot a key name the bus writes"),
+                    }
                     continue;
                 }
                 let row = match bus.read(&ns, &ch, &key) {
