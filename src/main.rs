@@ -79,9 +79,13 @@ fn main() -> ExitCode {
         Some(command) => Cli { command },
         None => Cli::parse(),
     };
-    if !matches!(cli.command, Command::Hook(_) | Command::Statusline(_)) {
+    if !matches!(
+        cli.command,
+        Command::Hook(_) | Command::Statusline(_) | Command::Demo(_)
+    ) {
         // Like other Unix tools, stop quietly when the reader of our output goes away
-        // (a hook must exit 0 instead, so it keeps the default of ignoring it).
+        // (a hook must exit 0 instead, so it keeps the default of ignoring it, and
+        // the demo stops on the error so it can remove its temporary folder).
         // SAFETY: setting a signal disposition before any thread is started.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
         exit_cleanly_when_stdout_fails();

@@ -49,3 +49,25 @@ fn the_demo_plays_the_whole_loop_and_leaves_nothing_behind() {
         "the caller's home is untouched"
     );
 }
+
+#[test]
+fn a_demo_whose_reader_goes_away_still_cleans_up() {
+    use std::io::BufRead;
+    let w = World::new();
+    let tmp = w.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = w
+        .cmd(&["demo"])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap(); // then the pipe is closed, as `| head -1` does
+    let status = child.wait().unwrap();
+    assert!(first.contains("interband demo"), "{first}");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(files_under(&tmp), Vec::<String>::new(), "nothing left behind");
+}

@@ -285,24 +285,48 @@ fn script() -> Vec<Step> {
     ]
 }
 
+/// `println!` that returns the error (a closed pipe) instead of panicking,
+/// so the demo's temporary folder is still removed.
+macro_rules! say {
+    ($($t:tt)*) => {
+        writeln!(std::io::stdout(), $($t)*)?
+    };
+}
+
 impl Demo {
     pub fn run(self) -> Result<u8> {
+        // Private files, whatever the umask (children inherit it too).
+        // SAFETY: umask(2) only sets this process's file creation mask.
+        unsafe { libc::umask(0o077) };
+        match self.play() {
+            // The reader went away (`| head`): stop, and clean up on the way out.
+            Err(e)
+                if e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+            {
+                Ok(exit::OK)
+            }
+            other => other,
+        }
+    }
+
+    fn play(self) -> Result<u8> {
         let st = Style {
             on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         };
         let mut w = World::new()?;
-        println!(
+        say!(
             "{}",
             st.bold("interband demo: one coding session through the whole loop")
         );
-        println!(
+        say!(
             "{}",
             st.dim(&format!(
                 "private root {}; a 200k-token window; built-in defaults",
                 w.dir.path().display()
             ))
         );
-        println!();
+        say!();
 
         w.t.prompt(TASK)?;
         w.run(
@@ -313,9 +337,9 @@ impl Demo {
             ),
             &[],
         )?;
-        println!("{} {TASK}", st.bold("user ›"));
-        println!();
-        println!("{}", st.dim(" call  used  statusline"));
+        say!("{} {TASK}", st.bold("user ›"));
+        say!();
+        say!("{}", st.dim(" call  used  statusline"));
 
         for (i, s) in script().into_iter().enumerate() {
             w.used = WINDOW * s.used_pct / 100;
@@ -323,7 +347,7 @@ impl Demo {
             let args = interpulse_summary(&s.input);
             let out = w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}})), &[])?;
             let line = w.statusline()?;
-            println!(
+            say!(
                 " {:>4}  {:>3}%  {}  {}",
                 i + 1,
                 s.used_pct,
@@ -339,12 +363,12 @@ impl Demo {
                     w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
                     w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}})), &[])?;
                 }
-                println!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
+                say!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
             }
             if let Some(said) = context_of(&out) {
                 let first = said.lines().next().unwrap_or("");
                 if first.starts_with("Project directives") {
-                    println!(
+                    say!(
                         "{}",
                         st.dim(&format!(
                             "       → to the agent: {}",
@@ -352,9 +376,9 @@ impl Demo {
                         ))
                     );
                 } else {
-                    println!("{}", st.level(&format!("       → to the agent: {first}")));
+                    say!("{}", st.level(&format!("       → to the agent: {first}")));
                     if said.contains("Project directives") {
-                        println!(
+                        say!(
                             "{}",
                             st.dim("         (and the project's directives, re-injected)")
                         );
@@ -363,12 +387,12 @@ impl Demo {
             }
         }
         w.t.say("Retry, tests and logging are in; all 15 tests pass. Next I would tidy the backoff constants.", w.used)?;
-        println!();
+        say!();
 
         // The turn ends: intermem writes the notes the checkpoints asked for; the trigger advises once.
         let out = w.run(&["hook"], &w.input("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."})), &[])?;
         if let Ok(block) = serde_json::from_str::<Value>(&out) {
-            println!(
+            say!(
                 "{} {}",
                 st.bold("Stop ›"),
                 st.level(&format!(
@@ -379,14 +403,14 @@ impl Demo {
         }
         let notes = w.root().join("intermem/notes");
         let latest = find(&notes, "latest.md").context("no note was written")?;
-        println!("{} {}", st.bold("note ›"), latest.display());
+        say!("{} {}", st.bold("note ›"), latest.display());
         let text = std::fs::read_to_string(&latest)?;
         let body = text.find("## Task").map_or(text.as_str(), |i| &text[i..]);
-        println!("{}", st.dim(&indent(body, "       ", 22)));
-        println!();
+        say!("{}", st.dim(&indent(body, "       ", 22)));
+        say!();
 
         // The user runs /compact: PreCompact, the host compacts, SessionStart(compact).
-        println!("{} /compact", st.bold("user ›"));
+        say!("{} /compact", st.bold("user ›"));
         w.run(
             &["hook"],
             &w.input(
@@ -395,7 +419,7 @@ impl Demo {
             ),
             &[],
         )?;
-        println!(
+        say!(
             "{}",
             st.dim("       PreCompact: a last note before the context is summarized")
         );
@@ -411,27 +435,27 @@ impl Demo {
         )?;
         match context_of(&out) {
             Some(ctx) => {
-                println!(
+                say!(
                     "{} the latest note comes back into the fresh context:",
                     st.bold("SessionStart(compact) ›")
                 );
-                println!("{}", st.dim(&indent(&ctx, "       ", 8)));
+                say!("{}", st.dim(&indent(&ctx, "       ", 8)));
             }
             None => bail!("SessionStart(compact) injected nothing"),
         }
-        println!("       statusline: {}", st.level(&w.statusline()?));
-        println!();
+        say!("       statusline: {}", st.level(&w.statusline()?));
+        say!();
         let count = walk(&notes)
             .iter()
             .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("latest.md"))
             .count();
-        println!(
+        say!(
             "{}",
             st.bold(&format!("done: {count} notes, every warning delivered through additionalContext, the note back after the compaction."))
         );
         if self.keep {
             let kept = w.dir.keep();
-            println!("kept {}", kept.display());
+            say!("kept {}", kept.display());
         }
         Ok(exit::OK)
     }
