@@ -130,7 +130,10 @@ fn ls_lists_matching_messages_and_flags_corrupt_ones() {
     assert_eq!(code(&o), 1);
     let out = stdout(&o);
     assert!(!out.contains('\x1b'), "{out:?}");
-    assert!(out.contains("other/chan/a\\u{1b}[2Jb\\nc\tINVALID\tnot a key name the bus writes"), "{out}");
+    assert!(
+        out.contains("other/chan/a\\u{1b}[2Jb\\nc\tINVALID\tnot a key name the bus writes"),
+        "{out}"
+    );
 }
 
 #[test]

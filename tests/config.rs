@@ -49,6 +49,12 @@ fn config_shows_each_value_and_where_it_came_from() {
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("interpulse.debounce_calls"));
     assert!(stdout(&o).contains("interpulse.debounce_calls = 5    # default"));
+    // A file every part reads is broken: said once, not once per part.
+    std::fs::write(&user, "[interline\n").unwrap();
+    let o = w.run(&["config"]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("config.toml"), "{}", stderr(&o));
 }
 
 #[test]

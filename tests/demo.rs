@@ -69,5 +69,9 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
     let status = child.wait().unwrap();
     assert!(first.contains("interband demo"), "{first}");
     assert_eq!(status.code(), Some(0));
-    assert_eq!(files_under(&tmp), Vec::<String>::new(), "nothing left behind");
+    assert_eq!(
+        files_under(&tmp),
+        Vec::<String>::new(),
+        "nothing left behind"
+    );
 }

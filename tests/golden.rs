@@ -146,6 +146,17 @@ fn committed_schemas_match_the_code() {
     let o = w.run(&["schema", "--check", tmp.path().to_str().unwrap()]);
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("envelope.schema.json"));
+    // A schema no contract generates any more is drift too.
+    w.run(&["schema", "--out", tmp.path().to_str().unwrap()]);
+    std::fs::write(tmp.path().join("payloads/gone.old_type.schema.json"), "{}").unwrap();
+    let o = w.run(&["schema", "--check", tmp.path().to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("payloads/gone.old_type.schema.json"));
+    // No folder at all: an I/O error, not drift.
+    let o = w.run(&["schema", "--check", "/does/not/exist"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
 
 #[test]

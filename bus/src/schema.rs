@@ -85,13 +85,37 @@ pub fn write_all(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The schema files under `dir` that are missing or differ from the generated ones.
+/// The schema files under `dir` that are missing or differ from the generated
+/// ones, then the `*.schema.json` files there that are not generated at all
+/// (a contract that is gone), each relative to `dir`.
 pub fn stale(dir: &Path) -> Vec<String> {
-    files()
-        .into_iter()
+    let generated = files();
+    let mut out: Vec<String> = generated
+        .iter()
         .filter(|(rel, text)| {
             std::fs::read_to_string(dir.join(rel)).ok().as_deref() != Some(text.as_str())
         })
-        .map(|(rel, _)| rel)
-        .collect()
+        .map(|(rel, _)| rel.clone())
+        .collect();
+    for sub in ["", "payloads"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        let mut extra: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".schema.json"))
+            .map(|n| {
+                if sub.is_empty() {
+                    n
+                } else {
+                    format!("{sub}/{n}")
+                }
+            })
+            .filter(|rel| !generated.iter().any(|(g, _)| g == rel))
+            .collect();
+        extra.sort();
+        out.extend(extra);
+    }
+    out
 }

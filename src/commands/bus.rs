@@ -150,10 +150,13 @@ impl Schema {
             return Ok(exit::OK);
         }
         let dir = self.check.expect("clap requires --out or --check");
+        if !dir.is_dir() {
+            anyhow::bail!("{}: not a folder of schemas", dir.display());
+        }
         let stale = interband::schema::stale(&dir);
         for f in &stale {
             println!(
-                "{}: missing or stale; run `interband schema --out {}`",
+                "{}: missing, stale or not generated; run `interband schema --out {}` (and remove what it does not write)",
                 dir.join(f).display(),
                 dir.display()
             );
@@ -203,8 +206,14 @@ impl Publish {
         } else {
             self.payload
         };
-        let payload: Value =
-            serde_json::from_str(&text).context("the payload is not valid JSON")?;
+        let payload: Value = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}/{}/{}: the payload is not valid JSON",
+                self.namespace,
+                self.channel,
+                interband::paths::safe_key(&self.key)
+            )
+        })?;
         let bus = Bus::from_env()?;
         let p = bus.publish(
             &self.namespace,

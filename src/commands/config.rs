@@ -43,12 +43,13 @@ impl ShowConfig {
                 println!("{k} = {v}    # {o}");
             }
         }
-        let problems: Vec<String> = pulse
-            .problems
-            .iter()
-            .cloned()
-            .chain(consumers.problems())
-            .collect();
+        // Each part reads the same files: a file's problem is said once.
+        let mut problems: Vec<String> = Vec::new();
+        for p in pulse.problems.iter().cloned().chain(consumers.problems()) {
+            if !problems.contains(&p) {
+                problems.push(p);
+            }
+        }
         for p in &problems {
             eprintln!("interband: {p}");
         }
