@@ -13,6 +13,9 @@ fn the_demo_plays_the_whole_loop_and_leaves_nothing_behind() {
         .cmd(&["demo"])
         .env("TMPDIR", &tmp)
         .env("NO_COLOR", "1")
+        // The caller's settings do not reach the demo: built-in defaults.
+        .env("INTERBAND_COMPACT_STRATEGY", "off")
+        .env("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "20")
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -105,7 +105,19 @@ impl World {
 
     /// Runs this binary as the host would, with `stdin`; returns stdout.
     fn run(&self, args: &[&str], stdin: &Value, extra_env: &[(&str, &str)]) -> Result<String> {
-        let mut child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        // Built-in defaults: none of the caller's interband or autocompact settings.
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy();
+            if k.starts_with("INTERBAND_")
+                || k.starts_with("CLAUDE_")
+                || k == "DISABLE_AUTO_COMPACT"
+                || k == "TMUX_PANE"
+            {
+                cmd.env_remove(&*k);
+            }
+        }
+        let mut child = cmd
             .args(args)
             .env("INTERBAND_ROOT", self.root())
             .env("HOME", self.dir.path().join("home"))
