@@ -348,7 +348,11 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
 
     let o = w.run(&["install", "--host", "codex"]);
     ok(&o);
-    assert!(stdout(&o).contains("codex_hooks = true"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("codex_hooks = true") && stdout(&o).contains("/hooks"),
+        "{}",
+        stdout(&o)
+    );
     let s = read(&path);
     let prog = program();
     assert_eq!(
@@ -625,4 +629,21 @@ fn a_reinstall_after_an_uninstall_backs_up_the_file_as_it_is_now() {
     // A second install keeps the backup of before the first.
     ok(&w.run(&settings_args("install", &path, &[])));
     assert_eq!(read(&backup)["a"], 2);
+}
+
+#[test]
+fn codex_home_is_where_codex_hooks_go_when_set() {
+    let w = World::new();
+    let codex_home = w.dir.path().join("codex-home");
+    let o = w
+        .cmd(&["install", "--host", "codex"])
+        .env("CODEX_HOME", &codex_home)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(
+        interband_hooks(&read(&codex_home.join("hooks.json")), "Stop").len(),
+        1
+    );
+    assert!(!w.home().join(".codex").exists());
 }

@@ -292,3 +292,17 @@ fn a_transcript_without_anything_usable_says_so() {
     let v = replay_json(&w, &t);
     assert_eq!(v["summary"]["found"], false);
 }
+
+#[test]
+fn replay_takes_the_window_a_statusline_reported_for_the_model() {
+    let w = World::new();
+    assert_eq!(
+        replay_json(&w, Path::new(FIXTURE))["summary"]["window"],
+        200_000
+    );
+    // The statusline of any session of this model (claude-opus-5-5) reports 1M.
+    let o = w.run_with_stdin(&["statusline"], &capture("statusLine.input.json"));
+    assert_eq!(code(&o), 0);
+    let v = replay_json(&w, Path::new(FIXTURE));
+    assert_eq!(v["summary"]["window"], 1_000_000, "{}", v["summary"]);
+}

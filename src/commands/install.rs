@@ -55,7 +55,7 @@ struct Target {
 enum Host {
     /// Claude Code: `~/.claude/settings.json`, hooks and statusLine.
     Claude,
-    /// Codex CLI: `~/.codex/hooks.json` (needs `[features] codex_hooks = true`).
+    /// Codex CLI: `$CODEX_HOME/hooks.json`, by default `~/.codex/hooks.json`.
     Codex,
     /// Gemini CLI: `~/.gemini/settings.json`.
     Gemini,
@@ -134,6 +134,13 @@ impl Target {
             (None, true) => std::env::current_dir()
                 .context("the current folder")?
                 .join(self.host.file()),
+            // Codex keeps its configuration in $CODEX_HOME when set.
+            (None, false)
+                if self.host == Host::Codex
+                    && std::env::var_os("CODEX_HOME").is_some_and(|h| !h.is_empty()) =>
+            {
+                PathBuf::from(std::env::var_os("CODEX_HOME").unwrap_or_default()).join("hooks.json")
+            }
             (None, false) => {
                 let home = std::env::var_os("HOME")
                     .filter(|h| !h.is_empty())
@@ -491,7 +498,9 @@ fn host_notes(host: Host, settings: &Value, notes: &mut Vec<String>) {
             }
         }
         Host::Codex => notes.push(
-            "Codex CLI runs hooks only with `[features] codex_hooks = true` in ~/.codex/config.toml".into(),
+            "Codex CLI: older versions run hooks only with `[features] codex_hooks = true` in config.toml, \
+             and Codex asks you to trust new hooks (`/hooks`) before they run"
+                .into(),
         ),
         Host::Gemini => {
             let enabled = settings.pointer("/hooksConfig/enabled");

@@ -4,16 +4,46 @@
 
 use std::fs::File;
 use std::io::{BufReader, IsTerminal};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use interband::payloads::Level;
+use interband::Bus;
+use interband::payloads::{Level, ModelWindow};
 use interband::settings::ProcessEnv;
 use interpulse::config::Config;
 use interpulse::replay::{self, Event, Replay as Run, Summary, What};
 
 use crate::exit;
+
+/// The session's project folder and model, from the transcript's first lines
+/// (the head is enough: both are on nearly every line).
+fn session_of(path: &Path) -> (Option<PathBuf>, Option<String>) {
+    use std::io::Read;
+    let mut head = Vec::new();
+    if let Ok(f) = File::open(path) {
+        let _ = f.take(256 << 10).read_to_end(&mut head);
+    }
+    let (mut cwd, mut model) = (None, None);
+    for line in head.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+            continue;
+        };
+        if cwd.is_none() {
+            cwd = v["cwd"].as_str().map(PathBuf::from);
+        }
+        if model.is_none() && v["type"] == "assistant" {
+            model = v["message"]["model"]
+                .as_str()
+                .filter(|m| *m != "<synthetic>")
+                .map(str::to_owned);
+        }
+        if cwd.is_some() && model.is_some() {
+            break;
+        }
+    }
+    (cwd, model)
+}
 
 /// Files larger than this get a progress bar (on a terminal).
 const PROGRESS_BAR_BYTES: u64 = 20 << 20;
@@ -23,8 +53,10 @@ const PROGRESS_BAR_BYTES: u64 = 20 << 20;
 pub struct Replay {
     /// The Claude Code transcript (JSONL) to replay.
     transcript: PathBuf,
-    /// The context window, tokens (default: `[interpulse] window`,
-    /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, or 200k raised to 1M when usage exceeds it).
+    /// The context window, tokens (default: `[interpulse] window` of the
+    /// session's project, else the window a statusline reported for the
+    /// transcript's model, else 200k; capped by `CLAUDE_CODE_AUTO_COMPACT_WINDOW`;
+    /// raised to 1M when usage exceeds it).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     window: Option<u64>,
     /// Use the default settings, not the settings files and `INTERBAND_*` variables.
@@ -44,9 +76,24 @@ impl Replay {
         let cfg = if self.defaults {
             Config::default()
         } else {
-            let loaded = Config::load(None, &ProcessEnv);
+            // As the live hook would: the session's project settings, and the
+            // window a statusline reported for its model when nothing else says it.
+            let (cwd, model) = session_of(path);
+            let mut loaded = Config::load(cwd.as_deref(), &ProcessEnv);
             for p in &loaded.problems {
                 eprintln!("interband: {p}");
+            }
+            if loaded.value.window == 0
+                && let Some(m) = model
+                && let Some(w) = Bus::from_env()
+                    .ok()
+                    .and_then(|b| b.read_typed::<ModelWindow>(&m).ok())
+            {
+                eprintln!(
+                    "window: {} tokens, as a statusline reported for {m}",
+                    w.payload.window
+                );
+                loaded.value.window = w.payload.window;
             }
             loaded.value
         };
@@ -88,7 +135,7 @@ impl Replay {
             println!(
                 "{}",
                 serde_json::to_string_pretty(&serde_json::json!({
-                    "transcript": path,
+                    "transcript": path.to_string_lossy(),
                     "events": result.events,
                     "summary": result.summary,
                 }))?
