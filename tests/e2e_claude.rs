@@ -2,7 +2,7 @@
 //! API (`tests/e2e/`), with interband's hooks installed by `interband install`.
 //!
 //! Runs only with `INTERBAND_E2E_CLAUDE=1`. The CLI is `INTERBAND_E2E_CLAUDE_BIN`, else
-//! `@anthropic-ai/claude-code` installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e`
+//! `@anthropic-ai/claude-code@2.1.332` installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e-2.1.332`
 //! (reused when present). Infrastructure trouble (no npm, no network) skips; it never fails.
 //!
 //! It proves, through what the mock receives, that a context warning reaches the model once the
@@ -75,6 +75,10 @@ fn run_timed(mut cmd: Command, limit: Duration) -> std::io::Result<Ran> {
     })
 }
 
+/// The Claude Code release the fixtures and host contracts were captured from
+/// (`.ci/run` installs the same one).
+const CLAUDE_CODE_VERSION: &str = "2.1.332";
+
 /// The CLI to drive, installing it into the cache folder when needed; None when that fails.
 fn claude_bin() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("INTERBAND_E2E_CLAUDE_BIN").filter(|b| !b.is_empty()) {
@@ -84,14 +88,14 @@ fn claude_bin() -> Option<PathBuf> {
         .filter(|c| !c.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
-        .join("interband-e2e");
+        .join(format!("interband-e2e-{CLAUDE_CODE_VERSION}"));
     let bin = cache.join("node_modules/.bin/claude");
     if !bin.exists() {
         std::fs::create_dir_all(&cache).ok()?;
         let mut npm = Command::new("npm");
         npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&cache)
-            .arg("@anthropic-ai/claude-code");
+            .arg(format!("@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"));
         let ran = run_timed(npm, Duration::from_secs(600)).ok()?;
         if !ran.status.is_some_and(|s| s.success()) {
             println!("npm install failed:\n{}", ran.stderr);
@@ -359,6 +363,14 @@ fn the_real_claude_code_runs_the_loop_offline() {
     assert_eq!(
         pressure.envelope.payload["level"], "green",
         "the level starts over after the compaction"
+    );
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(w.root().join(format!(".state/interpulse/{session}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        state["compactions"].as_u64() >= Some(1),
+        "the producer saw a new context start: {state}"
     );
     println!(
         "e2e: the first request after /compact carried: {}",
