@@ -76,6 +76,10 @@ const MAX_PENDING: usize = 4096;
 /// A line buffer grown past this is given back after its line.
 const KEEP_BUFFER: usize = 8 << 20;
 
+/// The longest line held in memory (a transcript line with a huge tool
+/// result can be larger; it is skipped and counted).
+const MAX_LINE: u64 = 64 << 20;
+
 /// The whole replay: what happened, in order, the totals, and the context curve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Replay {
@@ -316,8 +320,21 @@ pub fn replay(
     let mut reported = 0;
     loop {
         buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
+        match std::io::Read::take(&mut reader, MAX_LINE + 1).read_until(b'\n', &mut buf) {
             Ok(0) => break,
+            Ok(n) if n as u64 > MAX_LINE && buf.last() != Some(&b'\n') => {
+                // A line no transcript line needs to be: skip the rest of it
+                // without holding it, and count it.
+                match skip_line(&mut reader) {
+                    Ok(rest) => sim.out.summary.bytes += n as u64 + rest,
+                    Err(e) => {
+                        sim.out.summary.read_error = Some(e.to_string());
+                        break;
+                    }
+                }
+                sim.out.summary.lines += 1;
+                sim.out.summary.skipped_lines += 1;
+            }
             Ok(n) => {
                 sim.out.summary.bytes += n as u64;
                 sim.out.summary.lines += 1;
@@ -339,6 +356,30 @@ pub fn replay(
     }
     progress(sim.out.summary.bytes);
     sim.finish()
+}
+
+/// Reads past the end of the current line; returns the bytes skipped.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<u64> {
+    let mut skipped = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(skipped);
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        reader.consume(used);
+        skipped += used as u64;
+        if done {
+            return Ok(skipped);
+        }
+    }
 }
 
 /// A tool call waiting for its result.
@@ -1375,6 +1416,29 @@ mod tests {
         assert_eq!(r.summary.max_used_tokens, Some(40_000));
         assert_eq!(r.series.len(), 2);
         assert_eq!(r.series[1].call, 6);
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_skipped_without_being_held() {
+        let lines = [
+            tool_use(1, 20_000, "Read", false),
+            format!(
+                "{{\"type\":\"user\",\"x\":\"{}\"}}",
+                "z".repeat(MAX_LINE as usize + 10)
+            ),
+            tool_use(2, 30_000, "Bash", false),
+            result(2, false, json!("ok")),
+        ];
+        let all = text(&lines);
+        let r = run(&all);
+        assert_eq!(r.summary.lines, 4);
+        assert_eq!(r.summary.bytes, all.len() as u64);
+        assert_eq!(r.summary.skipped_lines, 1);
+        assert_eq!(
+            r.summary.max_used_tokens,
+            Some(30_000),
+            "the lines after it count"
+        );
     }
 
     #[test]
