@@ -567,3 +567,24 @@ fn a_headless_session_learns_its_models_window_from_any_statusline() {
         (Some("green"), Some(1_000_000))
     );
 }
+
+#[test]
+fn a_repeat_warning_from_the_last_known_usage_quotes_that_usage() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "k.jsonl", 160_000);
+    let said = context_of(&hook(&w, &input("k", &t)), "PostToolUse").expect("red");
+    assert!(said.contains("160k of 200k"), "{said}");
+    // The transcript has no usage line yet (written lazily): the level stays on the last figure.
+    let empty = w.dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let mut repeat = None;
+    for _ in 0..5 {
+        repeat = context_of(&hook(&w, &input("k", &empty)), "PostToolUse").or(repeat);
+    }
+    let said = repeat.expect("the red warning repeats after 5 calls");
+    assert!(
+        said.contains("RED") && said.contains("160k of 200k"),
+        "{said}"
+    );
+    assert!(!said.contains("no usage figure"), "{said}");
+}

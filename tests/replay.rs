@@ -305,4 +305,13 @@ fn replay_takes_the_window_a_statusline_reported_for_the_model() {
     assert_eq!(code(&o), 0);
     let v = replay_json(&w, Path::new(FIXTURE));
     assert_eq!(v["summary"]["window"], 1_000_000, "{}", v["summary"]);
+    // Also when the transcript opens with a 2 MB pasted image.
+    let big = w.dir.path().join("big-first.jsonl");
+    let image = serde_json::json!({"type": "user", "message": {"role": "user", "content": "i".repeat(2 << 20)}});
+    std::fs::write(
+        &big,
+        format!("{image}\n{}", std::fs::read_to_string(FIXTURE).unwrap()),
+    )
+    .unwrap();
+    assert_eq!(replay_json(&w, &big)["summary"]["window"], 1_000_000);
 }

@@ -375,7 +375,9 @@ mod tests {
         let bus = Bus::new(dir.path().join("root"));
         let outside = dir.path().join("project");
         std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("package.json"), b"{}").unwrap();
+        // A valid message, so only the link can stop a read of it.
+        let valid = br#"{"version":"1.0.0","namespace":"ns","type":"t","session_id":"s","timestamp":"2026-11-30T00:00:00Z","payload":{}}"#;
+        std::fs::write(outside.join("package.json"), valid).unwrap();
         let old = std::fs::File::options()
             .write(true)
             .open(outside.join("package.json"))
@@ -390,7 +392,8 @@ mod tests {
         for (ns, ch) in [("ns", "ch"), ("linked", "x")] {
             let err = bus.publish(ns, ch, "k", "t", "", json!({})).unwrap_err();
             assert!(matches!(err, Error::Symlink { .. }), "{err}");
-            assert!(bus.read(ns, ch, "package").is_err());
+            let err = bus.read(ns, ch, "package").unwrap_err();
+            assert!(matches!(err, Error::Symlink { .. }), "{err}");
         }
         assert!(crate::retention::prune_channel(&bus, "ns", "ch", true).is_err());
         let left: Vec<_> = std::fs::read_dir(&outside)

@@ -299,20 +299,17 @@ fn fresh_note(
 
 /// A short focus for `/compact`: the note's latest prompt (else its first).
 fn focus(note: &str) -> String {
-    let task: Vec<&str> = note
-        .lines()
-        .skip_while(|l| !l.starts_with("## Task"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("## "))
-        .collect();
-    let first_quote_after = |label: &str| {
-        task.iter()
-            .skip_while(|l| !l.starts_with(label))
+    // The first quoted line of a section of the note.
+    let quoted = |heading: &str| {
+        note.lines()
+            .skip_while(|l| *l != heading)
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "))
             .find(|l| l.starts_with("> "))
             .map(|l| l.trim_start_matches("> ").trim())
     };
-    let line = first_quote_after("Latest prompt")
-        .or_else(|| first_quote_after("First prompt"))
+    let line = quoted("## Latest prompt")
+        .or_else(|| quoted("## Task"))
         .unwrap_or("");
     let one: String = line.chars().filter(|c| !c.is_control()).take(120).collect();
     if one.is_empty() {
@@ -435,6 +432,33 @@ mod tests {
             "once per cycle"
         );
         assert_eq!(std::fs::read_to_string(&runs).unwrap(), "x\n");
+    }
+
+    #[test]
+    fn the_focus_is_the_notes_latest_prompt_else_its_first() {
+        let note = |first: Option<&str>, latest: Option<&str>| {
+            let d = crate::digest::Digest {
+                first_prompt: first.map(str::to_owned),
+                latest_prompt: latest.map(str::to_owned),
+                ..Default::default()
+            };
+            let info = SessionInfo {
+                session: "s".into(),
+                ..Default::default()
+            };
+            let t = intermem::Trigger {
+                name: "t".into(),
+                context_usable: None,
+                id: None,
+            };
+            focus(&intermem::render(&info, &t, &d, &[], 8192))
+        };
+        assert_eq!(
+            note(Some("Ship it"), Some("Add jitter")),
+            "keep: Add jitter"
+        );
+        assert_eq!(note(Some("Ship it"), None), "keep: Ship it");
+        assert_eq!(note(None, None), "keep the task, todos and changed files");
     }
 
     #[test]

@@ -735,6 +735,10 @@ fn run_wrapped(argv: &[String], stdin: &[u8], timeout: Duration, files: bool) ->
             f.take(MAX_OUTPUT).read_to_end(&mut out).ok()?;
         }
         (None, Some(pipe)) => {
+            // A pipe is read to its end, which waits for every holder of it:
+            // what the command left running in its group must not keep us.
+            // SAFETY: kill(2) on the command's own process group.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
             pipe.take(MAX_OUTPUT).read_to_end(&mut out).ok()?;
         }
         (None, None) => return None,
@@ -1446,6 +1450,15 @@ mod tests {
         assert_eq!(out.as_deref(), Some("left"));
         let out = run_wrapped(&argv(&["wc", "-c"]), &[b'x'; 10_000], t, false);
         assert_eq!(out.as_deref().map(str::trim), Some("10000"));
+        // A background child holding the pipe does not keep us past the command.
+        let start = Instant::now();
+        let out = run_wrapped(&argv(&["sh", "-c", "echo hi; (sleep 30 &)"]), b"", t, false);
+        assert_eq!(out.as_deref(), Some("hi"));
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            start.elapsed()
+        );
         let start = Instant::now();
         let out = run_wrapped(
             &argv(&["sh", "-c", "sleep 5; echo late"]),

@@ -248,18 +248,22 @@ pub fn render(
     }
 
     let mut sections: Vec<(String, String)> = Vec::new();
-    let mut task = String::new();
-    if let Some(p) = &d.first_prompt {
-        task += &format!("First prompt:\n{}\n", quote(p));
-    }
-    if let Some(p) = d
-        .latest_prompt
-        .as_ref()
-        .filter(|p| Some(*p) != d.first_prompt.as_ref())
-    {
-        task += &format!("\nLatest prompt:\n{}\n", quote(p));
-    }
-    sections.push(("Task".into(), task));
+    // The first and the latest prompt: two sections, so each keeps a share.
+    sections.push((
+        "Task".into(),
+        d.first_prompt
+            .as_deref()
+            .map(|p| format!("First prompt:\n{}\n", quote(p)))
+            .unwrap_or_default(),
+    ));
+    sections.push((
+        "Latest prompt".into(),
+        d.latest_prompt
+            .as_ref()
+            .filter(|p| Some(*p) != d.first_prompt.as_ref())
+            .map(|p| quote(p))
+            .unwrap_or_default(),
+    ));
     let todos: String = d
         .todos
         .iter()
@@ -317,7 +321,8 @@ pub fn render(
     ));
 
     sections.retain(|(_, body)| !body.trim().is_empty());
-    let framing: usize = sections.iter().map(|(t, _)| t.len() + 6).sum();
+    // "\n## {title}\n\n" before a body and "\n" after it.
+    let framing: usize = sections.iter().map(|(t, _)| t.len() + 7).sum();
     let room = max_bytes.saturating_sub(s.len() + framing);
     let sizes: Vec<usize> = sections.iter().map(|(_, b)| b.trim_end().len()).collect();
     for ((title, body), share) in sections.iter().zip(fair_shares(&sizes, room)) {
@@ -341,19 +346,29 @@ fn fair_shares(sizes: &[usize], room: usize) -> Vec<usize> {
     shares
 }
 
-/// `body` cut to at most `max` bytes on a line boundary, with a mark saying
-/// how much was left out.
+/// `body` cut to at most `max` bytes, with a mark saying how much was left
+/// out: on a line boundary when one is near the end of the room, else within
+/// the line (a long prompt keeps its beginning).
 fn cut(body: &str, max: usize) -> String {
     if body.len() <= max {
         return body.to_owned();
     }
-    let mark = |n: usize| format!("[... {n} more bytes]");
+    let mark = |n: usize| format!(" [... {n} more bytes]");
     let mut end = max.saturating_sub(mark(body.len()).len() + 1);
     while !body.is_char_boundary(end) {
         end -= 1;
     }
-    let end = body[..end].rfind('\n').map_or(0, |i| i + 1);
-    format!("{}{}", &body[..end], mark(body.len() - end))
+    let end = match body[..end].rfind('\n') {
+        Some(i) if i + 1 >= end / 2 => i + 1,
+        _ => end,
+    };
+    let kept = &body[..end];
+    let sep = if kept.ends_with('\n') || kept.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{kept}{sep}{}", mark(body.len() - end).trim_start())
 }
 
 /// The first line of `text`, with `…` when there was more.
@@ -704,6 +719,27 @@ mod tests {
         );
         assert!(note.contains("more bytes]"), "the todo list is cut visibly");
         assert!(!note.contains("note truncated"), "{note}");
+    }
+
+    #[test]
+    fn a_long_one_line_section_keeps_its_beginning() {
+        let (info, trigger) = session_s();
+        let d = Digest {
+            first_prompt: Some(format!("Make the uploader retry {}", "x".repeat(1200))),
+            latest_prompt: Some(format!("Now add jitter {}", "y".repeat(1200))),
+            last_assistant: Some(format!("Done with retries {}", "z".repeat(1200))),
+            ..Default::default()
+        };
+        let note = render(&info, &trigger, &d, &[], 1024);
+        assert!(note.len() <= 1024, "{}", note.len());
+        for start in [
+            "> Make the uploader retry",
+            "> Now add jitter",
+            "> Done with retries",
+        ] {
+            assert!(note.contains(start), "{start}: {note}");
+        }
+        assert!(note.len() > 900, "the room is used: {} bytes", note.len());
     }
 
     #[test]

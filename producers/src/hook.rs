@@ -184,6 +184,8 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         },
     )?;
 
+    // The figures the level came from: this call's, else the context's last.
+    let known = out.state.figures.filter(|_| out.state.last_used.is_some());
     if out.level == Level::Red && !subagent {
         // The wind-down journal: every call at red, durably, for the next memory note.
         let record = serde_json::json!({
@@ -191,7 +193,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             "tool": input.tool_name,
             "summary": input.argument_summary(80),
             "error": input.looks_failed(),
-            "context_usable": figures.map(|f| round1(f.usable_remaining())),
+            "context_usable": known.map(|f| round1(f.usable_remaining())),
         });
         if let Err(e) = Journal::new(h.bus, session).append(&record) {
             reply.problems.push(e.to_string());
@@ -207,16 +209,12 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let mut said = Vec::new();
     for action in &out.actions {
         match action {
-            Action::Warn(level) => said.push(messages::warning(
-                *level,
-                out.state.figures.as_ref().filter(|_| figures.is_some()),
-                &out.state,
-            )),
+            Action::Warn(level) => said.push(messages::warning(*level, known.as_ref(), &out.state)),
             Action::Checkpoint(trigger) => {
                 let cp = Checkpoint {
                     trigger: (*trigger).to_owned(),
                     ts: h.now,
-                    context_usable: figures.map(|f| round1(f.usable_remaining())),
+                    context_usable: known.map(|f| round1(f.usable_remaining())),
                     transcript_path: input.transcript_path.clone(),
                     cwd: input.cwd.clone(),
                 };

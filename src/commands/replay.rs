@@ -17,16 +17,41 @@ use interpulse::replay::{self, Event, Replay as Run, Summary, What};
 use crate::exit;
 
 /// The session's project folder and model, from the transcript's first lines
-/// (the head is enough: both are on nearly every line).
+/// (both are on nearly every line): up to 1000 lines or 64 MiB read, lines
+/// over 1 MiB (a pasted image) passed over without being held.
 fn session_of(path: &Path) -> (Option<PathBuf>, Option<String>) {
-    use std::io::Read;
-    let mut head = Vec::new();
-    if let Ok(f) = File::open(path) {
-        let _ = f.take(256 << 10).read_to_end(&mut head);
-    }
+    use std::io::{BufRead, Read};
+    const LINE: u64 = 1 << 20;
     let (mut cwd, mut model) = (None, None);
-    for line in head.split(|&b| b == b'\n') {
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+    let Ok(file) = File::open(path) else {
+        return (cwd, model);
+    };
+    let mut r = BufReader::new(file.take(64 << 20));
+    let mut line = Vec::new();
+    for _ in 0..1000 {
+        line.clear();
+        match (&mut r).take(LINE).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if !line.ends_with(b"\n") && line.len() as u64 == LINE => {
+                // The rest of a long line, passed over.
+                while let Ok(chunk) = r.fill_buf() {
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    let (n, end) = match chunk.iter().position(|&b| b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (chunk.len(), false),
+                    };
+                    r.consume(n);
+                    if end {
+                        break;
+                    }
+                }
+                continue;
+            }
+            Ok(_) => {}
+        }
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
             continue;
         };
         if cwd.is_none() {
@@ -84,6 +109,7 @@ impl Replay {
                 eprintln!("interband: {p}");
             }
             if loaded.value.window == 0
+                && self.window.is_none()
                 && let Some(m) = model
                 && let Some(w) = Bus::from_env()
                     .ok()
