@@ -104,7 +104,12 @@ fn handle() -> Result<Option<String>> {
             env: &ProcessEnv,
             now: now(),
         };
-        for p in interpulse::hook::new_context(&ctx, &input)?.problems {
+        // A reset that fails must not cost the note's re-injection below.
+        let problems = match interpulse::hook::new_context(&ctx, &input) {
+            Ok(reply) => reply.problems,
+            Err(e) => vec![e.to_string()],
+        };
+        for p in problems {
             log(&format!("hook {event} {}: {p}", input.session_id));
         }
     }
