@@ -661,3 +661,19 @@ fn a_memory_index_that_cannot_be_updated_does_not_cost_the_note() {
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "their index\n");
     assert!(dir.join("MEMORY.md").is_symlink());
 }
+
+#[test]
+fn a_reset_that_fails_does_not_cost_the_notes_reinjection() {
+    let w = World::new();
+    let t = red_session(&w);
+    hook(&w, &event("PreCompact", &t, json!({})));
+    // The producer's state folder is broken: its reset at SessionStart fails.
+    let state = w.root().join(".state/interpulse");
+    std::fs::remove_dir_all(&state).unwrap();
+    std::fs::write(&state, b"not a folder").unwrap();
+    let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+    assert!(
+        out.contains("Memory note saved before this context was compacted"),
+        "{out}"
+    );
+}
