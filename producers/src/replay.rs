@@ -316,38 +316,27 @@ pub fn replay(
             series: Vec::new(),
         },
     };
-    let mut buf = Vec::new();
+    let mut buf = ReadLine::Held(Vec::new());
     let mut reported = 0;
     loop {
-        buf.clear();
-        match std::io::Read::take(&mut reader, MAX_LINE + 1).read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(n) if n as u64 > MAX_LINE && buf.last() != Some(&b'\n') => {
-                // A line no transcript line needs to be: skip the rest of it
-                // without holding it, and count it.
-                match skip_line(&mut reader) {
-                    Ok(rest) => sim.out.summary.bytes += n as u64 + rest,
-                    Err(e) => {
-                        sim.out.summary.read_error = Some(e.to_string());
-                        break;
-                    }
+        match read_line(&mut reader, &mut buf, MAX_LINE) {
+            Ok(None) => break,
+            Ok(Some(n)) => {
+                sim.out.summary.bytes += n;
+                sim.out.summary.lines += 1;
+                match &buf {
+                    // A line no transcript line needs to be: passed over, counted.
+                    ReadLine::TooLong => sim.out.summary.skipped_lines += 1,
+                    ReadLine::Held(bytes) => sim.line(bytes),
                 }
-                sim.out.summary.lines += 1;
-                sim.out.summary.skipped_lines += 1;
             }
-            Ok(n) => {
-                sim.out.summary.bytes += n as u64;
-                sim.out.summary.lines += 1;
-                sim.line(&buf);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 sim.out.summary.read_error = Some(e.to_string());
                 break;
             }
         }
-        if buf.capacity() > KEEP_BUFFER {
-            buf = Vec::new();
+        if matches!(&buf, ReadLine::Held(b) if b.capacity() > KEEP_BUFFER) {
+            buf = ReadLine::Held(Vec::new());
         }
         if sim.out.summary.bytes - reported >= PROGRESS_EVERY {
             reported = sim.out.summary.bytes;
@@ -358,9 +347,40 @@ pub fn replay(
     sim.finish()
 }
 
-/// Reads past the end of the current line; returns the bytes skipped.
-fn skip_line(reader: &mut impl BufRead) -> std::io::Result<u64> {
-    let mut skipped = 0;
+/// One line read by [`read_line`].
+#[derive(Debug)]
+pub enum ReadLine {
+    /// The line's bytes (with its `\n`, when it has one).
+    Held(Vec<u8>),
+    /// Longer than the cap: read past without being held.
+    TooLong,
+}
+
+/// Reads the next line into `line`, holding at most `cap` bytes of it: a
+/// longer one is read past and left as [`ReadLine::TooLong`]. Returns the bytes
+/// consumed, `None` at the end.
+pub fn read_line(
+    reader: &mut impl BufRead,
+    line: &mut ReadLine,
+    cap: u64,
+) -> std::io::Result<Option<u64>> {
+    let mut buf = match std::mem::replace(line, ReadLine::TooLong) {
+        ReadLine::Held(mut b) => {
+            b.clear();
+            b
+        }
+        ReadLine::TooLong => Vec::new(),
+    };
+    let n = std::io::Read::take(&mut *reader, cap + 1).read_until(b'\n', &mut buf)? as u64;
+    if n == 0 {
+        *line = ReadLine::Held(buf);
+        return Ok(None);
+    }
+    if n <= cap || buf.last() == Some(&b'\n') {
+        *line = ReadLine::Held(buf);
+        return Ok(Some(n));
+    }
+    let mut skipped = n;
     loop {
         let chunk = match reader.fill_buf() {
             Ok(c) => c,
@@ -368,7 +388,7 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<u64> {
             Err(e) => return Err(e),
         };
         if chunk.is_empty() {
-            return Ok(skipped);
+            return Ok(Some(skipped));
         }
         let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
             Some(i) => (i + 1, true),
@@ -377,9 +397,51 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<u64> {
         reader.consume(used);
         skipped += used as u64;
         if done {
-            return Ok(skipped);
+            return Ok(Some(skipped));
         }
     }
+}
+
+/// The session's project folder and model, from a transcript's first lines
+/// (both are on nearly every line): up to 1000 lines, lines over 1 MiB (a
+/// pasted image) passed over without being held.
+///
+/// ```
+/// let t = concat!(
+///     r#"{"type":"user","cwd":"/w/app","message":{"content":"hi"}}"#, "\n",
+///     r#"{"type":"assistant","message":{"model":"claude-x","content":[]}}"#, "\n",
+/// );
+/// let (cwd, model) = interpulse::replay::session_head(t.as_bytes());
+/// assert_eq!((cwd.unwrap().to_str(), model.as_deref()), (Some("/w/app"), Some("claude-x")));
+/// ```
+pub fn session_head(mut reader: impl BufRead) -> (Option<std::path::PathBuf>, Option<String>) {
+    let (mut cwd, mut model) = (None, None);
+    let mut line = ReadLine::Held(Vec::new());
+    for _ in 0..1000 {
+        match read_line(&mut reader, &mut line, 1 << 20) {
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+        let ReadLine::Held(bytes) = &line else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+            continue;
+        };
+        if cwd.is_none() {
+            cwd = v["cwd"].as_str().map(std::path::PathBuf::from);
+        }
+        if model.is_none() && v["type"] == "assistant" {
+            model = v["message"]["model"]
+                .as_str()
+                .filter(|m| *m != "<synthetic>")
+                .map(str::to_owned);
+        }
+        if cwd.is_some() && model.is_some() {
+            break;
+        }
+    }
+    (cwd, model)
 }
 
 /// A tool call waiting for its result.

@@ -16,58 +16,13 @@ use interpulse::replay::{self, Event, Replay as Run, Summary, What};
 
 use crate::exit;
 
-/// The session's project folder and model, from the transcript's first lines
-/// (both are on nearly every line): up to 1000 lines or 64 MiB read, lines
-/// over 1 MiB (a pasted image) passed over without being held.
+/// The session's project folder and model, from the transcript's first 64 MiB.
 fn session_of(path: &Path) -> (Option<PathBuf>, Option<String>) {
-    use std::io::{BufRead, Read};
-    const LINE: u64 = 1 << 20;
-    let (mut cwd, mut model) = (None, None);
-    let Ok(file) = File::open(path) else {
-        return (cwd, model);
-    };
-    let mut r = BufReader::new(file.take(64 << 20));
-    let mut line = Vec::new();
-    for _ in 0..1000 {
-        line.clear();
-        match (&mut r).take(LINE).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if !line.ends_with(b"\n") && line.len() as u64 == LINE => {
-                // The rest of a long line, passed over.
-                while let Ok(chunk) = r.fill_buf() {
-                    if chunk.is_empty() {
-                        break;
-                    }
-                    let (n, end) = match chunk.iter().position(|&b| b == b'\n') {
-                        Some(i) => (i + 1, true),
-                        None => (chunk.len(), false),
-                    };
-                    r.consume(n);
-                    if end {
-                        break;
-                    }
-                }
-                continue;
-            }
-            Ok(_) => {}
-        }
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
-            continue;
-        };
-        if cwd.is_none() {
-            cwd = v["cwd"].as_str().map(PathBuf::from);
-        }
-        if model.is_none() && v["type"] == "assistant" {
-            model = v["message"]["model"]
-                .as_str()
-                .filter(|m| *m != "<synthetic>")
-                .map(str::to_owned);
-        }
-        if cwd.is_some() && model.is_some() {
-            break;
-        }
+    use std::io::Read;
+    match File::open(path) {
+        Ok(f) => replay::session_head(BufReader::new(f.take(64 << 20))),
+        Err(_) => (None, None),
     }
-    (cwd, model)
 }
 
 /// Files larger than this get a progress bar (on a terminal).
