@@ -45,6 +45,8 @@ enum Command {
     Statusline(commands::hook::Statusline),
     /// Print the effective settings and where each value came from.
     Config(commands::config::ShowConfig),
+    /// Trust a project's settings file as it is now (or --list, --revoke).
+    Trust(commands::config::Trust),
     /// Print the effective threshold table.
     Thresholds(commands::pulse::Thresholds),
     /// Show each session's context level, usable context, tokens and calls.
@@ -75,6 +77,10 @@ fn fast_path() -> Option<Command> {
 }
 
 fn main() -> ExitCode {
+    // Under `ulimit -f`, a write past the limit must fail with an error
+    // (which a hook logs and survives), not kill the process with SIGXFSZ.
+    // SAFETY: setting a signal disposition before any thread is started.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let cli = match fast_path() {
         Some(command) => Cli { command },
         None => Cli::parse(),
@@ -105,13 +111,14 @@ fn main() -> ExitCode {
         Command::Hook(a) => a.run(),
         Command::Statusline(a) => a.run(),
         Command::Config(a) => a.run(),
+        Command::Trust(a) => a.run(),
         Command::Thresholds(a) => a.run(),
         Command::Pressure(a) => a.run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("interband: {}", one_line(&e));
+            eprintln!("interband: {}", interband::text::terminal(&one_line(&e)));
             ExitCode::from(exit_code(&e))
         }
     }

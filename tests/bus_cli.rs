@@ -486,9 +486,9 @@ fn a_cause_is_said_once_and_a_linked_channel_folder_is_refused() {
     std::fs::create_dir_all(w.root()).unwrap();
     std::fs::write(w.root().join("ns"), b"").unwrap();
     let o = w.run(&["publish", "ns", "ch", "k", "--type", "t", "--payload", "{}"]);
-    assert_fails(&o, 2, "root/ns/ch: Not a directory");
+    assert_fails(&o, 2, "root/ns: not a folder");
     assert_eq!(
-        stderr(&o).matches("Not a directory").count(),
+        stderr(&o).matches("not a folder").count(),
         1,
         "{}",
         stderr(&o)

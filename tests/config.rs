@@ -36,10 +36,44 @@ fn config_shows_each_value_and_where_it_came_from() {
             .to_owned()
     };
     assert!(line("interpulse.debounce_calls").contains(&format!("3    # {}", user.display())));
+    // The project's file is not trusted: its [compact] is ignored, and the header says so.
+    assert!(
+        line("compact.strategy").contains("\"tmux\"")
+            && line("compact.strategy").contains(&user.display().to_string()),
+        "{out}"
+    );
+    assert!(
+        out.contains("config.toml (project: NOT trusted; ignored: compact.strategy;"),
+        "{out}"
+    );
+    // Once trusted, it counts.
+    let o = w.cmd(&["trust"]).current_dir(&project).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("it may now set: compact.strategy"),
+        "{}",
+        stdout(&o)
+    );
+    let o = w
+        .cmd(&["config"])
+        .current_dir(&project)
+        .env("INTERBAND_INTERMEM_MAX_BYTES", "4000")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("{key}: {out}"))
+            .to_owned()
+    };
     assert!(
         line("compact.strategy").contains("\"off\"")
-            && line("compact.strategy").contains("proj/.interband/config.toml")
+            && line("compact.strategy").contains("proj/.interband/config.toml"),
+        "{out}"
     );
+    assert!(out.contains("config.toml (project: trusted)"), "{out}");
     assert!(line("intermem.max_bytes").contains("4000    # env INTERBAND_INTERMEM_MAX_BYTES"));
     assert!(line("interpulse.window").ends_with("# default"));
 

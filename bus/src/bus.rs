@@ -8,9 +8,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::envelope::{WRITE_VERSION, check_envelope, now_timestamp};
-use crate::fsio::{MAX_MESSAGE_BYTES, read_capped, write_atomic};
-use crate::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
-use crate::paths::{MAX_NAME_BYTES, check_segment, ensure_private_dir, root_from_env, safe_key};
+use crate::fsio::{Dir, MAX_MESSAGE_BYTES, read_capped};
+use crate::lock::{DEFAULT_WAIT, lock_name, with_lock};
+use crate::paths::{MAX_NAME_BYTES, check_segment, root_from_env, safe_key};
 use crate::payloads::Payload;
 use crate::registry::{channel_policy, check_payload};
 use crate::{Envelope, Error, Result, retention};
@@ -78,9 +78,11 @@ impl Bus {
         Bus { root: root.into() }
     }
 
-    /// The bus at `$INTERBAND_ROOT`, else `~/.interband`.
+    /// The bus at `$INTERBAND_ROOT`, else `~/.interband` (made absolute, so
+    /// paths in messages name the same files from any working folder).
     pub fn from_env() -> Result<Self> {
-        root_from_env().map(Bus::new)
+        let root = root_from_env()?;
+        Ok(Bus::new(std::path::absolute(&root).unwrap_or(root)))
     }
 
     /// The root folder.
@@ -88,27 +90,59 @@ impl Bus {
         &self.root
     }
 
-    /// `<root>/<namespace>/<channel>`, after checking both are plain names
-    /// and neither folder is a symlink (the bus never reads, writes or prunes
-    /// through one; the root itself may be a link).
+    /// The root folder as a verified handle (see [`Dir::root`]): created
+    /// 0700 when `create` and missing, refused when it is not the user's.
+    pub fn root_dir(&self, create: bool) -> Result<Dir> {
+        Dir::root(&self.root, create)
+    }
+
+    /// A folder under the root, `names` one plain name each, never through a
+    /// link, each checked to be the user's; created 0700 when `create`.
+    ///
+    /// ```
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let bus = interband::Bus::new(tmp.path().join("root"));
+    /// let state = bus.dir(&[".state", "mytool"], true).unwrap();
+    /// state.write("s.json", b"{}", false).unwrap();
+    /// assert!(bus.dir(&["..", "x"], true).is_err());
+    /// ```
+    pub fn dir(&self, names: &[&str], create: bool) -> Result<Dir> {
+        self.root_dir(create)?.walk(names, create)
+    }
+
+    /// `<root>/<namespace>/<channel>`, after checking both are plain names.
+    /// (The path only: open it with [`Bus::channel`].)
     pub fn channel_dir(&self, namespace: &str, channel: &str) -> Result<PathBuf> {
         check_segment("namespace", namespace)?;
         check_segment("channel", channel)?;
-        let ns = self.root.join(namespace);
-        let dir = ns.join(channel);
-        for d in [&ns, &dir] {
-            if std::fs::symlink_metadata(d).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(Error::Symlink { path: d.clone() });
-            }
-        }
-        Ok(dir)
+        Ok(self.root.join(namespace).join(channel))
     }
 
-    /// `<root>/<namespace>/<channel>/<safe key>.json`. A key whose safe form
+    /// The channel folder as a verified handle, created when `create`.
+    /// A namespace or channel folder that is a link is refused: the bus
+    /// never reads, writes or prunes through one (the root itself may be a link).
+    pub fn channel(&self, namespace: &str, channel: &str, create: bool) -> Result<Dir> {
+        check_segment("namespace", namespace)?;
+        check_segment("channel", channel)?;
+        self.dir(&[namespace, channel], create)
+    }
+
+    /// The channel folder of a message about to be read: a missing folder is
+    /// a missing message.
+    fn existing_channel(&self, namespace: &str, channel: &str, file: &str) -> Result<Dir> {
+        self.channel(namespace, channel, false)
+            .map_err(|e| match e {
+                Error::NotFound { .. } => Error::NotFound {
+                    path: self.root.join(namespace).join(channel).join(file),
+                },
+                e => e,
+            })
+    }
+
+    /// The file name of a key: `<safe key>.json`. A key whose safe form
     /// starts with `.` is refused: such names are the bus's own (locks, temp
     /// files, stamps), which readers, watchers and retention pass over.
-    pub fn path(&self, namespace: &str, channel: &str, key: &str) -> Result<PathBuf> {
-        let dir = self.channel_dir(namespace, channel)?;
+    pub fn file_name(key: &str) -> Result<String> {
         let key = safe_key(key);
         let refuse = |reason: &str| Error::InvalidName {
             what: "key",
@@ -123,7 +157,13 @@ impl Bus {
         if key.len() > MAX_NAME_BYTES {
             return Err(refuse("must be at most 200 bytes"));
         }
-        Ok(dir.join(format!("{key}.json")))
+        Ok(format!("{key}.json"))
+    }
+
+    /// `<root>/<namespace>/<channel>/<safe key>.json` (see [`Bus::file_name`]).
+    pub fn path(&self, namespace: &str, channel: &str, key: &str) -> Result<PathBuf> {
+        let dir = self.channel_dir(namespace, channel)?;
+        Ok(dir.join(Self::file_name(key)?))
     }
 
     /// Validates and publishes a payload: assigns the key's next `seq` under
@@ -139,6 +179,7 @@ impl Bus {
         payload: Value,
     ) -> Result<Published> {
         let path = self.path(namespace, channel, key)?;
+        let file = Self::file_name(key)?;
         let address = || format!("{namespace}/{channel}/{}", safe_key(key));
         let invalid = |reason: String| Error::InvalidPayload {
             channel: address(),
@@ -167,24 +208,21 @@ impl Bus {
                 limit: MAX_MESSAGE_BYTES,
             });
         }
-        let dir = path.parent().expect("a message path has a folder");
-        if !dir.is_dir() {
-            ensure_private_dir(dir)?;
-        }
-        let seq = with_lock(&lock_path_for(&path), DEFAULT_WAIT, |lock| {
-            envelope.seq = last_seq(&path, lock).saturating_add(1);
+        let dir = self.channel(namespace, channel, true)?;
+        let seq = with_lock(&dir, &lock_name(&file), DEFAULT_WAIT, |lock| {
+            envelope.seq = last_seq(&dir, &file, lock).saturating_add(1);
             envelope.timestamp = now_timestamp();
             let mut bytes = serde_json::to_vec(&envelope).map_err(|e| Error::Json {
                 path: path.clone(),
                 source: e,
             })?;
             bytes.push(b'\n');
-            store_seq(&path, lock, envelope.seq)?;
-            write_atomic(&path, &bytes, policy.durable)?;
+            store_seq(&dir, &file, lock, envelope.seq)?;
+            dir.write(&file, &bytes, policy.durable)?;
             Ok(envelope.seq)
         })?;
         // Retention is housekeeping: it must never fail a publish.
-        let _ = retention::prune_channel(self, namespace, channel, false);
+        let _ = retention::prune_dir(&dir, namespace, channel, false, &|k| std::env::var(k).ok());
         Ok(Published { path, seq })
     }
 
@@ -205,24 +243,23 @@ impl Bus {
     /// Removes the message at `namespace/channel/key` (under its lock).
     /// Returns whether there was one.
     pub fn remove(&self, namespace: &str, channel: &str, key: &str) -> Result<bool> {
-        let path = self.path(namespace, channel, key)?;
-        if !path.exists() {
+        let file = Self::file_name(key)?;
+        let dir = match self.channel(namespace, channel, false) {
+            Ok(dir) => dir,
+            Err(Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if !dir.exists(&file) {
             return Ok(false);
         }
-        with_lock(
-            &lock_path_for(&path),
-            DEFAULT_WAIT,
-            |_| match std::fs::remove_file(&path) {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-                Err(e) => Err(Error::io(&path, e)),
-            },
-        )
+        with_lock(&dir, &lock_name(&file), DEFAULT_WAIT, |_| dir.remove(&file))
     }
 
     /// Reads and validates the message at `namespace/channel/key`.
     pub fn read(&self, namespace: &str, channel: &str, key: &str) -> Result<Message> {
-        let mut msg = read_path(&self.path(namespace, channel, key)?)?;
+        let file = Self::file_name(key)?;
+        let dir = self.existing_channel(namespace, channel, &file)?;
+        let mut msg = read_in(&dir, &file)?;
         msg.address = Some(Address {
             namespace: namespace.to_owned(),
             channel: channel.to_owned(),
@@ -237,15 +274,33 @@ impl Bus {
         decode(msg)
     }
 
-    /// Reads a message file and fills in its address when it lies under this root.
+    /// Reads a message file and fills in its address when it lies under this
+    /// root (then through the channel's verified handle; a file elsewhere is
+    /// read bounded, never through a link at its name).
     pub fn read_file(&self, path: &Path) -> Result<Message> {
-        let address = self.address_of(path);
-        if let Some(a) = &address {
-            self.channel_dir(&a.namespace, &a.channel)?; // not through a linked folder
-        }
-        let mut msg = read_path(path)?;
-        msg.address = address;
+        let Some(address) = self.address_of(path) else {
+            return read_path(path);
+        };
+        let file = format!("{}.json", address.key);
+        let dir = self.existing_channel(&address.namespace, &address.channel, &file)?;
+        let mut msg = read_in(&dir, &file)?;
+        msg.address = Some(address);
         Ok(msg)
+    }
+
+    /// The keys of the messages in a channel folder, sorted (none when the folder is missing).
+    pub fn keys(&self, namespace: &str, channel: &str) -> Result<Vec<String>> {
+        let dir = match self.channel(namespace, channel, false) {
+            Ok(dir) => dir,
+            Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        Ok(dir
+            .file_names(".json")?
+            .into_iter()
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+            .filter(|k| !k.is_empty())
+            .collect())
     }
 
     /// The address of a message file under this root, if it is one.
@@ -258,6 +313,12 @@ impl Bus {
             }
         })
     }
+}
+
+/// Reads and validates the message file `name` in a channel folder.
+fn read_in(dir: &Dir, name: &str) -> Result<Message> {
+    let bytes = dir.read(name, MAX_MESSAGE_BYTES)?;
+    parse_message(&dir.join(name), &bytes)
 }
 
 /// Decodes a validated message's payload into a typed one.
@@ -278,8 +339,8 @@ pub fn decode<P: DeserializeOwned>(msg: Message) -> Result<Envelope<P>> {
     })
 }
 
-/// Reads one message file: at most 1 MiB, never through a symlink, the
-/// envelope and (for known contracts) the payload validated.
+/// Reads one message file: at most 1 MiB, never through a symlink, never
+/// blocking, the envelope and (for known contracts) the payload validated.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
@@ -325,22 +386,22 @@ pub fn parse_message(path: &Path, bytes: &[u8]) -> Result<Message> {
 /// The last seq the key had. The lock file remembers it (20 digits, written
 /// in place: truncating would make ext4 flush); when the lock file is new or
 /// was removed, the current message file says (0 for a v1 writer's file).
-fn last_seq(path: &Path, lock: &File) -> u64 {
+fn last_seq(dir: &Dir, file: &str, lock: &File) -> u64 {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 20];
     let remembered = lock
         .read_exact_at(&mut buf, 0)
         .ok()
         .and_then(|_| std::str::from_utf8(&buf).ok()?.trim().parse::<u64>().ok());
-    remembered.unwrap_or_else(|| read_path(path).map_or(0, |m| m.envelope.seq))
+    remembered.unwrap_or_else(|| read_in(dir, file).map_or(0, |m| m.envelope.seq))
 }
 
 /// Remembers `seq` in the lock file. Done before the message is renamed into
 /// place, so a crash in between skips a number but never reuses one.
-fn store_seq(path: &Path, lock: &File, seq: u64) -> Result<()> {
+fn store_seq(dir: &Dir, file: &str, lock: &File, seq: u64) -> Result<()> {
     use std::os::unix::fs::FileExt;
     lock.write_all_at(format!("{seq:020}").as_bytes(), 0)
-        .map_err(|e| Error::io(lock_path_for(path), e))
+        .map_err(|e| Error::io(dir.join(&lock_name(file)), e))
 }
 
 #[cfg(test)]
@@ -491,7 +552,7 @@ mod tests {
             bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
             2
         );
-        std::fs::remove_file(lock_path_for(&p.path)).unwrap();
+        std::fs::remove_file(crate::lock::lock_path_for(&p.path)).unwrap();
         assert_eq!(
             bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
             3

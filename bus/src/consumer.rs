@@ -12,14 +12,14 @@
 //! makes that effect exactly once.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::GlobSet;
 use serde::{Deserialize, Serialize};
 
-use crate::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
-use crate::paths::{check_segment, ensure_private_dir};
+use crate::fsio::Dir;
+use crate::lock::{DEFAULT_WAIT, lock_name, with_lock};
+use crate::paths::check_segment;
 use crate::watch::{WatchOptions, candidate_files, compile_patterns};
 use crate::{Bus, Envelope, Error, Message, Result, Subscription};
 
@@ -125,10 +125,10 @@ const MAX_CURSOR_BYTES: u64 = 8 << 20;
 /// A consumer's cursors. A missing file is a consumer that has handled
 /// nothing; any other failure is an error, never "nothing handled", which
 /// would handle every value again.
-fn load_cursors(path: &Path) -> Result<Cursors> {
-    match crate::fsio::read_capped(path, MAX_CURSOR_BYTES) {
+fn load_cursors(dir: &Dir, file: &str) -> Result<Cursors> {
+    match dir.read(file, MAX_CURSOR_BYTES) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Json {
-            path: path.into(),
+            path: dir.join(file),
             source: e,
         }),
         Err(Error::NotFound { .. }) => Ok(Cursors::default()),
@@ -136,9 +136,18 @@ fn load_cursors(path: &Path) -> Result<Cursors> {
     }
 }
 
-fn cursor_path(bus: &Bus, name: &str) -> Result<PathBuf> {
+/// The folder of the consumers' cursors, under the root.
+pub const CURSORS: &str = ".consumers";
+
+/// The cursors' folder and the consumer's cursor file name.
+fn cursor_file(bus: &Bus, name: &str) -> Result<(Dir, String)> {
     check_segment("consumer name", name)?;
-    Ok(bus.root().join(".consumers").join(format!("{name}.json")))
+    Ok((bus.dir(&[CURSORS], true)?, format!("{name}.json")))
+}
+
+fn save_cursors(dir: &Dir, file: &str, c: &Cursors) -> Result<()> {
+    let bytes = serde_json::to_vec(c).expect("cursors serialize");
+    dir.write(file, &bytes, false)
 }
 
 /// Offers one message to a consumer, under its lock, if the consumer has not
@@ -152,14 +161,10 @@ pub fn offer(
     let Some(addr) = message.address.as_ref().map(ToString::to_string) else {
         return Ok(false);
     };
-    let path = cursor_path(bus, consumer.name())?;
-    ensure_private_dir(path.parent().expect("cursor has a folder"))?;
-    let save = |c: &Cursors| -> Result<()> {
-        let bytes = serde_json::to_vec(c).expect("cursors serialize");
-        crate::fsio::write_atomic(&path, &bytes, false)
-    };
-    with_lock(&lock_path_for(&path), DEFAULT_WAIT, |_| {
-        let mut cursors = load_cursors(&path)?;
+    let (dir, file) = cursor_file(bus, consumer.name())?;
+    let save = |c: &Cursors| save_cursors(&dir, &file, c);
+    with_lock(&dir, &lock_name(&file), DEFAULT_WAIT, |_| {
+        let mut cursors = load_cursors(&dir, &file)?;
         let value = Cursor::of(&message.envelope);
         let entry = cursors.entry(addr.clone()).or_default();
         if !value.is_newer_than(&entry.done) {
@@ -247,18 +252,24 @@ pub fn drain(bus: &Bus, consumer: &mut dyn Consumer) -> Result<Report> {
 /// as small as the channel (and a key that comes back starts afresh). Whether
 /// a key is gone is decided under the consumer's lock, at that moment.
 fn forget_gone(bus: &Bus, name: &str, set: &GlobSet) -> Result<()> {
-    let path = cursor_path(bus, name)?;
-    let gone = |k: &str, e: &Entry| {
-        set.is_match(k) && e.pending.is_none() && !bus.root().join(format!("{k}.json")).exists()
+    let (dir, file) = cursor_file(bus, name)?;
+    let exists = |k: &str| {
+        let mut parts = k.splitn(3, '/');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(ns), Some(ch), Some(key)) => bus
+                .channel(ns, ch, false)
+                .is_ok_and(|d| d.exists(&format!("{key}.json"))),
+            _ => false,
+        }
     };
-    if !load_cursors(&path)?.iter().any(|(k, e)| gone(k, e)) {
+    let gone = |k: &str, e: &Entry| set.is_match(k) && e.pending.is_none() && !exists(k);
+    if !load_cursors(&dir, &file)?.iter().any(|(k, e)| gone(k, e)) {
         return Ok(());
     }
-    with_lock(&lock_path_for(&path), DEFAULT_WAIT, |_| {
-        let mut cursors = load_cursors(&path)?;
+    with_lock(&dir, &lock_name(&file), DEFAULT_WAIT, |_| {
+        let mut cursors = load_cursors(&dir, &file)?;
         cursors.retain(|k, e| !gone(k, e));
-        let bytes = serde_json::to_vec(&cursors).expect("cursors serialize");
-        crate::fsio::write_atomic(&path, &bytes, false)
+        save_cursors(&dir, &file, &cursors)
     })
 }
 

@@ -32,6 +32,22 @@ pub enum Error {
         /// The link.
         path: PathBuf,
     },
+    /// `path` is not the user's: a folder owned by someone else or writable
+    /// by group or others, or a file owned by someone else. The bus refuses
+    /// it as ssh's `StrictModes` does.
+    #[error("{}: refusing to use it: {reason}", path.display())]
+    NotOurs {
+        /// The folder or file.
+        path: PathBuf,
+        /// Who owns it or who may write it.
+        reason: String,
+    },
+    /// `path` should be a folder and is something else (a file, a device...).
+    #[error("{}: not a folder", path.display())]
+    NotAFolder {
+        /// The offending path.
+        path: PathBuf,
+    },
     /// `path` is not a regular file (a folder, a device, a socket...).
     #[error("{}: not a regular file", path.display())]
     NotAFile {
@@ -127,6 +143,23 @@ impl Error {
                 | Error::InvalidPayload { .. }
                 | Error::Decode { .. }
         )
+    }
+
+    /// The error as an `std::io::Error` of the matching kind (`NotFound`
+    /// stays `NotFound`), for callers that speak `std::io`.
+    pub fn into_io(self) -> std::io::Error {
+        use std::io::ErrorKind;
+        match self {
+            Error::Io { source, .. } => source,
+            Error::NotFound { .. } => std::io::Error::new(ErrorKind::NotFound, self),
+            Error::TooLarge { .. } => std::io::Error::new(ErrorKind::FileTooLarge, self),
+            Error::NotAFolder { .. } => std::io::Error::new(ErrorKind::NotADirectory, self),
+            Error::NotAFile { .. } | Error::Symlink { .. } => {
+                std::io::Error::new(ErrorKind::InvalidInput, self)
+            }
+            Error::NotOurs { .. } => std::io::Error::new(ErrorKind::PermissionDenied, self),
+            other => std::io::Error::other(other),
+        }
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -9,19 +9,20 @@
 //!
 //! Journals live at `<root>/.journal/<safe key>/`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::fsio::{MAX_MESSAGE_BYTES, read_capped, sync_dir, write_atomic};
+use crate::fsio::{Dir, MAX_MESSAGE_BYTES};
 use crate::lock::{DEFAULT_WAIT, with_lock};
-use crate::paths::{ensure_private_dir, safe_key};
+use crate::paths::safe_key;
 use crate::{Bus, Error, Result};
 
 /// One journal.
 #[derive(Debug, Clone)]
 pub struct Journal {
-    dir: PathBuf,
+    bus: Bus,
+    key: String,
 }
 
 /// A claimed record: its unique name and content.
@@ -33,21 +34,30 @@ pub struct Record {
     pub value: Value,
 }
 
+/// The folder of all journals, under the root.
+pub const JOURNALS: &str = ".journal";
+
 impl Journal {
     /// The journal for `key` (e.g. a session id) on `bus`.
     pub fn new(bus: &Bus, key: &str) -> Self {
         Journal {
-            dir: bus.root().join(".journal").join(safe_key(key)),
+            bus: bus.clone(),
+            key: safe_key(key),
         }
     }
 
     /// The journal's folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn dir(&self) -> PathBuf {
+        self.bus.root().join(JOURNALS).join(&self.key)
     }
 
-    fn sub(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
+    /// The journal's folder as a verified handle (`None` when it does not exist).
+    fn open(&self, create: bool) -> Result<Option<Dir>> {
+        match self.bus.dir(&[JOURNALS, &self.key], create) {
+            Ok(d) => Ok(Some(d)),
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Appends a record durably under a unique name; returns the name.
@@ -64,12 +74,6 @@ impl Journal {
     /// assert_eq!(j.all().unwrap().len(), 1);
     /// ```
     pub fn append(&self, value: &Value) -> Result<String> {
-        let (tmp, new) = (self.sub("tmp"), self.sub("new"));
-        for d in [&tmp, &new] {
-            if !d.is_dir() {
-                ensure_private_dir(d)?;
-            }
-        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
@@ -77,41 +81,47 @@ impl Journal {
             "{:020}-{:010}-{:08x}.json",
             now.as_nanos(),
             std::process::id(),
-            rand32()
+            crate::fsio::random64() as u32
         );
-        let staged = tmp.join(&name);
         let bytes = serde_json::to_vec(value).map_err(|e| Error::Json {
-            path: staged.clone(),
+            path: self.dir().join("tmp").join(&name),
             source: e,
         })?;
         // A record no reader would take is refused here, not lost later.
         if bytes.len() as u64 > MAX_MESSAGE_BYTES {
             return Err(Error::TooLarge {
-                path: staged,
+                path: self.dir().join("tmp").join(&name),
                 size: bytes.len() as u64,
                 limit: MAX_MESSAGE_BYTES,
             });
         }
-        write_atomic(&staged, &bytes, true)?;
-        let target = new.join(&name);
-        std::fs::rename(&staged, &target).map_err(|e| Error::io(&target, e))?;
-        sync_dir(&new)?;
+        let dir = self.open(true)?.expect("created");
+        let (tmp, new) = (dir.sub("tmp", true)?, dir.sub("new", true)?);
+        // Written and fsynced in tmp/, then moved into new/ under its unique name.
+        if !tmp.deliver(&new, &name, &bytes)? {
+            return Err(Error::io(
+                new.join(&name),
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
         Ok(name)
     }
 
     /// Claims every unclaimed record (and any a dead claimer left in `cur/`),
     /// in append order.
     pub fn claim(&self) -> Result<Vec<Record>> {
-        let (new, cur) = (self.sub("new"), self.sub("cur"));
-        if !new.is_dir() && !cur.is_dir() {
+        let Some(dir) = self.open(false)? else {
             return Ok(Vec::new());
+        };
+        let new = sub(&dir, "new")?;
+        let cur = dir.sub("cur", true)?;
+        if let Some(new) = &new {
+            for name in new.file_names(".json")? {
+                // Losing this race means another claimer has it: skip.
+                let _ = new.rename(&name, &cur, &name);
+            }
         }
-        ensure_private_dir(&cur)?;
-        for name in names(&new)? {
-            // Losing this race means another claimer has it: skip.
-            let _ = std::fs::rename(new.join(&name), cur.join(&name));
-        }
-        read_all(&cur)
+        read_all(Some(&cur))
     }
 
     /// Claims the unclaimed records under the journal's lock, gives them to
@@ -128,10 +138,10 @@ impl Journal {
     /// assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 0);
     /// ```
     pub fn with_claimed<R>(&self, f: impl FnOnce(&[Record]) -> Result<R>) -> Result<R> {
-        if !self.dir.is_dir() {
+        let Some(dir) = self.open(false)? else {
             return f(&[]);
-        }
-        with_lock(&self.dir.join(".claim.lock"), DEFAULT_WAIT, |_| {
+        };
+        with_lock(&dir, ".claim.lock", DEFAULT_WAIT, |_| {
             let records = self.claim()?;
             let out = f(&records)?;
             self.commit(&records)?;
@@ -144,26 +154,26 @@ impl Journal {
         if records.is_empty() {
             return Ok(());
         }
-        let (cur, done) = (self.sub("cur"), self.sub("done"));
-        ensure_private_dir(&done)?;
+        let Some(dir) = self.open(false)? else {
+            return Ok(());
+        };
+        let (cur, done) = (dir.sub("cur", true)?, dir.sub("done", true)?);
         for r in records {
-            let from = cur.join(&r.name);
-            match std::fs::rename(&from, done.join(&r.name)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(from, e)),
-            }
+            cur.rename(&r.name, &done, &r.name)?;
         }
-        sync_dir(&done)
+        done.sync()
     }
 
     /// Every record ever appended (done, claimed and new), in append order.
     pub fn all(&self) -> Result<Vec<Record>> {
+        let Some(dir) = self.open(false)? else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
         // In the order records move (new → cur → done), so one moving on
         // while this reads is seen at least once; the names dedup it.
-        for sub in ["new", "cur", "done"] {
-            out.extend(read_all(&self.sub(sub))?);
+        for name in ["new", "cur", "done"] {
+            out.extend(read_all(sub(&dir, name)?.as_ref())?);
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
@@ -171,27 +181,23 @@ impl Journal {
     }
 }
 
-fn names(dir: &Path) -> Result<Vec<String>> {
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    let mut v: Vec<String> = rd
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
-        .collect();
-    v.sort();
-    Ok(v)
+/// An existing sub-folder, `None` when missing.
+fn sub(dir: &Dir, name: &str) -> Result<Option<Dir>> {
+    match dir.sub(name, false) {
+        Ok(d) => Ok(Some(d)),
+        Err(Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
-fn read_all(dir: &Path) -> Result<Vec<Record>> {
+fn read_all(dir: Option<&Dir>) -> Result<Vec<Record>> {
+    let Some(dir) = dir else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::new();
-    for name in names(dir)? {
-        let path = dir.join(&name);
+    for name in dir.file_names(".json")? {
         // A record that vanished (moved on by another claimer) or is unreadable is skipped.
-        let Ok(bytes) = read_capped(&path, MAX_MESSAGE_BYTES) else {
+        let Ok(bytes) = dir.read(&name, MAX_MESSAGE_BYTES) else {
             continue;
         };
         let Ok(value) = serde_json::from_slice(&bytes) else {
@@ -200,18 +206,6 @@ fn read_all(dir: &Path) -> Result<Vec<Record>> {
         out.push(Record { name, value });
     }
     Ok(out)
-}
-
-fn rand32() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos(),
-    );
-    h.finish() as u32
 }
 
 #[cfg(test)]
@@ -269,7 +263,8 @@ mod tests {
         assert!(matches!(j.append(&big), Err(Error::TooLarge { .. })));
         j.append(&json!({"small": true})).unwrap();
         assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 1);
-        assert_eq!(names(&j.sub("tmp")).unwrap(), Vec::<String>::new());
+        let tmp = bus.dir(&[JOURNALS, "s", "tmp"], false).unwrap();
+        assert!(tmp.entries().unwrap().is_empty());
     }
 
     #[test]

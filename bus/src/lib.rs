@@ -44,6 +44,8 @@ pub mod registry;
 pub mod retention;
 pub mod schema;
 pub mod settings;
+pub mod text;
+pub mod trust;
 pub mod watch;
 
 pub use bus::{Address, Bus, Message, Published, decode, parse_message, read_path};

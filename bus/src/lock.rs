@@ -6,14 +6,13 @@
 //! a waiter notices that its handle no longer names the file and retries.
 
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::fsio::{MAX_MESSAGE_BYTES, read_capped, write_atomic};
+use crate::fsio::{Dir, MAX_MESSAGE_BYTES};
 use crate::{Error, Result};
 
 /// How long a lock is waited for by default before giving up with [`Error::LockTimeout`].
@@ -30,51 +29,47 @@ pub fn lock_path_for(path: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.lock"))
+    path.with_file_name(lock_name(&name))
 }
 
-/// Runs `f` while holding the exclusive lock on `lock_path` (created 0600 if
-/// missing), waiting at most `wait` for it. `f` gets the lock file itself,
-/// which may hold a few bytes of state of its own.
+/// The name of the lock file that guards the file `name`: `.<name>.lock`.
+pub fn lock_name(name: &str) -> String {
+    format!(".{name}.lock")
+}
+
+/// Runs `f` while holding the exclusive lock on the file `name` in `dir`
+/// (created 0600 if missing, never through a link), waiting at most `wait`
+/// for it. `f` gets the lock file itself, which may hold a few bytes of state
+/// of its own.
 pub fn with_lock<T>(
-    lock_path: &Path,
+    dir: &Dir,
+    name: &str,
     wait: Duration,
     f: impl FnOnce(&mut File) -> Result<T>,
 ) -> Result<T> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(200);
     loop {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(lock_path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) => Error::Symlink {
-                    path: lock_path.into(),
-                },
-                _ => Error::io(lock_path, e),
-            })?;
+        let file = dir.open_rw(name)?;
         let mut lock = fd_lock::RwLock::new(file);
         match lock.try_write() {
             Ok(mut guard) => {
-                // Still the file at that path? (It may have been removed while we waited.)
-                let held = guard.metadata().map_err(|e| Error::io(lock_path, e))?;
-                let same = std::fs::symlink_metadata(lock_path)
-                    .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
+                // Still the file at that name? (It may have been removed while we waited.)
+                let held = guard.metadata().map_err(|e| Error::io(dir.join(name), e))?;
+                let same = dir.stat(name)?.is_some_and(|now| {
+                    use std::os::unix::fs::MetadataExt;
+                    now.ino == held.ino() && now.dev == held.dev()
+                });
                 if same {
                     return f(&mut guard);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(Error::io(lock_path, e)),
+            Err(e) => return Err(Error::io(dir.join(name), e)),
         }
         if start.elapsed() >= wait {
             return Err(Error::LockTimeout {
-                path: lock_path.into(),
+                path: dir.join(name),
                 waited: start.elapsed(),
             });
         }
@@ -83,40 +78,45 @@ pub fn with_lock<T>(
     }
 }
 
-/// Locked read-modify-write of a small JSON state file.
+/// Locked read-modify-write of a small JSON state file `name` in `dir`.
 ///
-/// Reads `path` (a missing, corrupt, oversized or symlinked file reads as
+/// Reads the file (a missing, corrupt, oversized or linked file reads as
 /// `T::default()`), lets `f` change the value, then writes it back atomically
-/// (replacing a planted symlink rather than writing through it), all under the
+/// (replacing a planted link rather than writing through it), all under the
 /// file's lock. Returns what `f` returned.
 ///
 /// ```
-/// # let dir = tempfile::tempdir().unwrap();
-/// let state = dir.path().join("count.json");
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let dir = interband::fsio::Dir::root(tmp.path(), false).unwrap();
 /// for _ in 0..3 {
-///     interband::lock::update_json(&state, interband::lock::DEFAULT_WAIT, |n: &mut u32| *n += 1).unwrap();
+///     interband::lock::update_json(&dir, "count.json", interband::lock::DEFAULT_WAIT, |n: &mut u32| *n += 1).unwrap();
 /// }
-/// assert_eq!(std::fs::read_to_string(&state).unwrap(), "3");
+/// assert_eq!(std::fs::read_to_string(tmp.path().join("count.json")).unwrap(), "3");
 /// ```
-pub fn update_json<T, R>(path: &Path, wait: Duration, f: impl FnOnce(&mut T) -> R) -> Result<R>
+pub fn update_json<T, R>(
+    dir: &Dir,
+    name: &str,
+    wait: Duration,
+    f: impl FnOnce(&mut T) -> R,
+) -> Result<R>
 where
     T: Serialize + DeserializeOwned + Default,
 {
-    with_lock(&lock_path_for(path), wait, |_| {
-        let mut value: T = read_json_or_default(path);
+    with_lock(dir, &lock_name(name), wait, |_| {
+        let mut value: T = read_json_or_default(dir, name);
         let out = f(&mut value);
         let bytes = serde_json::to_vec(&value).map_err(|e| Error::Json {
-            path: path.into(),
+            path: dir.join(name),
             source: e,
         })?;
-        write_atomic(path, &bytes, false)?;
+        dir.write(name, &bytes, false)?;
         Ok(out)
     })
 }
 
-/// Reads a small JSON file; anything unreadable reads as the default.
-pub fn read_json_or_default<T: DeserializeOwned + Default>(path: &Path) -> T {
-    read_capped(path, MAX_MESSAGE_BYTES)
+/// Reads a small JSON file in `dir`; anything unreadable reads as the default.
+pub fn read_json_or_default<T: DeserializeOwned + Default>(dir: &Dir, name: &str) -> T {
+    dir.read(name, MAX_MESSAGE_BYTES)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
@@ -128,10 +128,11 @@ mod tests {
 
     #[test]
     fn a_held_lock_times_out_with_the_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let lp = dir.path().join(".x.lock");
-        with_lock(&lp, DEFAULT_WAIT, |_| {
-            let err = with_lock(&lp, Duration::from_millis(30), |_| Ok(())).unwrap_err();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::root(tmp.path(), false).unwrap();
+        with_lock(&dir, ".x.lock", DEFAULT_WAIT, |_| {
+            let err =
+                with_lock(&dir, ".x.lock", Duration::from_millis(30), |_| Ok(())).unwrap_err();
             assert!(matches!(err, Error::LockTimeout { .. }));
             assert!(err.to_string().contains(".x.lock"));
             Ok(())
@@ -141,35 +142,47 @@ mod tests {
 
     #[test]
     fn threads_never_lose_an_update() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("n.json");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::root(tmp.path(), false).unwrap();
         std::thread::scope(|s| {
             for _ in 0..8 {
                 s.spawn(|| {
                     for _ in 0..50 {
-                        update_json(&state, Duration::from_secs(20), |n: &mut u64| *n += 1)
-                            .unwrap();
+                        update_json(&dir, "n.json", Duration::from_secs(20), |n: &mut u64| {
+                            *n += 1
+                        })
+                        .unwrap();
                     }
                 });
             }
         });
-        assert_eq!(read_json_or_default::<u64>(&state), 400);
+        assert_eq!(read_json_or_default::<u64>(&dir, "n.json"), 400);
     }
 
     #[test]
     fn corrupt_or_symlinked_state_starts_over_without_touching_the_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("s.json");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::root(&tmp.path().join("r"), true).unwrap();
+        let state = dir.join("s.json");
         std::fs::write(&state, b"{not json").unwrap();
-        update_json(&state, DEFAULT_WAIT, |n: &mut u64| *n += 1).unwrap();
-        assert_eq!(read_json_or_default::<u64>(&state), 1);
+        update_json(&dir, "s.json", DEFAULT_WAIT, |n: &mut u64| *n += 1).unwrap();
+        assert_eq!(read_json_or_default::<u64>(&dir, "s.json"), 1);
 
-        let outside = dir.path().join("outside");
+        let outside = tmp.path().join("outside");
         std::fs::write(&outside, b"41").unwrap();
         std::fs::remove_file(&state).unwrap();
         std::os::unix::fs::symlink(&outside, &state).unwrap();
-        update_json(&state, DEFAULT_WAIT, |n: &mut u64| *n += 1).unwrap();
+        update_json(&dir, "s.json", DEFAULT_WAIT, |n: &mut u64| *n += 1).unwrap();
         assert_eq!(std::fs::read(&outside).unwrap(), b"41");
-        assert_eq!(read_json_or_default::<u64>(&state), 1);
+        assert_eq!(read_json_or_default::<u64>(&dir, "s.json"), 1);
+        // A link planted at the lock file itself is refused, not followed.
+        std::os::unix::fs::symlink(&outside, dir.join(".s.json.lock")).unwrap_err();
+        std::fs::remove_file(dir.join(".s.json.lock")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(".s.json.lock")).unwrap();
+        assert!(matches!(
+            update_json(&dir, "s.json", DEFAULT_WAIT, |n: &mut u64| *n += 1),
+            Err(Error::Symlink { .. })
+        ));
+        assert_eq!(std::fs::read(&outside).unwrap(), b"41");
     }
 }

@@ -93,16 +93,6 @@ pub fn check_segment(what: &'static str, value: &str) -> Result<()> {
     }
 }
 
-/// Creates `dir` and its missing parents with mode 0700.
-pub fn ensure_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::io(dir, e))
-}
-
 /// True for names the bus writes for itself (temp files, locks, stamps) and
 /// that readers and scanners must skip.
 pub fn is_internal_name(name: &str) -> bool {

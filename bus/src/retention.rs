@@ -1,11 +1,11 @@
 //! Retention: prune a channel by age and count (protocol v1 defaults, env
 //! overrides, throttle stamp), and sweep temp files left by crashed writers.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use crate::lock::{lock_path_for, with_lock};
-use crate::paths::TEMP_PREFIX;
+use crate::fsio::{Dir, Kind};
+use crate::lock::{lock_name, with_lock};
 use crate::registry::channel_policy;
 use crate::{Bus, Error, Result};
 
@@ -100,92 +100,84 @@ pub fn prune_with(
     force: bool,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<PruneReport> {
-    let dir = bus.channel_dir(namespace, channel)?;
-    let mut report = PruneReport::default();
-    if !dir.is_dir() {
-        return Ok(report);
+    match bus.channel(namespace, channel, false) {
+        Ok(dir) => prune_dir(&dir, namespace, channel, force, env),
+        Err(Error::NotFound { .. }) => Ok(PruneReport::default()),
+        Err(e) => Err(e),
     }
+}
+
+/// [`prune_with`] on an open channel folder.
+pub(crate) fn prune_dir(
+    dir: &Dir,
+    namespace: &str,
+    channel: &str,
+    force: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PruneReport> {
+    let mut report = PruneReport::default();
     let now = SystemTime::now();
     let age = |t: SystemTime| now.duration_since(t).unwrap_or_default();
-    let stamp = dir.join(STAMP);
-    let modified = std::fs::metadata(&stamp).and_then(|m| m.modified());
-    if !force && modified.is_ok_and(|m| age(m) < prune_interval(env)) {
+    let stamp = dir.stat(STAMP)?;
+    if !force && stamp.is_some_and(|m| age(m.mtime) < prune_interval(env)) {
         report.throttled = true;
         return Ok(report);
     }
-    touch(&stamp);
+    let _ = dir.touch(STAMP);
 
     let (retention, max_files) = limits(namespace, channel, env);
     let retention = Duration::from_secs(retention);
+    report.temp_removed = dir.sweep_temps(STALE_TEMP);
     let mut kept = Vec::new();
-    for entry in std::fs::read_dir(&dir)
-        .map_err(|e| Error::io(&dir, e))?
-        .flatten()
-    {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Ok(meta) = entry.metadata() else { continue };
-        let Ok(mtime) = meta.modified() else { continue };
-        if name.starts_with(TEMP_PREFIX) {
-            if meta.is_file() && age(mtime) > STALE_TEMP && std::fs::remove_file(&path).is_ok() {
-                report.temp_removed.push(path);
-            }
-        } else if let Some(key_file) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".lock"))
-        {
+    for entry in dir.entries()? {
+        let Some(name) = entry.name_str() else {
+            continue;
+        };
+        let Ok(Some(meta)) = dir.stat(name) else {
+            continue;
+        };
+        if let Some(key_file) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".lock")) {
             // A lock whose message is gone and that nobody used for a retention period.
-            let message = dir.join(key_file);
-            if age(mtime) > retention && !message.exists() {
-                let _ = with_lock(&path, Duration::ZERO, |_| {
-                    std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))
-                });
+            if meta.kind == Kind::File && age(meta.mtime) > retention && !dir.exists(key_file) {
+                let _ = with_lock(dir, name, Duration::ZERO, |_| dir.remove(name));
             }
-        } else if meta.is_file() && name.ends_with(".json") && !name.starts_with('.') {
-            if age(mtime) > retention {
-                if remove_if(&path, |m| age(m) > retention) {
-                    report.removed.push(path);
+        } else if meta.kind == Kind::File && name.ends_with(".json") && !name.starts_with('.') {
+            if age(meta.mtime) > retention {
+                if remove_if(dir, name, |m| age(m) > retention) {
+                    report.removed.push(dir.join(name));
                 }
             } else {
-                kept.push((mtime, path));
+                kept.push((meta.mtime, name.to_owned()));
             }
         }
     }
     if let Some(max) = max_files.filter(|max| kept.len() > *max) {
-        kept.sort_by(|a, b| b.cmp(a)); // newest first; ties by path, descending, as v1
-        report.removed.extend(remove_listed(kept.drain(max..)));
+        kept.sort_by(|a, b| b.cmp(a)); // newest first; ties by name, descending, as v1
+        report.removed.extend(remove_listed(dir, kept.drain(max..)));
     }
     Ok(report)
 }
 
 /// Removes each listed message that is still the value listed (same mtime)
 /// under its key's lock: one republished since the listing is the newest now.
-fn remove_listed(listed: impl Iterator<Item = (SystemTime, PathBuf)>) -> Vec<PathBuf> {
+fn remove_listed(dir: &Dir, listed: impl Iterator<Item = (SystemTime, String)>) -> Vec<PathBuf> {
     listed
-        .filter(|(mtime, path)| remove_if(path, |m| m == *mtime))
-        .map(|(_, path)| path)
+        .filter(|(mtime, name)| remove_if(dir, name, |m| m == *mtime))
+        .map(|(_, name)| dir.join(&name))
         .collect()
 }
 
 /// Removes a message under its key's lock if `still(mtime)` holds then.
-fn remove_if(path: &Path, still: impl Fn(SystemTime) -> bool) -> bool {
-    with_lock(&lock_path_for(path), Duration::from_millis(50), |_| {
-        let now = std::fs::symlink_metadata(path).and_then(|m| m.modified());
-        Ok(now.is_ok_and(&still) && std::fs::remove_file(path).is_ok())
+fn remove_if(dir: &Dir, name: &str, still: impl Fn(SystemTime) -> bool) -> bool {
+    with_lock(dir, &lock_name(name), Duration::from_millis(50), |_| {
+        let now = dir.stat(name)?.map(|m| m.mtime);
+        Ok(now.is_some_and(&still) && dir.remove(name)?)
     })
     .unwrap_or(false)
 }
 
-fn touch(stamp: &Path) {
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(stamp);
-}
-
-/// Prunes every channel under the root (forced). Channels are the second-level folders.
+/// Prunes every channel under the root (forced), and sweeps crashed writers'
+/// temp files from every internal folder. Channels are the second-level folders.
 pub fn prune_all(bus: &Bus) -> Result<PruneReport> {
     let mut total = PruneReport::default();
     for (ns, ch) in channels(bus)? {
@@ -193,27 +185,79 @@ pub fn prune_all(bus: &Bus) -> Result<PruneReport> {
         total.removed.extend(r.removed);
         total.temp_removed.extend(r.temp_removed);
     }
+    total.temp_removed.extend(sweep_internal(bus, true));
     Ok(total)
 }
 
-/// Every `(namespace, channel)` folder under the root, sorted.
+/// The folder depth the internal sweep goes down to: `.journal/<s>/tmp`,
+/// `intermem/notes/<project>/<session>`.
+const SWEEP_DEPTH: usize = 4;
+
+/// How often [`sweep_internal`] runs unless forced: once a day.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(86_400);
+
+/// The sweep's throttle stamp, in the root.
+pub const SWEEP_STAMP: &str = ".interband-sweep.stamp";
+
+/// Removes crashed writers' temp files (older than [`STALE_TEMP`]) from every
+/// folder under the root: channel folders, and the internal ones (`.state`,
+/// `.journal`, `.consumers`, notes). Unless `force`, at most once per
+/// [`SWEEP_INTERVAL`]. Never through a link; never fails.
+pub fn sweep_internal(bus: &Bus, force: bool) -> Vec<PathBuf> {
+    let Ok(root) = bus.root_dir(false) else {
+        return Vec::new();
+    };
+    if !force
+        && root.stat(SWEEP_STAMP).ok().flatten().is_some_and(|m| {
+            SystemTime::now()
+                .duration_since(m.mtime)
+                .is_ok_and(|a| a < SWEEP_INTERVAL)
+        })
+    {
+        return Vec::new();
+    }
+    let _ = root.touch(SWEEP_STAMP);
+    let mut removed = Vec::new();
+    let mut stack = vec![(root, 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        removed.extend(dir.sweep_temps(STALE_TEMP));
+        if depth >= SWEEP_DEPTH {
+            continue;
+        }
+        for e in dir.entries().unwrap_or_default() {
+            if e.kind != Kind::Dir {
+                continue;
+            }
+            if let Some(sub) = e.name_str().and_then(|n| dir.sub(n, false).ok()) {
+                stack.push((sub, depth + 1));
+            }
+        }
+    }
+    removed
+}
+
+/// Every `(namespace, channel)` folder under the root, sorted (links are not folders).
 pub fn channels(bus: &Bus) -> Result<Vec<(String, String)>> {
-    let mut out = Vec::new();
-    let dirs = |dir: &Path| -> Result<Vec<String>> {
-        let rd = match std::fs::read_dir(dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
-        Ok(rd
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+    let root = match bus.root_dir(false) {
+        Ok(root) => root,
+        Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let dirs = |dir: &Dir| -> Result<Vec<String>> {
+        Ok(dir
+            .entries()?
+            .into_iter()
+            .filter(|e| e.kind == Kind::Dir)
+            .filter_map(|e| e.name.into_string().ok())
             .filter(|n| crate::paths::check_segment("channel", n).is_ok())
             .collect())
     };
-    for ns in dirs(bus.root())? {
-        for ch in dirs(&bus.root().join(&ns))? {
+    let mut out = Vec::new();
+    for ns in dirs(&root)? {
+        let Ok(nsdir) = root.sub(&ns, false) else {
+            continue;
+        };
+        for ch in dirs(&nsdir)? {
             out.push((ns.clone(), ch));
         }
     }
@@ -226,7 +270,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn set_mtime(path: &Path, ago: Duration) {
+    fn set_mtime(path: &std::path::Path, ago: Duration) {
         let f = std::fs::File::options().write(true).open(path).unwrap();
         f.set_modified(SystemTime::now() - ago).unwrap();
     }
@@ -287,13 +331,14 @@ mod tests {
         let listed = std::fs::metadata(&p.path).unwrap().modified().unwrap();
         bus.publish("n", "c", "k", "t", "", json!({"v": 2}))
             .unwrap(); // between the listing and the removal
+        let dir = bus.channel("n", "c", false).unwrap();
         assert_eq!(
-            remove_listed([(listed, p.path.clone())].into_iter()),
+            remove_listed(&dir, [(listed, "k.json".to_owned())].into_iter()),
             Vec::<PathBuf>::new()
         );
         assert_eq!(bus.read("n", "c", "k").unwrap().envelope.seq, 2);
         let now = std::fs::metadata(&p.path).unwrap().modified().unwrap();
-        let removed = remove_listed([(now, p.path.clone())].into_iter());
+        let removed = remove_listed(&dir, [(now, "k.json".to_owned())].into_iter());
         assert_eq!(removed, vec![p.path]);
     }
 

@@ -18,8 +18,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::fsio::{MAX_MESSAGE_BYTES, read_capped};
-
 /// Where settings read environment variables from.
 pub trait Env {
     /// The variable's value, if set.
@@ -108,20 +106,220 @@ impl<T: Serialize> Layered<T> {
     }
 }
 
-/// The settings files, lowest precedence first: the user's
-/// (`$INTERBAND_CONFIG`, else `$XDG_CONFIG_HOME/interband/config.toml`, else
-/// `~/.config/interband/config.toml`), then the project's
-/// (`<project>/.interband/config.toml`).
-pub fn default_files(project: Option<&Path>, env: &dyn Env) -> Vec<PathBuf> {
-    let mut files = Vec::new();
+/// The largest settings file read: 64 KiB. A bigger one is ignored whole,
+/// with one problem, so a huge file cannot slow every hook down.
+pub const MAX_SETTINGS_BYTES: u64 = 64 << 10;
+
+/// The settings a project file may set only once the user trusts it: those
+/// that run a command or act outside the project. Each is a dotted key or a
+/// prefix of keys (`compact` covers every `compact.*`).
+///
+/// - `compact`: the compaction trigger runs a command, or types into a tmux
+///   pane, and decides when;
+/// - `intermem.claude_memory`: writes into `~/.claude`, which Claude Code
+///   loads into every later session of the project.
+///
+/// (Directive files are not listed: from any file, they must resolve inside
+/// the project.)
+pub const PRIVILEGED: &[&str] = &["compact", "intermem.claude_memory"];
+
+/// True when a dotted key is one of [`PRIVILEGED`] or under one.
+///
+/// ```
+/// use interband::settings::is_privileged;
+/// assert!(is_privileged("compact.command"));
+/// assert!(is_privileged("intermem.claude_memory"));
+/// assert!(!is_privileged("intermem.max_bytes"));
+/// assert!(!is_privileged("compaction.x"));
+/// ```
+pub fn is_privileged(key: &str) -> bool {
+    PRIVILEGED.iter().any(|p| {
+        key == *p
+            || key
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
+/// Whose a settings file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The user's own file: trusted.
+    User,
+    /// A project's `.interband/config.toml`: trusted only once the user trusts that exact file.
+    Project,
+}
+
+/// A settings file as found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Whose it is.
+    pub scope: Scope,
+    /// Whether it exists (and could be read).
+    pub exists: bool,
+    /// Whether its privileged settings count (the user's own, or a project file the user trusts as it is).
+    pub trusted: bool,
+    /// Its privileged settings that were ignored because it is not trusted.
+    pub ignored: Vec<String>,
+}
+
+/// The settings files, read once for every tool: each file's tables, with
+/// the privileged settings of an untrusted project file already taken out.
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    layers: Vec<(PathBuf, toml::Table)>,
+    /// Each file looked at, lowest precedence first.
+    pub found: Vec<FileInfo>,
+    /// Problems with the files themselves (unreadable, too large, not
+    /// TOML), one line each.
+    pub problems: Vec<String>,
+}
+
+impl FileInfo {
+    /// One line saying which settings of this untrusted file were ignored,
+    /// and how to allow them; `None` when nothing was.
+    pub fn notice(&self) -> Option<String> {
+        (!self.ignored.is_empty()).then(|| {
+            format!(
+                "{}: not trusted, so these settings are ignored: {} (to allow them: interband trust {})",
+                self.path.display(),
+                self.ignored.join(", "),
+                self.path.display()
+            )
+        })
+    }
+}
+
+impl Files {
+    /// The user's file (`$INTERBAND_CONFIG`, else
+    /// `$XDG_CONFIG_HOME/interband/config.toml`, else
+    /// `~/.config/interband/config.toml`), then the project's
+    /// (`<project>/.interband/config.toml`).
+    pub fn read(project: Option<&Path>, env: &dyn Env) -> Files {
+        let mut list = Vec::new();
+        if let Some(user) = user_file(env) {
+            list.push((user, Scope::User));
+        }
+        if let Some(p) = project {
+            list.push((p.join(".interband/config.toml"), Scope::Project));
+        }
+        Files::read_paths(&list, env)
+    }
+
+    /// Reads the given files, lowest precedence first.
+    pub fn read_paths(list: &[(PathBuf, Scope)], env: &dyn Env) -> Files {
+        let mut files = Files::default();
+        let mut store: Option<crate::trust::Store> = None;
+        for (path, scope) in list {
+            let mut info = FileInfo {
+                path: path.clone(),
+                scope: *scope,
+                exists: false,
+                trusted: *scope == Scope::User,
+                ignored: Vec::new(),
+            };
+            let bytes = match crate::fsio::read_regular(path, MAX_SETTINGS_BYTES) {
+                Ok(b) => b,
+                Err(crate::Error::NotFound { .. }) => {
+                    files.found.push(info);
+                    continue;
+                }
+                Err(e) => {
+                    files.problems.push(format!("{e}; the file is ignored"));
+                    files.found.push(info);
+                    continue;
+                }
+            };
+            info.exists = true;
+            let text = String::from_utf8_lossy(&bytes);
+            let mut table = match toml::from_str::<toml::Table>(&text) {
+                Ok(t) => t,
+                Err(e) => {
+                    files.problems.push(format!(
+                        "{}: not valid TOML: {}",
+                        path.display(),
+                        e.message().trim()
+                    ));
+                    files.found.push(info);
+                    continue;
+                }
+            };
+            if *scope == Scope::Project {
+                let store = store.get_or_insert_with(|| {
+                    crate::trust::Store::load(env).unwrap_or_else(|e| {
+                        files
+                            .problems
+                            .push(format!("{e}; no project file is trusted"));
+                        crate::trust::Store::default()
+                    })
+                });
+                info.trusted = store.trusts(path, &bytes);
+                if !info.trusted {
+                    info.ignored = strip_privileged(&mut table);
+                }
+            }
+            files.layers.push((path.clone(), table));
+            files.found.push(info);
+        }
+        files
+    }
+}
+
+impl Files {
+    /// The notices of the untrusted files whose settings were ignored.
+    pub fn notices(&self) -> Vec<String> {
+        self.found.iter().filter_map(FileInfo::notice).collect()
+    }
+}
+
+/// Takes the privileged settings out of a file's tables; returns their dotted keys.
+fn strip_privileged(table: &mut toml::Table) -> Vec<String> {
+    fn walk(prefix: &str, t: &mut toml::Table, out: &mut Vec<String>) {
+        let keys: Vec<String> = t.keys().cloned().collect();
+        for k in keys {
+            let key = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            if is_privileged(&key) {
+                if let Some(v) = t.remove(&k) {
+                    let mut leaves = BTreeMap::new();
+                    flatten(
+                        &key,
+                        &serde_json::to_value(v).unwrap_or_default(),
+                        &mut leaves,
+                    );
+                    out.extend(leaves.into_keys());
+                }
+            } else if let Some(toml::Value::Table(sub)) = t.get_mut(&k) {
+                walk(&key, sub, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", table, &mut out);
+    out
+}
+
+/// The user's settings file: `$INTERBAND_CONFIG`, else
+/// `$XDG_CONFIG_HOME/interband/config.toml`, else `~/.config/interband/config.toml`.
+pub fn user_file(env: &dyn Env) -> Option<PathBuf> {
     let set = |k: &str| env.var(k).filter(|v| !v.trim().is_empty());
     if let Some(p) = set("INTERBAND_CONFIG") {
-        files.push(PathBuf::from(p));
+        Some(PathBuf::from(p))
     } else if let Some(x) = set("XDG_CONFIG_HOME") {
-        files.push(Path::new(&x).join("interband/config.toml"));
-    } else if let Some(h) = set("HOME") {
-        files.push(Path::new(&h).join(".config/interband/config.toml"));
+        Some(Path::new(&x).join("interband/config.toml"))
+    } else {
+        set("HOME").map(|h| Path::new(&h).join(".config/interband/config.toml"))
     }
+}
+
+/// The settings files' paths, lowest precedence first (see [`Files::read`]).
+pub fn default_files(project: Option<&Path>, env: &dyn Env) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = user_file(env).into_iter().collect();
     if let Some(p) = project {
         files.push(p.join(".interband/config.toml"));
     }
@@ -138,7 +336,8 @@ pub fn env_name(key: &str) -> String {
     format!("INTERBAND_{}", crate::retention::env_safe(key))
 }
 
-/// Loads the `tool` table of the settings into `T`, starting from `T::default()`.
+/// Loads the `tool` table of trusted settings files into `T`, starting from
+/// `T::default()` (every file given is trusted: the user's own).
 /// `aliases` maps extra environment variables to dotted keys within the tool.
 ///
 /// ```
@@ -161,33 +360,33 @@ pub fn load<T: Serialize + DeserializeOwned + Default>(
     env: &dyn Env,
     aliases: &[(&str, &str)],
 ) -> Layered<T> {
+    let list: Vec<(PathBuf, Scope)> = files.iter().map(|f| (f.clone(), Scope::User)).collect();
+    let files = Files::read_paths(&list, env);
+    let mut layered = load_from::<T>(&files, tool, env, aliases);
+    let mut problems = files.problems;
+    problems.append(&mut layered.problems);
+    layered.problems = problems;
+    layered
+}
+
+/// Loads the `tool` table of files already read into `T`, starting from
+/// `T::default()`, then the environment. The files' own problems stay in
+/// [`Files::problems`]; this reports the values it ignored.
+pub fn load_from<T: Serialize + DeserializeOwned + Default>(
+    files: &Files,
+    tool: &str,
+    env: &dyn Env,
+    aliases: &[(&str, &str)],
+) -> Layered<T> {
     let mut problems = Vec::new();
-    let mut layers = Vec::new();
-    for file in files {
-        let text = match read_capped(file, MAX_MESSAGE_BYTES) {
-            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-            Err(crate::Error::NotFound { .. }) => continue,
-            Err(e) => {
-                problems.push(e.to_string());
-                continue;
-            }
-        };
-        match toml::from_str::<toml::Table>(&text) {
-            Ok(mut t) => {
-                if let Some(section) = t.remove(tool) {
-                    layers.push((
-                        file.clone(),
-                        serde_json::to_value(section).unwrap_or_default(),
-                    ));
-                }
-            }
-            Err(e) => problems.push(format!(
-                "{}: not valid TOML: {}",
-                file.display(),
-                e.message()
-            )),
-        }
-    }
+    let layers: Vec<(&PathBuf, Value)> = files
+        .layers
+        .iter()
+        .filter_map(|(path, t)| {
+            let section = t.get(tool)?;
+            Some((path, serde_json::to_value(section).unwrap_or_default()))
+        })
+        .collect();
     let env_prefix = format!("INTERBAND_{}_", crate::retention::env_safe(tool));
     let env_may_apply =
         env.may_have_prefix(&env_prefix) || aliases.iter().any(|(var, _)| env.var(var).is_some());
@@ -210,7 +409,12 @@ pub fn load<T: Serialize + DeserializeOwned + Default>(
     for (file, section) in layers {
         let mut layer = BTreeMap::new();
         flatten(tool, &section, &mut layer);
+        let mut unknown = Vec::new();
         for (k, v) in layer {
+            if !current.contains_key(&k) {
+                unknown.push(k);
+                continue;
+            }
             apply::<T>(
                 &mut current,
                 &k,
@@ -218,6 +422,23 @@ pub fn load<T: Serialize + DeserializeOwned + Default>(
                 Origin::File(file.clone()),
                 &mut problems,
             );
+        }
+        if !unknown.is_empty() {
+            // One line per file, however many there are.
+            let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
+            let more = unknown.len().saturating_sub(shown.len());
+            problems.push(format!(
+                "{}: {} unknown setting{} ignored: {}{}",
+                file.display(),
+                unknown.len(),
+                if unknown.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
         }
     }
     let keys: Vec<String> = current.keys().cloned().collect();
@@ -416,7 +637,7 @@ mod tests {
         assert!(
             s.problems
                 .iter()
-                .any(|p| p.contains("unknown setting t.nn"))
+                .any(|p| p.contains("unknown setting ignored: t.nn"))
         );
         assert!(s.problems.iter().any(|p| p.contains("t.n = \"seven\"")));
     }

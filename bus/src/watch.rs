@@ -19,7 +19,6 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use notify::Watcher as _;
 
 use crate::consumer::Cursor;
-use crate::paths::ensure_private_dir;
 use crate::{Bus, Error, Message, Result};
 
 /// How a subscription watches.
@@ -81,33 +80,36 @@ pub fn compile_patterns<S: AsRef<str>>(patterns: &[S]) -> Result<GlobSet> {
     })
 }
 
-/// The channel folders a set of patterns can match: exact ones when every
-/// pattern names its namespace and channel literally, else every folder.
+/// The message files of the channel folders a set of patterns can match:
+/// exact folders when every pattern names its namespace and channel
+/// literally, else every folder. Listed through verified handles: a linked
+/// folder gives nothing.
 pub(crate) fn candidate_files<S: AsRef<str>>(bus: &Bus, patterns: &[S]) -> Vec<PathBuf> {
     let is_literal = |s: &str| !s.contains(['*', '?', '[', '{', '\\']);
-    let mut dirs = Vec::new();
+    let mut channels = Vec::new();
     for p in patterns {
         let mut parts = p.as_ref().splitn(3, '/');
         match (parts.next(), parts.next()) {
             (Some(ns), Some(ch)) if is_literal(ns) && is_literal(ch) => {
-                dirs.push(bus.root().join(ns).join(ch))
+                channels.push((ns.to_owned(), ch.to_owned()))
             }
             _ => {
-                dirs = crate::retention::channels(bus)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(ns, ch)| bus.root().join(ns).join(ch))
-                    .collect();
+                channels = crate::retention::channels(bus).unwrap_or_default();
                 break;
             }
         }
     }
-    dirs.sort();
-    dirs.dedup();
-    let mut files: Vec<PathBuf> = dirs
+    channels.sort();
+    channels.dedup();
+    let mut files: Vec<PathBuf> = channels
         .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .filter_map(|(ns, ch)| bus.channel(ns, ch, false).ok())
+        .flat_map(|d| {
+            d.entries()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |e| d.path().join(e.name))
+        })
         .collect();
     files.sort();
     files
@@ -120,7 +122,10 @@ fn watch_events(
     Receiver<notify::Result<notify::Event>>,
 )> {
     let (tx, rx) = channel();
-    let mut w = notify::recommended_watcher(tx)?;
+    // A link under the root is never followed: one to `/` would otherwise
+    // make the watcher walk and watch the whole file system.
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let mut w = notify::RecommendedWatcher::new(tx, config)?;
     w.watch(root, notify::RecursiveMode::Recursive)?;
     Ok((w, rx))
 }
@@ -155,7 +160,7 @@ impl Subscription {
     /// scans once. Falls back to polling when file events are unavailable.
     pub fn new<S: AsRef<str>>(bus: &Bus, patterns: &[S], opts: WatchOptions) -> Result<Self> {
         let set = compile_patterns(patterns)?;
-        ensure_private_dir(bus.root())?;
+        bus.root_dir(true)?;
         // Where file events cannot be had (no inotify, its limits reached), poll instead.
         let events = if opts.poll {
             None
@@ -236,7 +241,8 @@ impl Subscription {
             Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
             Ok(ev) if !ev.need_rescan() => {
                 for path in ev.paths {
-                    if path.is_dir() {
+                    let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+                    if is_dir {
                         self.scan_dir(&path);
                     } else {
                         self.offer(&path, Read::Always);
@@ -262,7 +268,7 @@ impl Subscription {
         };
         for e in rd.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 if p.starts_with(self.bus.root())
                     && p.components().count() <= self.bus.root().components().count() + 2
                 {
@@ -299,7 +305,7 @@ impl Subscription {
         if read == Read::IfChanged && self.stamps.get(path) == Some(&stamp) {
             return;
         }
-        let Ok(mut msg) = crate::read_path(path) else {
+        let Ok(mut msg) = self.bus.read_file(path) else {
             // Corrupt or vanished: treat as absent, but look again next time.
             return;
         };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use interband::Bus;
 use interband::lock::{DEFAULT_WAIT, update_json};
-use interband::paths::{ensure_private_dir, safe_key};
+use interband::paths::safe_key;
 use interband::payloads::{Checkpoint, CompactionRequested, Level, MemoryNote, Payload, Pressure};
 use serde::{Deserialize, Serialize};
 
@@ -75,11 +75,9 @@ pub struct CycleState {
     pub watch_failure: Option<String>,
 }
 
-fn state_path(bus: &Bus, session: &str) -> std::path::PathBuf {
-    bus.root()
-        .join(".state")
-        .join("compact")
-        .join(format!("{}.json", safe_key(session)))
+/// The trigger's state folder, `<root>/.state/compact/`.
+fn state_dir(bus: &Bus) -> Result<interband::fsio::Dir, interband::Error> {
+    bus.dir(&[".state", "compact"], true)
 }
 
 /// Reads or changes a session's cycle state under its lock.
@@ -88,9 +86,8 @@ pub fn with_state<R>(
     session: &str,
     f: impl FnOnce(&mut CycleState) -> R,
 ) -> Result<R, Error> {
-    let path = state_path(bus, session);
-    ensure_private_dir(path.parent().expect("state has a folder"))?;
-    Ok(update_json(&path, DEFAULT_WAIT, f)?)
+    let name = format!("{}.json", safe_key(session));
+    Ok(update_json(&state_dir(bus)?, &name, DEFAULT_WAIT, f)?)
 }
 
 /// A new compaction cycle (after `SessionStart` compact, resume or clear): fire again when due.

@@ -21,7 +21,6 @@
 
 use crate::truncate;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -134,7 +133,9 @@ impl Default for Limits {
 /// Errors only when the file cannot be opened or read; its content, whatever
 /// it is, gives a [`Digest`] (an empty one for an empty or garbage file).
 pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
-    let mut file = File::open(path)?;
+    // Never blocking on a FIFO, never reading a device: regular files only.
+    let mut file = interband::fsio::open_regular(path, interband::fsio::Links::Follow)
+        .map_err(interband::Error::into_io)?;
     let len = file.metadata()?.len();
     digest_reader(&mut file, len, limits)
 }
@@ -570,6 +571,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+    use std::fs::File;
     use std::io::{Cursor, Write};
 
     const FIXTURE: &str = concat!(

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
 use interband::payloads::{Payload, Pressure};
-use interband::settings::{Env, Layered, default_files, load};
+use interband::settings::{Env, Files, Layered, load_from};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -22,6 +22,9 @@ use crate::{Error, interline};
 /// Every consumer's settings, with where each value came from.
 #[derive(Debug, Clone)]
 pub struct AllSettings {
+    /// Problems with the settings files themselves, and the notices of
+    /// untrusted project files whose settings were ignored.
+    pub files: Vec<String>,
     /// `[intermem]`.
     pub intermem: Layered<intermem::Settings>,
     /// `[interline]`.
@@ -31,19 +34,30 @@ pub struct AllSettings {
 }
 
 impl AllSettings {
-    /// Loads them for a project folder.
+    /// Loads them for a project folder (its file as far as it is trusted).
     pub fn load(project: Option<&std::path::Path>, env: &dyn Env) -> Self {
-        let files = default_files(project, env);
+        Self::load_from(&Files::read(project, env), env)
+    }
+
+    /// Loads them from files already read.
+    pub fn load_from(files: &Files, env: &dyn Env) -> Self {
         AllSettings {
-            intermem: load("intermem", &files, env, &[]),
-            interline: load("interline", &files, env, &[]),
-            compact: load("compact", &files, env, &[]),
+            files: files
+                .problems
+                .iter()
+                .cloned()
+                .chain(files.notices())
+                .collect(),
+            intermem: load_from(files, "intermem", env, &[]),
+            interline: load_from(files, "interline", env, &[]),
+            compact: load_from(files, "compact", env, &[]),
         }
     }
 
-    /// Every problem found while loading.
+    /// Every problem found while loading: the files', then each part's.
     pub fn problems(&self) -> Vec<String> {
         [
+            &self.files,
             &self.intermem.problems,
             &self.interline.problems,
             &self.compact.problems,

@@ -9,10 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use interband::consumer::{Consumer, HandlerError};
-use interband::fsio::{read_capped, write_atomic};
+use interband::fsio::Dir;
 use interband::journal::{Journal, Record};
-use interband::lock::{DEFAULT_WAIT, lock_path_for, with_lock};
-use interband::paths::{ensure_private_dir, safe_key};
+use interband::lock::{DEFAULT_WAIT, lock_name, with_lock};
+use interband::paths::safe_key;
 use interband::payloads::{MemoryNote, Pressure};
 use interband::{Bus, Message};
 use serde::{Deserialize, Serialize};
@@ -93,17 +93,37 @@ pub fn slug(path: &Path) -> String {
         .collect()
 }
 
-/// The folder of a session's notes.
-pub fn notes_dir(bus: &Bus, info: &SessionInfo) -> PathBuf {
-    let project = info
+/// Where notes live under the root: `intermem/notes/`.
+pub const NOTES: [&str; 2] = ["intermem", "notes"];
+
+/// The folder names of a session's notes under [`NOTES`]: the project's slug
+/// (shortened with a hash when it would be too long a file name) and the session.
+fn note_folders(info: &SessionInfo) -> (String, String) {
+    let mut project = info
         .cwd
         .as_deref()
         .map_or_else(|| "unknown-project".to_owned(), slug);
+    if project.len() > 200 {
+        let digest = interband::trust::digest(project.as_bytes());
+        project = format!("{}-{}", &project[..160], &digest[7..23]);
+    }
+    (project, safe_key(&info.session))
+}
+
+/// The folder of a session's notes (its path; see [`open_notes`]).
+pub fn notes_dir(bus: &Bus, info: &SessionInfo) -> PathBuf {
+    let (project, session) = note_folders(info);
     bus.root()
-        .join("intermem")
-        .join("notes")
+        .join(NOTES[0])
+        .join(NOTES[1])
         .join(project)
-        .join(safe_key(&info.session))
+        .join(session)
+}
+
+/// The folder of a session's notes as a verified handle.
+pub fn open_notes(bus: &Bus, info: &SessionInfo, create: bool) -> Result<Dir, interband::Error> {
+    let (project, session) = note_folders(info);
+    bus.dir(&[NOTES[0], NOTES[1], &project, &session], create)
 }
 
 /// Why a note is written.
@@ -129,10 +149,12 @@ pub struct Written {
     pub claude_memory_error: Option<String>,
 }
 
-/// The git branch: the transcript's, else `.git/HEAD` in the project folder.
+/// The git branch: the transcript's, else `.git/HEAD` in the project folder
+/// (a regular file of at most 4 KiB, read without blocking).
 fn branch(d: &Digest, cwd: Option<&Path>) -> Option<String> {
     d.git_branch.clone().filter(|b| !b.is_empty()).or_else(|| {
-        let head = std::fs::read_to_string(cwd?.join(".git/HEAD")).ok()?;
+        let head = interband::fsio::read_regular(&cwd?.join(".git/HEAD"), 4096).ok()?;
+        let head = String::from_utf8_lossy(&head);
         let head = head.trim();
         Some(
             head.strip_prefix("ref: refs/heads/")
@@ -150,10 +172,9 @@ pub fn write_note(
     settings: &Settings,
     home: Option<&Path>,
 ) -> Result<Written, Error> {
-    let dir = notes_dir(bus, info);
-    ensure_private_dir(&dir)?;
+    let dir = open_notes(bus, info, true)?;
     let now = now_secs();
-    let (written, text) = with_lock(&dir.join(".note.lock"), DEFAULT_WAIT, |_| {
+    let (written, text) = with_lock(&dir, ".note.lock", DEFAULT_WAIT, |_| {
         let name = match &trigger.id {
             Some(id) => format!("{}-{}.md", safe_key(id), safe_key(&trigger.name)),
             None => format!("{}-{}.md", compact_stamp(), safe_key(&trigger.name)),
@@ -166,8 +187,8 @@ pub fn write_note(
             .unwrap_or_default();
         let text = Journal::new(bus, &info.session).with_claimed(|records| {
             let text = render(info, trigger, &digest, records, settings.max_bytes);
-            write_atomic(&path, text.as_bytes(), true)?;
-            write_atomic(&dir.join("latest.md"), text.as_bytes(), true)?;
+            dir.write(&name, text.as_bytes(), true)?;
+            dir.write("latest.md", text.as_bytes(), true)?;
             Ok(text)
         })?;
         // Announced under the lock, so the channel names the newest note
@@ -478,28 +499,29 @@ pub fn claude_memory(
     session: &str,
     note: &str,
 ) -> Result<PathBuf, Error> {
-    let dir = home
-        .join(".claude/projects")
-        .join(slug(project))
-        .join("memory");
-    ensure_private_dir(&dir)?;
+    let dir = Dir::outside(
+        &home
+            .join(".claude/projects")
+            .join(slug(project))
+            .join("memory"),
+        true,
+    )?;
     let short: String = session.chars().take(8).collect();
     let name = format!("interband-note-{}.md", safe_key(&short));
-    let path = dir.join(&name);
     let description =
         format!("Context checkpoint of session {short}: task, todos, changed files and next steps");
     let body = format!(
         "---\nname: interband-note-{short}\ndescription: {description}\ntype: project\n---\n\n{note}"
     );
-    write_atomic(&path, body.as_bytes(), true)?;
+    dir.write(&name, body.as_bytes(), true)?;
     // The index is shared by every session of the project (and by Claude Code):
     // update it under a lock, and never rewrite what could not be read whole.
-    let index = dir.join("MEMORY.md");
+    let index = "MEMORY.md";
     let line = format!("- [interband note {short}]({name}) — {description}");
-    with_lock(&lock_path_for(&index), DEFAULT_WAIT, |_| {
-        let old = match read_capped(&index, MAX_INDEX_BYTES) {
+    with_lock(&dir, &lock_name(index), DEFAULT_WAIT, |_| {
+        let old = match dir.read(index, MAX_INDEX_BYTES) {
             Ok(bytes) => String::from_utf8(bytes).map_err(|e| interband::Error::Io {
-                path: index.clone(),
+                path: dir.join(index),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             })?,
             Err(interband::Error::NotFound { .. }) => String::new(),
@@ -510,19 +532,59 @@ pub fn claude_memory(
             .filter(|l| !l.contains(&format!("]({name})")))
             .collect();
         lines.push(&line);
-        write_atomic(&index, (lines.join("\n") + "\n").as_bytes(), true)
+        dir.write(index, (lines.join("\n") + "\n").as_bytes(), true)
     })?;
-    Ok(path)
+    Ok(dir.join(&name))
 }
 
 /// The most of a `MEMORY.md` index this will read and rewrite.
 const MAX_INDEX_BYTES: u64 = 1 << 20;
 
 /// The latest note of a session, if any (via its `intermem/note` message).
+/// The message is not trusted: the file it names is read only when it is a
+/// note of that very session, under `<root>/intermem/notes/<project>/<session>/`
+/// (see [`read_note`]).
 pub fn latest_note(bus: &Bus, session: &str) -> Option<(MemoryNote, String)> {
     let note = bus.read_typed::<MemoryNote>(session).ok()?.payload;
-    let text = interband::fsio::read_capped(Path::new(&note.path), 1 << 20).ok()?;
-    Some((note, String::from_utf8_lossy(&text).into_owned()))
+    let text = read_note(bus, session, &note.path).ok()?;
+    Some((note, text))
+}
+
+/// The most of a note read back.
+const MAX_NOTE_BYTES: u64 = 1 << 20;
+
+/// Reads the note file `path` names, if it is a note of `session`: exactly
+/// `<root>/intermem/notes/<project>/<session>/<name>.md`, through verified
+/// folders, never through a link, a regular file owned by the user, bounded.
+/// Anything else — another session's note, a path outside the notes, a
+/// `..` — is refused.
+pub fn read_note(bus: &Bus, session: &str, path: &str) -> Result<String, interband::Error> {
+    use std::path::Component;
+    let refuse = |why: &str| interband::Error::NotOurs {
+        path: PathBuf::from(path),
+        reason: format!("not a note of session {session:?}: {why}"),
+    };
+    let notes = bus.root().join(NOTES[0]).join(NOTES[1]);
+    let rel = Path::new(path)
+        .strip_prefix(&notes)
+        .map_err(|_| refuse("outside the notes folder"))?;
+    let parts: Option<Vec<&str>> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    let parts = parts.ok_or_else(|| refuse("not a plain path"))?;
+    let [project, folder, name] = parts[..] else {
+        return Err(refuse("not <project>/<session>/<note>.md"));
+    };
+    if folder != safe_key(session) || !name.ends_with(".md") {
+        return Err(refuse("another session's folder, or not a .md file"));
+    }
+    let dir = bus.dir(&[NOTES[0], NOTES[1], project, folder], false)?;
+    let bytes = dir.read(name, MAX_NOTE_BYTES)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// At `SessionEnd`: a final note, then the session's whole journal as
@@ -540,7 +602,7 @@ pub fn finalize(
         id: None,
     };
     let note = write_note(bus, info, &trigger, settings, home)?;
-    let dir = notes_dir(bus, info);
+    let dir = open_notes(bus, info, true)?;
     let records = Journal::new(bus, &info.session).all()?;
     let errors = records
         .iter()
@@ -553,11 +615,7 @@ pub fn finalize(
                     "last_note": note.path, "journal_calls": records.len(), "journal_errors": errors,
                     "journal": records.iter().map(|r| &r.value).collect::<Vec<_>>()},
     });
-    write_atomic(
-        &dir.join("session-summary.json"),
-        summary.to_string().as_bytes(),
-        true,
-    )?;
+    dir.write("session-summary.json", summary.to_string().as_bytes(), true)?;
     let md = format!(
         "# Session summary: `{}`\n\n- last note: `{}`\n- calls journaled at red: {} ({} failed)\n\n{}",
         info.session,
@@ -566,7 +624,7 @@ pub fn finalize(
         errors,
         journal_lines(&records)
     );
-    write_atomic(&dir.join("session-summary.md"), md.as_bytes(), true)?;
+    dir.write("session-summary.md", md.as_bytes(), true)?;
     Ok(note)
 }
 
@@ -622,7 +680,7 @@ impl Consumer for Intermem {
                 safe_key(trigger.id.as_deref().unwrap_or("")),
                 safe_key(&trigger.name)
             );
-            if notes_dir(bus, &info).join(name).exists() {
+            if open_notes(bus, &info, false).is_ok_and(|d| d.exists(&name)) {
                 return Ok(()); // the note was written before the interruption
             }
         }

@@ -1,15 +1,16 @@
 //! The producer's settings, and the one threshold table.
 
 pub use interband::context::{Bounds, Thresholds};
-use interband::settings::{Env, Layered, default_files, load};
+use interband::settings::{Env, Files, Layered, load_from};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Directive re-injection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Reinject {
-    /// Directive files, relative to the project folder (or absolute).
+    /// Directive files, relative to the project folder; each must resolve
+    /// inside it (no absolute path, no `..`, no link leading out).
     pub files: Vec<String>,
     /// Used-% thresholds at which the directives are injected again, each once per context.
     pub thresholds: Vec<f64>,
@@ -80,10 +81,22 @@ pub const ENV_ALIASES: &[(&str, &str)] =
     &[("INTERBAND_REINJECT_THRESHOLDS", "reinject.thresholds")];
 
 impl Config {
-    /// Loads the settings for a project folder from the files and the environment.
+    /// Loads the settings for a project folder from the files (the
+    /// project's as far as it is trusted) and the environment. The files'
+    /// own problems come first.
     pub fn load(project: Option<&Path>, env: &dyn Env) -> Layered<Config> {
-        let files: Vec<PathBuf> = default_files(project, env);
-        load("interpulse", &files, env, ENV_ALIASES)
+        let files = Files::read(project, env);
+        let mut layered = Self::load_from(&files, env);
+        let mut problems = files.problems.clone();
+        problems.extend(files.notices());
+        problems.append(&mut layered.problems);
+        layered.problems = problems;
+        layered
+    }
+
+    /// Loads the settings from files already read, and the environment.
+    pub fn load_from(files: &Files, env: &dyn Env) -> Layered<Config> {
+        load_from(files, "interpulse", env, ENV_ALIASES)
     }
 }
 

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use interband::Bus;
+use interband::fsio::Dir;
 use interband::journal::Journal;
 use interband::lock::{DEFAULT_WAIT, update_json};
-use interband::paths::{ensure_private_dir, safe_key};
+use interband::paths::safe_key;
 use interband::payloads::{
     Checkpoint, ContextWindow, LegacyPressure, Level, ModelWindow, Pressure,
 };
@@ -37,17 +38,21 @@ pub struct Hook<'a> {
 pub struct Reply {
     /// The host response, when there is something to say.
     pub stdout: Option<String>,
-    /// Non-fatal problems (a publish that failed, a bad setting), for the log.
+    /// Non-fatal problems of this call (a publish that failed), for the log.
     pub problems: Vec<String>,
+    /// Problems with the settings and directive files (the same on every
+    /// call until the files change), for the log, once.
+    pub settings: Vec<String>,
 }
 
-/// The session state file: `<root>/.state/interpulse/<session>.json`.
-pub fn state_path(bus: &Bus, session: &str) -> PathBuf {
-    state_dir(bus).join(format!("{}.json", safe_key(session)))
+/// The folder of the sessions' state files: `<root>/.state/interpulse/`.
+pub fn state_dir(bus: &Bus, create: bool) -> Result<Dir, interband::Error> {
+    bus.dir(&[".state", "interpulse"], create)
 }
 
-fn state_dir(bus: &Bus) -> PathBuf {
-    bus.root().join(".state").join("interpulse")
+/// A session's state file name in [`state_dir`]: `<session>.json`.
+pub fn state_file(session: &str) -> String {
+    format!("{}.json", safe_key(session))
 }
 
 /// The project folder: `CLAUDE_PROJECT_DIR`, else the input's `cwd`.
@@ -115,17 +120,24 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
     })
 }
 
-fn directive_text(project: Option<&Path>, cfg: &Config) -> Option<String> {
+/// The project's directive files, each resolved inside the project (no
+/// absolute path, no `..`, no link leading out), a regular file, read bounded.
+/// A file that breaks those rules is a problem, never read.
+fn directive_text(
+    project: Option<&Path>,
+    cfg: &Config,
+    problems: &mut Vec<String>,
+) -> Option<String> {
+    let project = project?;
     let mut text = String::new();
     for f in &cfg.reinject.files {
-        let path = match project {
-            Some(p) => p.join(f),
-            None if Path::new(f).is_absolute() => PathBuf::from(f),
-            None => continue,
-        };
-        if let Ok(bytes) = interband::fsio::read_capped(&path, cfg.reinject.max_bytes as u64 * 4) {
-            text.push_str(String::from_utf8_lossy(&bytes).trim());
-            text.push('\n');
+        match interband::fsio::read_inside(project, f, cfg.reinject.max_bytes as u64 * 4) {
+            Ok(bytes) => {
+                text.push_str(String::from_utf8_lossy(&bytes).trim());
+                text.push('\n');
+            }
+            Err(interband::Error::NotFound { .. }) => {}
+            Err(e) => problems.push(format!("directive file: {e}")),
         }
     }
     (!text.trim().is_empty()).then_some(text)
@@ -141,7 +153,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let settings = Config::load(project.as_deref(), h.env);
     let cfg = &settings.value;
     let mut reply = Reply {
-        problems: settings.problems.clone(),
+        settings: settings.problems.clone(),
         ..Default::default()
     };
 
@@ -154,7 +166,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let directives = if subagent {
         None
     } else {
-        directive_text(project.as_deref(), cfg)
+        directive_text(project.as_deref(), cfg, &mut reply.settings)
     };
     let call = Call {
         now: h.now,
@@ -167,22 +179,16 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         directives: directives.is_some(),
     };
 
-    let dir = state_dir(h.bus);
-    if !dir.is_dir() {
-        ensure_private_dir(&dir)?;
-    }
+    let dir = state_dir(h.bus, true)?;
     // Pressure is published under the session's state lock, so concurrent
     // calls publish in the order they counted: the channel never goes back.
-    let (out, published): (Outcome, _) = update_json(
-        &state_path(h.bus, session),
-        DEFAULT_WAIT,
-        |s: &mut State| {
+    let (out, published): (Outcome, _) =
+        update_json(&dir, &state_file(session), DEFAULT_WAIT, |s: &mut State| {
             let o = engine::step(s, &call, &obs, cfg);
             *s = o.state.clone();
             let published = publish_pressure(h, input, &o, cfg);
             (o, published)
-        },
-    )?;
+        })?;
 
     // The figures the level came from: this call's, else the context's last.
     let known = out.state.figures.filter(|_| out.state.last_used.is_some());
@@ -291,9 +297,7 @@ fn publish_pressure(
 
 /// At red: a durable snapshot of the session under the root, for whoever picks up after the compaction.
 fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(), interband::Error> {
-    let dir = state_dir(h.bus).join("checkpoints");
-    ensure_private_dir(&dir)?;
-    let path = dir.join(format!("{}.json", safe_key(&input.session_id)));
+    let dir = h.bus.dir(&[".state", "interpulse", "checkpoints"], true)?;
     let body = serde_json::json!({
         "session_id": input.session_id,
         "ts": h.now,
@@ -304,7 +308,11 @@ fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(),
         "transcript_path": input.transcript_path,
         "cwd": input.cwd,
     });
-    interband::fsio::write_atomic(&path, body.to_string().as_bytes(), true)
+    dir.write(
+        &state_file(&input.session_id),
+        body.to_string().as_bytes(),
+        true,
+    )
 }
 
 /// A new context (after a compaction, a resume or a clear): the session's
@@ -317,12 +325,12 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     }
     let settings = Config::load(project_dir(input, h.env).as_deref(), h.env);
     let mut reply = Reply {
-        problems: settings.problems.clone(),
+        settings: settings.problems.clone(),
         ..Default::default()
     };
-    ensure_private_dir(&state_dir(h.bus))?;
     let published = update_json(
-        &state_path(h.bus, session),
+        &state_dir(h.bus, true)?,
+        &state_file(session),
         DEFAULT_WAIT,
         |s: &mut State| {
             s.new_context();

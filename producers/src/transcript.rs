@@ -26,7 +26,6 @@
 //! line may be half written). Only lines containing `"assistant"` or
 //! `compact_boundary` are parsed at all.
 
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -135,7 +134,9 @@ fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize) -> Tail {
 
 /// [`read_tail`], also returning how many bytes it read from the file.
 fn read_tail_counting(path: &Path, scan_cap: u64) -> io::Result<(Tail, u64)> {
-    let file = File::open(path)?;
+    // Never blocking on a FIFO, never reading a device: regular files only.
+    let file = interband::fsio::open_regular(path, interband::fsio::Links::Follow)
+        .map_err(interband::Error::into_io)?;
     let len = file.metadata()?.len();
     scan(len, scan_cap, CHUNK, |at, buf| file.read_exact_at(buf, at))
 }

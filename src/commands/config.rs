@@ -1,8 +1,13 @@
-//! `interband config`: the effective settings and where each value came from.
+//! `interband config` (the effective settings and where each value came
+//! from) and `interband trust` (which project settings files may run things).
 
-use anyhow::Result;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
 use clap::Args;
-use interband::settings::ProcessEnv;
+use interband::settings::{Files, MAX_SETTINGS_BYTES, ProcessEnv, Scope};
+use interband::text::terminal;
+use interband::trust::{Status, Store, project_file, store_path};
 use interband_consumers::hooks::AllSettings;
 use interpulse::config::Config;
 
@@ -19,9 +24,9 @@ pub struct ShowConfig {
 impl ShowConfig {
     pub fn run(self) -> Result<u8> {
         let project = std::env::current_dir().ok();
-        let files = interband::settings::default_files(project.as_deref(), &ProcessEnv);
-        let pulse = Config::load(project.as_deref(), &ProcessEnv);
-        let consumers = AllSettings::load(project.as_deref(), &ProcessEnv);
+        let files = Files::read(project.as_deref(), &ProcessEnv);
+        let pulse = Config::load_from(&files, &ProcessEnv);
+        let consumers = AllSettings::load_from(&files, &ProcessEnv);
         let mut rows = pulse.entries("interpulse");
         rows.extend(consumers.intermem.entries("intermem"));
         rows.extend(consumers.interline.entries("interline"));
@@ -35,28 +40,130 @@ impl ShowConfig {
             }
         } else {
             println!("# settings files, lowest precedence first:");
-            for f in &files {
-                let state = if f.exists() { "" } else { " (absent)" };
-                println!("#   {}{state}", f.display());
+            for f in &files.found {
+                let state = match (f.exists, f.scope, f.trusted) {
+                    (false, _, _) => " (absent)".to_owned(),
+                    (true, Scope::User, _) => " (yours: trusted)".to_owned(),
+                    (true, Scope::Project, true) => " (project: trusted)".to_owned(),
+                    (true, Scope::Project, false) if f.ignored.is_empty() => {
+                        " (project: not trusted; it sets nothing that needs trust)".to_owned()
+                    }
+                    (true, Scope::Project, false) => format!(
+                        " (project: NOT trusted; ignored: {}; `interband trust {}` allows them)",
+                        f.ignored.join(", "),
+                        f.path.display()
+                    ),
+                };
+                println!("#   {}", terminal(&format!("{}{state}", f.path.display())));
             }
             for (k, v, o) in &rows {
-                println!("{k} = {v}    # {o}");
+                println!("{}", terminal(&format!("{k} = {v}    # {o}")));
             }
         }
         // Each part reads the same files: a file's problem is said once.
+        // (An untrusted file's ignored settings are shown above, not a problem.)
+        let notices = files.notices();
         let mut problems: Vec<String> = Vec::new();
-        for p in pulse.problems.iter().cloned().chain(consumers.problems()) {
-            if !problems.contains(&p) {
+        for p in files
+            .problems
+            .iter()
+            .chain(&pulse.problems)
+            .cloned()
+            .chain(consumers.problems())
+        {
+            if !problems.contains(&p) && !notices.contains(&p) {
                 problems.push(p);
             }
         }
         for p in &problems {
-            eprintln!("interband: {p}");
+            eprintln!("interband: {}", terminal(p));
         }
         Ok(if problems.is_empty() {
             exit::OK
         } else {
             exit::INVALID
         })
+    }
+}
+
+/// `interband trust [PATH]`: trust a project's settings file as it is now.
+///
+/// A project's `.interband/config.toml` may set the settings that run a
+/// command or act outside the project (`[compact]`, `intermem.claude_memory`)
+/// only once you trust that exact file: its SHA-256 is recorded in your
+/// config folder, and any change to it needs trusting again.
+#[derive(Args)]
+pub struct Trust {
+    /// The settings file, or a project folder (its `.interband/config.toml`);
+    /// default: the current folder's.
+    path: Option<PathBuf>,
+    /// List the trusted files and whether each is still as trusted.
+    #[arg(long, conflicts_with = "revoke")]
+    list: bool,
+    /// Stop trusting the file.
+    #[arg(long)]
+    revoke: bool,
+}
+
+impl Trust {
+    pub fn run(self) -> Result<u8> {
+        let store_file = store_path(&ProcessEnv)
+            .context("cannot find your config folder: set HOME or XDG_CONFIG_HOME")?;
+        let mut store = Store::load_from(&store_file)?;
+        if self.list {
+            anyhow::ensure!(self.path.is_none(), "--list takes no path");
+            println!(
+                "# trusted in {}",
+                terminal(&store_file.display().to_string())
+            );
+            for (path, status) in store.list() {
+                let status = match status {
+                    Status::Current => "trusted",
+                    Status::Changed => "CHANGED since trusted: its privileged settings are ignored",
+                    Status::Missing => "missing",
+                };
+                println!("{}  {status}", terminal(&path.display().to_string()));
+            }
+            return Ok(exit::OK);
+        }
+        let given = match self.path {
+            Some(p) => p,
+            None => std::env::current_dir().context("cannot read the current folder")?,
+        };
+        let file = project_file(&given);
+        if self.revoke {
+            let removed = store.remove(&file);
+            if removed {
+                store.save(&store_file)?;
+                println!(
+                    "no longer trusted: {}",
+                    terminal(&file.display().to_string())
+                );
+            } else {
+                println!("was not trusted: {}", terminal(&file.display().to_string()));
+            }
+            return Ok(exit::OK);
+        }
+        let bytes = interband::fsio::read_regular(&file, MAX_SETTINGS_BYTES)?;
+        // What trusting it allows (read as an untrusted file, so every
+        // privileged setting shows), and that it is a settings file at all.
+        let probe = Files::read_paths(&[(file.clone(), Scope::Project)], &|_: &str| None);
+        if let Some(p) = probe.problems.first() {
+            anyhow::bail!("{p}");
+        }
+        let key = store.add(&file, &bytes);
+        store.save(&store_file)?;
+        println!("trusted: {}", terminal(&key.display().to_string()));
+        let privileged = probe
+            .found
+            .first()
+            .map(|f| f.ignored.clone())
+            .unwrap_or_default();
+        if privileged.is_empty() {
+            println!("it sets nothing that needs trust");
+        } else {
+            println!("it may now set: {}", terminal(&privileged.join(", ")));
+        }
+        Ok(exit::OK)
     }
 }

@@ -15,25 +15,127 @@ use interpulse::host::{HookInput, MAX_INPUT_BYTES};
 use super::pulse::now;
 use crate::exit;
 
-/// Appends one line to `$INTERBAND_LOG`, if set. Never fails.
+fn log_path() -> Option<std::ffi::OsString> {
+    std::env::var_os("INTERBAND_LOG").filter(|p| !p.is_empty())
+}
+
+/// Appends one line to `$INTERBAND_LOG`, if set. Never fails, never blocks
+/// (a FIFO nobody reads is skipped), never prints a control character raw.
 pub fn log(what: &str) {
-    let Some(path) = std::env::var_os("INTERBAND_LOG").filter(|p| !p.is_empty()) else {
+    let Some(path) = log_path() else {
         return;
     };
-    let line = format!("{} {what}\n", interband::envelope::now_timestamp());
+    use std::os::unix::fs::OpenOptionsExt;
+    let line = format!(
+        "{} {}\n",
+        interband::envelope::now_timestamp(),
+        interband::text::terminal(what)
+    );
     let _ = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .and_then(|mut f| f.write_all(line.as_bytes()));
 }
 
-/// Reads stdin, at most `cap` bytes.
-fn read_stdin(cap: u64) -> Result<Vec<u8>> {
+/// Logs a line that repeats on every call until the user changes something
+/// (a settings problem): once, not once per call. The lines said are
+/// remembered by digest under `<root>/.state/log/`.
+fn log_once(bus: &Bus, what: &str) {
+    if log_path().is_none() {
+        return;
+    }
+    let digest = interband::trust::digest(what.as_bytes());
+    let first = bus
+        .dir(&[".state", "log"], true)
+        .and_then(|dir| {
+            interband::lock::update_json(
+                &dir,
+                "said.json",
+                Duration::from_millis(200),
+                |said: &mut Vec<String>| {
+                    if said.contains(&digest) {
+                        return false;
+                    }
+                    said.push(digest.clone());
+                    let over = said.len().saturating_sub(256);
+                    said.drain(..over);
+                    true
+                },
+            )
+        })
+        .unwrap_or(true);
+    if first {
+        log(what);
+    }
+}
+
+/// How long a hook waits for its input before it gives up quietly.
+pub const STDIN_WAIT: Duration = Duration::from_secs(2);
+
+/// Reads the hook's input from stdin, at most `cap` bytes: until EOF, or as
+/// soon as a whole JSON value has arrived and nothing more is there (a host
+/// that never closes stdin), or until `wait` is over. Never blocks longer.
+pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
+    use std::os::fd::AsRawFd;
+    let stdin = std::io::stdin();
+    let fd = stdin.as_raw_fd();
+    let deadline = std::time::Instant::now() + wait;
     let mut buf = Vec::new();
-    std::io::stdin().take(cap + 1).read_to_end(&mut buf)?;
-    anyhow::ensure!(buf.len() as u64 <= cap, "stdin is over {cap} bytes");
-    Ok(buf)
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        // Is more there right now? If not, a whole value is all there is to it.
+        let mut timeout = left;
+        if whole_json(&buf) {
+            timeout = Duration::ZERO;
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.into());
+        }
+        if ready == 0 {
+            if whole_json(&buf) {
+                return Ok(buf);
+            }
+            anyhow::ensure!(
+                !left.is_zero(),
+                "no whole hook input on stdin within {wait:?} ({} bytes, no end)",
+                buf.len()
+            );
+            continue;
+        }
+        let n = match stdin.lock().read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if n == 0 {
+            return Ok(buf);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        anyhow::ensure!(buf.len() as u64 <= cap, "stdin is over {cap} bytes");
+    }
+}
+
+/// True when `buf` holds exactly one whole JSON object (and white space).
+fn whole_json(buf: &[u8]) -> bool {
+    buf.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}')
+        && serde_json::from_slice::<serde_json::Value>(buf).is_ok()
 }
 
 /// Prints a host response; a closed stdout is not an error for a hook.
@@ -74,7 +176,7 @@ impl Hook {
 }
 
 fn handle() -> Result<Option<String>> {
-    let buf = read_stdin(MAX_INPUT_BYTES)?;
+    let buf = read_stdin(MAX_INPUT_BYTES, STDIN_WAIT)?;
     let input =
         HookInput::parse(&buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
     let bus = Bus::from_env()?;
@@ -86,6 +188,9 @@ fn handle() -> Result<Option<String>> {
             now: now(),
         };
         let reply = post_tool_use(&ctx, &input)?;
+        for p in &reply.settings {
+            log_once(&bus, &format!("settings: {p}"));
+        }
         for p in &reply.problems {
             log(&format!("hook {event} {}: {p}", input.session_id));
         }
@@ -109,6 +214,7 @@ fn handle() -> Result<Option<String>> {
             Ok(reply) => reply.problems,
             Err(e) => vec![e.to_string()],
         };
+        // (Its settings problems are the consumers' too: logged below.)
         for p in problems {
             log(&format!("hook {event} {}: {p}", input.session_id));
         }
@@ -116,7 +222,7 @@ fn handle() -> Result<Option<String>> {
     let project = interpulse::hook::project_dir(&input, &ProcessEnv);
     let settings = AllSettings::load(project.as_deref(), &ProcessEnv);
     for p in settings.problems() {
-        log(&format!("settings: {p}"));
+        log_once(&bus, &format!("settings: {p}"));
     }
     let problem = |p: &str| log(&format!("hook {event} {}: {p}", input.session_id));
     let ctx = hooks::Ctx {
@@ -143,7 +249,7 @@ pub struct Statusline {
 impl Statusline {
     pub fn run(self) -> Result<u8> {
         fail_open_on_panic();
-        let buf = read_stdin(1 << 20).unwrap_or_default();
+        let buf = read_stdin(1 << 20, STDIN_WAIT).unwrap_or_default();
         let input = interline::Input::parse(&buf);
         let project = std::env::current_dir().ok();
         let settings = AllSettings::load(project.as_deref(), &ProcessEnv);

@@ -1,0 +1,111 @@
+//! Text for a terminal: whatever a message, a file name, a setting or a
+//! transcript says, nothing printed for a person can move the cursor, set the
+//! window title, clear the screen or reorder what is shown.
+//!
+//! [`terminal`] neutralizes C0 and C1 control characters, DEL, and the Unicode
+//! bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+//! U+061C) and line separators, writing each as a visible escape. Colour
+//! codes reach a terminal only through [`sgr`], which accepts SGR numbers and
+//! nothing else.
+//!
+//! ```
+//! use interband::text::{terminal, sgr};
+//! assert_eq!(terminal("ok"), "ok");
+//! assert_eq!(terminal("\x1b]0;owned\x07"), "\\x1b]0;owned\\x07");
+//! assert_eq!(terminal("abc\u{202e}fed"), "abc\\u{202e}fed");
+//! assert_eq!(sgr("38;5;208"), Some("38;5;208"));
+//! assert_eq!(sgr("31m\x1b[2J"), None);
+//! ```
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// True for a character that must never reach a terminal raw.
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+}
+
+fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c) && !keep(c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !is_unsafe(c) || keep(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One field or line for a terminal: every control character (newlines and
+/// tabs included), DEL and bidirectional control written as a visible escape.
+pub fn terminal(text: &str) -> Cow<'_, str> {
+    escape(text, |_| false)
+}
+
+/// A block of lines for a terminal: as [`terminal`], but newlines and tabs stay.
+///
+/// ```
+/// assert_eq!(interband::text::terminal_block("a\n\tb\x1b[2J"), "a\n\tb\\x1b[2J");
+/// ```
+pub fn terminal_block(text: &str) -> Cow<'_, str> {
+    escape(text, |c| c == '\n' || c == '\t')
+}
+
+/// An ANSI SGR parameter string (`32`, `1;31`, `38;5;208`): numbers of at
+/// most three digits separated by `;`, nothing else. `None` for anything
+/// else, so a setting can never smuggle another escape sequence.
+pub fn sgr(code: &str) -> Option<&str> {
+    let ok = !code.is_empty()
+        && code.len() <= 32
+        && code
+            .split(';')
+            .all(|n| !n.is_empty() && n.len() <= 3 && n.bytes().all(|b| b.is_ascii_digit()));
+    ok.then_some(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_control_and_bidi_character_is_escaped() {
+        for c in (0u32..0x20).chain(0x7f..0xa0) {
+            let c = char::from_u32(c).unwrap();
+            let s = c.to_string();
+            assert!(!terminal(&s).contains(c), "{c:?}");
+        }
+        for c in [
+            '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200f}', '\u{2028}',
+        ] {
+            assert!(!terminal(&c.to_string()).contains(c), "{c:?}");
+        }
+        assert_eq!(terminal("héllo │ ✓"), "héllo │ ✓", "ordinary text is kept");
+        assert_eq!(terminal_block("a\nb\r"), "a\nb\\x0d");
+    }
+
+    #[test]
+    fn only_sgr_numbers_pass() {
+        for good in ["0", "1;31", "38;5;208", "48;2;10;20;30"] {
+            assert_eq!(sgr(good), Some(good));
+        }
+        for bad in ["", ";", "1;", "31m", "\x1b[31m", "1234", "3 1", "31;\x07"] {
+            assert_eq!(sgr(bad), None, "{bad:?}");
+        }
+    }
+}

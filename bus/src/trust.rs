@@ -1,0 +1,222 @@
+//! Which project settings files the user trusts, as direnv and Claude Code's
+//! workspace trust do.
+//!
+//! A project's `.interband/config.toml` comes with whatever repository the
+//! agent is opened on. Until the user trusts that exact file, it may change
+//! only settings that neither run anything nor read outside the project (see
+//! [`crate::settings`]). `interband trust` records the file's SHA-256 in the
+//! user's trust file (`$INTERBAND_TRUST_FILE`, else
+//! `$XDG_CONFIG_HOME/interband/trusted.json`, else
+//! `~/.config/interband/trusted.json`), keyed by its canonical path; any
+//! change to the file needs trusting again.
+//!
+//! ```
+//! use interband::trust::{Store, digest};
+//! let mut store = Store::default();
+//! let file = std::path::Path::new("/work/app/.interband/config.toml");
+//! store.add(file, b"[compact]\nstrategy = \"tmux\"\n");
+//! assert!(store.trusts(file, b"[compact]\nstrategy = \"tmux\"\n"));
+//! assert!(!store.trusts(file, b"[compact]\nstrategy = \"command\"\n"), "changed: trust again");
+//! assert!(digest(b"").starts_with("sha256:e3b0c442"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::fsio;
+use crate::settings::Env;
+use crate::{Error, Result};
+
+/// The most of a trust file read.
+const MAX_STORE_BYTES: u64 = 1 << 20;
+
+/// `sha256:<hex>` of some bytes.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut s = String::with_capacity(71);
+    s.push_str("sha256:");
+    for b in hash {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The trust file: `$INTERBAND_TRUST_FILE`, else
+/// `$XDG_CONFIG_HOME/interband/trusted.json`, else `~/.config/interband/trusted.json`.
+pub fn store_path(env: &dyn Env) -> Option<PathBuf> {
+    let set = |k: &str| env.var(k).filter(|v| !v.trim().is_empty());
+    if let Some(p) = set("INTERBAND_TRUST_FILE") {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(x) = set("XDG_CONFIG_HOME") {
+        return Some(Path::new(&x).join("interband/trusted.json"));
+    }
+    set("HOME").map(|h| Path::new(&h).join(".config/interband/trusted.json"))
+}
+
+/// The trusted files: canonical path → digest of the content trusted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Store {
+    /// Canonical path → `sha256:<hex>`.
+    #[serde(default)]
+    pub trusted: BTreeMap<String, String>,
+}
+
+/// The canonical form of a path (links resolved), or the path as given
+/// when it cannot be resolved.
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+impl Store {
+    /// Reads the trust file. A missing file trusts nothing. A file that is
+    /// not the user's (owned by another user, writable by group or others)
+    /// is refused: whoever can write it could trust anything.
+    pub fn load(env: &dyn Env) -> Result<Store> {
+        let Some(path) = store_path(env) else {
+            return Ok(Store::default());
+        };
+        Self::load_from(&path)
+    }
+
+    /// [`Store::load`] from a given file.
+    pub fn load_from(path: &Path) -> Result<Store> {
+        let file = match fsio::open_regular(path, fsio::Links::Follow) {
+            Ok(f) => f,
+            Err(Error::NotFound { .. }) => return Ok(Store::default()),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        use std::os::unix::fs::MetadataExt;
+        if meta.uid() != fsio::my_uid() || meta.mode() & 0o022 != 0 {
+            return Err(Error::NotOurs {
+                path: path.into(),
+                reason: format!(
+                    "owned by uid {} with mode {:o}: a trust file must be yours and not writable by others",
+                    meta.uid(),
+                    meta.mode() & 0o7777
+                ),
+            });
+        }
+        drop(file);
+        let bytes = fsio::read_regular(path, MAX_STORE_BYTES)?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Json {
+            path: path.into(),
+            source: e,
+        })
+    }
+
+    /// True when `file` (any spelling) is trusted with exactly this content.
+    pub fn trusts(&self, file: &Path, content: &[u8]) -> bool {
+        let key = canonical(file).to_string_lossy().into_owned();
+        self.trusted
+            .get(&key)
+            .is_some_and(|d| *d == digest(content))
+    }
+
+    /// Trusts `file` with this content; returns its canonical path.
+    pub fn add(&mut self, file: &Path, content: &[u8]) -> PathBuf {
+        let key = canonical(file);
+        self.trusted
+            .insert(key.to_string_lossy().into_owned(), digest(content));
+        key
+    }
+
+    /// Forgets `file`; returns whether it was trusted.
+    pub fn remove(&mut self, file: &Path) -> bool {
+        let key = canonical(file).to_string_lossy().into_owned();
+        self.trusted.remove(&key).is_some()
+            || self.trusted.remove(&*file.to_string_lossy()).is_some()
+    }
+
+    /// Writes the trust file (0600, atomically; its folder is created 0700).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| Error::io(dir, e))?;
+        }
+        let bytes = serde_json::to_vec_pretty(self).expect("a trust store serializes");
+        fsio::write_atomic(path, &bytes, true)
+    }
+}
+
+/// Whether a trusted file is still as trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Its content is the content trusted.
+    Current,
+    /// It changed since: its privileged settings are ignored until trusted again.
+    Changed,
+    /// It is gone, or not a readable regular file.
+    Missing,
+}
+
+impl Store {
+    /// Each trusted file and its status now.
+    pub fn list(&self) -> Vec<(PathBuf, Status)> {
+        self.trusted
+            .iter()
+            .map(|(path, d)| {
+                let p = PathBuf::from(path);
+                let status = match fsio::read_regular(&p, crate::settings::MAX_SETTINGS_BYTES) {
+                    Ok(bytes) if digest(&bytes) == *d => Status::Current,
+                    Ok(_) => Status::Changed,
+                    Err(_) => Status::Missing,
+                };
+                (p, status)
+            })
+            .collect()
+    }
+}
+
+/// The project settings file a `PATH` argument names: the file itself, or
+/// `<folder>/.interband/config.toml` for a folder.
+pub fn project_file(path: &Path) -> PathBuf {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => path.join(".interband/config.toml"),
+        _ => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_keys_by_canonical_path_and_refuses_a_shared_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = dir.path().join("proj");
+        std::fs::create_dir_all(proj.join(".interband")).unwrap();
+        let file = proj.join(".interband/config.toml");
+        std::fs::write(&file, "x").unwrap();
+        let link = dir.path().join("alias");
+        std::os::unix::fs::symlink(&proj, &link).unwrap();
+        let mut s = Store::default();
+        s.add(&link.join(".interband/config.toml"), b"x");
+        assert!(
+            s.trusts(&file, b"x"),
+            "the same file under another spelling"
+        );
+        let store = dir.path().join("cfg/trusted.json");
+        s.save(&store).unwrap();
+        assert_eq!(Store::load_from(&store).unwrap(), s);
+        assert_eq!(s.list(), vec![(canonical(&file), Status::Current)]);
+        std::fs::write(&file, "y").unwrap();
+        assert_eq!(s.list()[0].1, Status::Changed);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(
+            Store::load_from(&store),
+            Err(Error::NotOurs { .. })
+        ));
+        assert!(s.remove(&file));
+        assert!(!s.trusts(&file, b"y"));
+    }
+}
