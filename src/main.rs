@@ -5,6 +5,38 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `println!` for people: control characters and bidirectional controls
+/// from any source neutralized (newlines and tabs kept).
+macro_rules! say {
+    () => {
+        println!()
+    };
+    ($($t:tt)*) => {
+        println!("{}", interband::text::terminal_block(&format!($($t)*)))
+    };
+}
+
+/// [`say!`] without the newline.
+macro_rules! say_part {
+    ($($t:tt)*) => {
+        print!("{}", interband::text::terminal_block(&format!($($t)*)))
+    };
+}
+
+/// [`say!`] on stderr.
+macro_rules! tell {
+    ($($t:tt)*) => {
+        eprintln!("{}", interband::text::terminal_block(&format!($($t)*)))
+    };
+}
+
+/// One serialized JSON value on a line, terminal-safe and still valid JSON.
+macro_rules! say_json {
+    ($v:expr) => {
+        println!("{}", interband::text::json(&$v.to_string()))
+    };
+}
+
 mod commands;
 
 /// A typed, file-based message bus for AI coding-agent hooks (interband protocol v1).

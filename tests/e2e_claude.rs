@@ -354,10 +354,10 @@ fn the_real_claude_code_runs_the_loop_offline() {
     assert!(
         first
             .body
-            .contains("Memory note saved before this context was compacted")
+            .contains("saved by interband before it was compacted")
             && first.body.contains(pre_compact_name),
         "the PreCompact note came back: {}",
-        excerpt(&first.body, "Memory note saved", 300)
+        excerpt(&first.body, "<interband-memory-note", 300)
     );
     let pressure = w.bus().read("interpulse", "pressure", &session).unwrap();
     assert_eq!(
@@ -376,7 +376,7 @@ fn the_real_claude_code_runs_the_loop_offline() {
         "e2e: the first request after /compact carried: {}",
         excerpt(
             &first.body,
-            "Memory note saved before this context was compacted",
+            "saved by interband before it was compacted",
             200
         )
     );

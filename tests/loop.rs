@@ -397,10 +397,17 @@ fn hook_env(w: &World, stdin: &[u8], env: &[(&str, String)]) -> String {
     stdout(&o)
 }
 
-#[test]
-fn the_tmux_strategy_types_compact_into_the_recorded_pane_once() {
-    let w = World::new();
+/// A fake `tmux` on PATH: records its argv, and answers `display-message`
+/// with the pane's foreground program `front`.
+fn fake_tmux(w: &World, front: &str) -> (PathBuf, [(&'static str, String); 3]) {
     let log = fake_program(w.dir.path(), "tmux");
+    let script = w.dir.path().join("bin/tmux");
+    let body = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(
+        &script,
+        format!("{body}[ \"$1\" = display-message ] && echo '{front}'\nexit 0\n"),
+    )
+    .unwrap();
     let path = format!(
         "{}:{}",
         w.dir.path().join("bin").display(),
@@ -411,6 +418,13 @@ fn the_tmux_strategy_types_compact_into_the_recorded_pane_once() {
         ("TMUX_PANE", "%7".to_owned()),
         ("INTERBAND_COMPACT_STRATEGY", "tmux".to_owned()),
     ];
+    (log, env)
+}
+
+#[test]
+fn the_tmux_strategy_types_compact_into_the_recorded_pane_once() {
+    let w = World::new();
+    let (log, env) = fake_tmux(&w, "claude");
     let t = red_session(&w);
     hook_env(
         &w,
@@ -422,13 +436,17 @@ fn the_tmux_strategy_types_compact_into_the_recorded_pane_once() {
     assert_eq!(hook_env(&w, &stop, &env), "");
     let calls = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
-        calls.matches("send-keys|").count(),
+        calls.matches("|-l|--|").count(),
         1,
         "once per cycle: {calls}"
     );
     assert!(
-        calls.contains("send-keys|-t|%7|/compact keep: Ship the release notes|Enter|"),
-        "{calls}"
+        calls.contains("send-keys|-t|%7|-l|--|/compact keep: Ship the release notes|"),
+        "typed literally: {calls}"
+    );
+    assert!(
+        calls.contains("send-keys|-t|%7|Enter|"),
+        "then Enter: {calls}"
     );
     // A new cycle after the compaction: it may fire again when red again.
     hook_env(
@@ -441,7 +459,7 @@ fn the_tmux_strategy_types_compact_into_the_recorded_pane_once() {
     assert_eq!(
         std::fs::read_to_string(&log)
             .unwrap()
-            .matches("send-keys|")
+            .matches("|-l|--|")
             .count(),
         2
     );
@@ -498,7 +516,7 @@ fn a_resume_does_not_inject_the_same_note_twice_but_a_compaction_always_does() {
     hook(&w, &event("PreCompact", &t, json!({})));
     let injects = |source: &str| {
         hook(&w, &event("SessionStart", &t, json!({"source": source})))
-            .contains("Memory note saved")
+            .contains("<interband-memory-note")
     };
     assert!(injects("resume"), "the first resume brings the note back");
     assert!(
@@ -565,6 +583,57 @@ fn a_failing_compaction_strategy_still_advises_once_and_says_why() {
         "{out}"
     );
     assert_eq!(compaction(&w)["strategy"], "advise");
+}
+
+#[test]
+fn tmux_never_types_into_a_shell_and_types_only_plain_text() {
+    // The pane's foreground program is a shell: nothing is typed, it advises.
+    let w = World::new();
+    let (log, env) = fake_tmux(&w, "bash");
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("fix it $(touch /tmp/pwned); tmux kill-server ;");
+    t.tool("Bash", json!({"command": "make"}), "ok", false, 165_000);
+    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    hook_env(
+        &w,
+        &event("SessionStart", &t, json!({"source": "startup"})),
+        &env,
+    );
+    let stop = event("Stop", &t, json!({"stop_hook_active": false}));
+    let out = hook_env(&w, &stop, &env);
+    assert!(out.contains("\"decision\":\"block\""), "{out}");
+    assert!(out.contains("not the agent"), "{out}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(!calls.contains("send-keys"), "{calls}");
+
+    // The agent's pane: the prompt's syntax never reaches tmux or a shell.
+    let w = World::new();
+    let (log, env) = fake_tmux(&w, "2.1.332");
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("fix it $(touch /tmp/pwned); tmux kill-server ;");
+    t.tool("Bash", json!({"command": "make"}), "ok", false, 165_000);
+    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    hook_env(
+        &w,
+        &event("SessionStart", &t, json!({"source": "startup"})),
+        &env,
+    );
+    assert_eq!(hook_env(&w, &stop, &env), "");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let typed = calls
+        .lines()
+        .find(|l| l.contains("|-l|--|"))
+        .unwrap_or_else(|| panic!("{calls}"));
+    assert!(
+        typed.contains("/compact keep: fix it touch /tmp/pwned tmux kill-server"),
+        "{typed}"
+    );
+    for bad in ["$", "(", ";", "`"] {
+        assert!(
+            !typed.split("|-l|--|").nth(1).unwrap().contains(bad),
+            "{bad}: {typed}"
+        );
+    }
 }
 
 #[test]
@@ -675,7 +744,7 @@ fn a_reset_that_fails_does_not_cost_the_notes_reinjection() {
     std::fs::write(&state, b"not a folder").unwrap();
     let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
     assert!(
-        out.contains("Memory note saved before this context was compacted"),
+        out.contains("saved by interband before it was compacted"),
         "{out}"
     );
 }

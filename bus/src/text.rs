@@ -67,6 +67,35 @@ pub fn terminal_block(text: &str) -> Cow<'_, str> {
     escape(text, |c| c == '\n' || c == '\t')
 }
 
+/// Serialized JSON for a terminal: any character that must not reach one
+/// raw (inside a string: JSON escapes C0 controls but leaves DEL, C1 and the
+/// bidirectional controls as they are) written as a `\uXXXX` escape, so the
+/// JSON stays valid and means the same.
+///
+/// ```
+/// let v = serde_json::json!({"type": "a\u{202e}b\u{9b}"});
+/// let out = interband::text::json(&v.to_string()).into_owned();
+/// assert_eq!(out, r#"{"type":"a\u202eb\u009b"}"#);
+/// assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap(), v);
+/// ```
+pub fn json(serialized: &str) -> Cow<'_, str> {
+    if !serialized.chars().any(|c| is_unsafe(c) && c != '\n') {
+        return Cow::Borrowed(serialized);
+    }
+    let mut out = String::with_capacity(serialized.len() + 8);
+    for c in serialized.chars() {
+        if is_unsafe(c) && c != '\n' {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{:04x}", u);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// An ANSI SGR parameter string (`32`, `1;31`, `38;5;208`): numbers of at
 /// most three digits separated by `;`, nothing else. `None` for anything
 /// else, so a setting can never smuggle another escape sequence.

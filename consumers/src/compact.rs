@@ -198,25 +198,13 @@ pub fn act(
         _ if already => advise(&watch_failure.unwrap_or_default()),
         Strategy::Advise | Strategy::Off => advise(""),
         Strategy::Tmux => match with_state(bus, &info.session, |s| s.pane.clone())? {
-            Some(pane) => {
-                let argv = [
-                    "tmux",
-                    "send-keys",
-                    "-t",
-                    &pane,
-                    &format!("/compact {focus}"),
-                    "Enter",
-                ];
-                let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
-                match run(&argv, &[], Duration::from_secs(5), Overrun::Kill) {
-                    Ok(()) => Acted::Tmux(pane),
-                    Err(e) => {
-                        let why =
-                            format!(" and typing /compact into tmux pane {pane} failed ({e})");
-                        failed(e, why)?
-                    }
+            Some(pane) => match type_compact(&pane, &focus) {
+                Ok(()) => Acted::Tmux(pane),
+                Err(e) => {
+                    let why = format!(" and typing /compact into tmux pane {pane} failed ({e})");
+                    failed(e, why)?
                 }
-            }
+            },
             None => failed(
                 Error::Command {
                     command: "tmux".into(),
@@ -314,6 +302,142 @@ fn focus(note: &str) -> String {
     } else {
         format!("keep: {one}")
     }
+}
+
+/// True for the name tmux gives the agent as a pane's foreground program:
+/// `claude`, `codex`, `gemini`, `node` (the npm packages), or a version
+/// number (Claude Code's native binary is named after its version).
+///
+/// ```
+/// use interband_consumers::compact::is_agent;
+/// assert!(is_agent("claude") && is_agent("2.1.332") && is_agent("node"));
+/// assert!(!is_agent("bash") && !is_agent("zsh") && !is_agent("vim") && !is_agent(""));
+/// ```
+pub fn is_agent(command: &str) -> bool {
+    let command = command.trim();
+    let version = {
+        let mut parts = command.split('.');
+        parts.clone().count() >= 2
+            && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    version || matches!(command, "claude" | "codex" | "gemini" | "node")
+}
+
+/// The focus as typed into a terminal: letters, digits, spaces and
+/// `.,:;-_/+=@%` only (nothing a shell or tmux would read as syntax), at most
+/// 120 characters.
+///
+/// ```
+/// assert_eq!(interband_consumers::compact::typeable("keep: fix $(rm -rf ~); `x` ok"), "keep: fix rm -rf x ok");
+/// ```
+pub fn typeable(text: &str) -> String {
+    let kept: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " .,:-_/+=@%".contains(c) {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    kept.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(120)
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+/// Types `/compact <focus>` into a tmux pane, only when the agent is the
+/// pane's foreground program (never into a shell): the text literally
+/// (`send-keys -l`, so no key name or `;` is interpreted), restricted to
+/// [`typeable`] characters, then `Enter` as its own key.
+fn type_compact(pane: &str, focus: &str) -> Result<(), Error> {
+    let tmux = |args: &[&str]| -> Vec<String> {
+        std::iter::once("tmux")
+            .chain(args.iter().copied())
+            .map(str::to_owned)
+            .collect()
+    };
+    let wait = Duration::from_secs(2);
+    let front = query(
+        &tmux(&[
+            "display-message",
+            "-p",
+            "-t",
+            pane,
+            "#{pane_current_command}",
+        ]),
+        wait,
+    )?;
+    let front = front.trim();
+    if !is_agent(front) {
+        return Err(Error::Command {
+            command: "tmux".into(),
+            reason: format!(
+                "the pane's foreground program is {:?}, not the agent",
+                interband::text::terminal(front)
+            ),
+        });
+    }
+    let text = format!("/compact {}", typeable(focus));
+    run(
+        &tmux(&["send-keys", "-t", pane, "-l", "--", text.trim_end()]),
+        &[],
+        wait,
+        Overrun::Kill,
+    )?;
+    run(
+        &tmux(&["send-keys", "-t", pane, "Enter"]),
+        &[],
+        wait,
+        Overrun::Kill,
+    )
+}
+
+/// Runs `argv` (never through a shell) and returns what it printed (at
+/// most 4 KiB), waiting at most `wait`. An exit other than success is an error.
+pub fn query(argv: &[String], wait: Duration) -> Result<String, Error> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let fail = |reason: String| Error::Command {
+        command: argv.first().cloned().unwrap_or_default(),
+        reason,
+    };
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| fail("no command".into()))?;
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| fail(e.to_string()))?;
+    let deadline = std::time::Instant::now() + wait;
+    let status = loop {
+        match child.try_wait().map_err(|e| fail(e.to_string()))? {
+            Some(s) => break s,
+            None if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(fail(format!("still running after {wait:?}; killed")));
+            }
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(pipe) = child.stdout.take() {
+        let _ = pipe.take(4096).read_to_end(&mut out);
+    }
+    if !status.success() {
+        return Err(fail(format!("exited with {status}")));
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// What [`run`] does with a command still running when its wait is over.

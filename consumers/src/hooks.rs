@@ -127,6 +127,10 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     if input.session_id.trim().is_empty() {
         return Ok(None);
     }
+    if matches!(input.hook_event_name.as_str(), "Stop" | "SessionEnd") {
+        // Crashed writers' temp files in every folder under the root, at most daily.
+        interband::retention::sweep_internal(ctx.bus, false);
+    }
     match input.hook_event_name.as_str() {
         "Stop" => stop(ctx, input),
         "PreCompact" | "PreCompress" => pre_compact(ctx, input).map(|_| None),
@@ -228,15 +232,12 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         body.truncate(end);
         body += "\n[... note truncated]";
     }
-    let context = format!(
-        "Memory note saved before this context was {} (from {}):\n\n{body}",
-        if input.source.as_deref() == Some("compact") {
-            "compacted"
-        } else {
-            "reset"
-        },
-        note.path
-    );
+    let what = if input.source.as_deref() == Some("compact") {
+        "compacted"
+    } else {
+        "reset"
+    };
+    let context = crate::framing::record(what, &input.session_id, &body);
     Ok(Some(
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}).to_string(),
     ))

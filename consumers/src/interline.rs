@@ -122,17 +122,20 @@ impl Default for Colors {
 }
 
 impl Colors {
-    /// The SGR parameters for a level, up to the first character that is not a digit or `;`.
+    /// The SGR parameters for a level: the configured ones when they are
+    /// SGR numbers and nothing else (see [`interband::text::sgr`]), else the default.
     pub fn code(&self, level: Level) -> String {
-        let raw = match level {
-            Level::Green => &self.green,
-            Level::Yellow => &self.yellow,
-            Level::Orange => &self.orange,
-            Level::Red => &self.red,
+        let pick = |c: &Colors| match level {
+            Level::Green => c.green.clone(),
+            Level::Yellow => c.yellow.clone(),
+            Level::Orange => c.orange.clone(),
+            Level::Red => c.red.clone(),
         };
-        raw.chars()
-            .take_while(|c| c.is_ascii_digit() || *c == ';')
-            .collect()
+        let raw = pick(self);
+        match interband::text::sgr(raw.trim()) {
+            Some(code) => code.to_owned(),
+            None => pick(&Colors::default()),
+        }
     }
 }
 
@@ -481,10 +484,16 @@ pub fn segment(name: &str) -> Option<&'static Segment> {
 fn model_segment(ctx: &Ctx) -> Option<String> {
     let input = ctx.input();
     let name = input.model_name.as_deref().or(input.model_id.as_deref())?;
-    // The host's text must not break the line.
+    // The host's text must not break the line nor drive the terminal.
     Some(
         name.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
+            .map(|c| {
+                if interband::text::is_unsafe(c) {
+                    ' '
+                } else {
+                    c
+                }
+            })
             .collect::<String>()
             .trim()
             .to_owned(),
@@ -547,7 +556,7 @@ pub fn render(bus: &Bus, input: &Input, settings: &Settings, env: &dyn Env, now:
     let line = if parts.is_empty() {
         FALLBACK_LINE.to_owned()
     } else {
-        parts.join(&settings.separator)
+        parts.join(&interband::text::terminal(&settings.separator))
     };
     Rendered {
         line,
@@ -610,8 +619,9 @@ fn learn_model_window(bus: &Bus, session: &str, model: &str, window: u64, now: f
 }
 
 /// The wrapped output with ours joined to its first line by `separator`
-/// (its other lines follow, unchanged); ours alone when the wrapped command
-/// said nothing.
+/// (its other lines follow, unchanged: the user's own command may colour
+/// them); ours alone when the wrapped command said nothing. The separator is
+/// a setting: its control characters are neutralized.
 ///
 /// ```
 /// use interband_consumers::interline::compose;
@@ -620,6 +630,7 @@ fn learn_model_window(bus: &Bus, session: &str, model: &str, window: u64, now: f
 /// assert_eq!(compose(None, "ctx 90%", " │ "), "ctx 90%");
 /// ```
 pub fn compose(wrapped: Option<&str>, line: &str, separator: &str) -> String {
+    let separator = interband::text::terminal(separator);
     match wrapped.filter(|w| !w.is_empty()) {
         Some(w) if !line.is_empty() => match w.split_once('\n') {
             Some((first, rest)) => format!("{first}{separator}{line}\n{rest}"),
@@ -1156,10 +1167,13 @@ mod tests {
         s.colors.orange = "35\x1b[2J".into();
         let out = render(&bus, &input, &s, &|_: &str| None, 1.0);
         assert!(
-            out.line.contains("\x1b[35mORANGE") || out.line.contains("\x1b[35m"),
-            "{:?}",
+            out.line.contains("\x1b[38;5;208m"),
+            "an invalid code gives the default: {:?}",
             out.line
         );
+        s.colors.orange = "35".into();
+        let out = render(&bus, &input, &s, &|_: &str| None, 1.0);
+        assert!(out.line.contains("\x1b[35m"), "{:?}", out.line);
         assert!(
             !out.line.contains("[2J"),
             "only SGR parameters get through: {:?}",

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::digest::{self, Digest, Limits};
+use crate::framing::{code, first_line, inline, quote};
 use crate::{Error, now_secs, truncate};
 
 /// intermem's settings (`[intermem]`).
@@ -248,13 +249,15 @@ pub fn render(
         .map_or("unknown project".into(), |n| {
             n.to_string_lossy().into_owned()
         });
-    let mut s = format!("# Memory note: {project}\n\n");
-    s += &format!("- session: `{}`\n", info.session);
+    // Every piece of session text goes in through `framing`: it can never
+    // become a heading, a fence, a tag or the end of the re-injected block.
+    let mut s = format!("# Memory note: {}\n\n", inline(&project));
+    s += &format!("- session: {}\n", code(&info.session));
     if let Some(c) = cwd {
-        s += &format!("- project: `{}`\n", c.display());
+        s += &format!("- project: {}\n", code(&c.to_string_lossy()));
     }
     if let Some(b) = branch(d, cwd) {
-        s += &format!("- branch: `{b}`\n");
+        s += &format!("- branch: {}\n", code(&b));
     }
     let usable = trigger
         .context_usable
@@ -262,10 +265,10 @@ pub fn render(
     s += &format!(
         "- written: {} (trigger: {}{usable})\n",
         interband::envelope::now_timestamp(),
-        trigger.name
+        inline(&trigger.name)
     );
     if let Some(t) = &info.transcript {
-        s += &format!("- transcript: `{}`\n", t.display());
+        s += &format!("- transcript: {}\n", code(&t.to_string_lossy()));
     }
 
     let mut sections: Vec<(String, String)> = Vec::new();
@@ -294,7 +297,7 @@ pub fn render(
                 "in_progress" => "[~]",
                 _ => "[ ]",
             };
-            format!("- {mark} {}\n", t.content)
+            format!("- {mark} {}\n", inline(&t.content))
         })
         .collect();
     sections.push(("Todo list".into(), todos));
@@ -322,7 +325,13 @@ pub fn render(
         "Recent tool errors".into(),
         d.tool_errors
             .iter()
-            .map(|e| format!("- {}: {}\n", e.tool, first_line(&e.message)))
+            .map(|e| {
+                format!(
+                    "- {}: {}\n",
+                    inline(&e.tool),
+                    inline(&first_line(&e.message))
+                )
+            })
             .collect(),
     ));
     sections.push((
@@ -337,7 +346,7 @@ pub fn render(
         "Summary from the previous compaction".into(),
         d.compaction_summary
             .as_deref()
-            .map(|t| truncate(&summary_body(t), 1500))
+            .map(|t| quote(&truncate(&summary_body(t), 1500)))
             .unwrap_or_default(),
     ));
 
@@ -392,29 +401,6 @@ fn cut(body: &str, max: usize) -> String {
     format!("{kept}{sep}{}", mark(body.len() - end).trim_start())
 }
 
-/// The first line of `text`, with `…` when there was more.
-fn first_line(text: &str) -> String {
-    let text = text.trim();
-    match text.split_once('\n') {
-        Some((first, _)) => format!("{} …", first.trim_end()),
-        None => text.to_owned(),
-    }
-}
-
-/// `text` as one inline code span: its first line, fenced by more backticks
-/// than it contains in a row, so no command can break the note's markdown.
-fn code(text: &str) -> String {
-    let line = first_line(text);
-    let longest = line.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest + 1);
-    let pad = if line.starts_with('`') || line.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{line}{pad}{fence}")
-}
-
 /// The summary itself, without the host's framing: its preamble, reminders,
 /// and the closing instructions meant for the model right after that compaction
 /// (which would mislead if they came back later).
@@ -460,19 +446,11 @@ fn journal_lines(records: &[Record]) -> String {
             };
             format!(
                 "- {} {}{failed}{usable}\n",
-                v["tool"].as_str().unwrap_or("?"),
+                inline(v["tool"].as_str().unwrap_or("?")),
                 code(v["summary"].as_str().unwrap_or("")),
             )
         })
         .collect()
-}
-
-fn quote(text: &str) -> String {
-    truncate(text.trim(), 600)
-        .lines()
-        .map(|l| format!("> {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Cuts `s` to at most `max` bytes on a line boundary, with a visible mark.
@@ -652,11 +630,13 @@ impl Consumer for Intermem {
         if !self.settings.enabled {
             return Ok(());
         }
+        // The key names the session; a message whose session_id says another
+        // one cannot make a note for that other session.
         let key = m.address.as_ref().map_or("default", |a| a.key.as_str());
-        let session = if m.envelope.session_id.is_empty() {
-            key
-        } else {
+        let session = if safe_key(&m.envelope.session_id) == key {
             m.envelope.session_id.as_str()
+        } else {
+            key
         };
         let p = &m.envelope.payload;
         let info = SessionInfo::resolve(
@@ -813,10 +793,6 @@ mod tests {
 
     #[test]
     fn code_spans_survive_backticks_and_lines() {
-        assert_eq!(code("ls -la"), "`ls -la`");
-        assert_eq!(code("echo `date`"), "`` echo `date` ``");
-        assert_eq!(code("a ``b`` c"), "```a ``b`` c```");
-        assert_eq!(code("one\ntwo"), "`one …`");
         assert_eq!(fair_shares(&[10, 1000, 1000], 610), [10, 300, 300]);
         assert_eq!(fair_shares(&[10, 20], 1000), [10, 20]);
     }

@@ -7,6 +7,7 @@
 
 pub mod compact;
 pub mod digest;
+pub mod framing;
 pub mod hooks;
 pub mod interline;
 pub mod intermem;

@@ -18,17 +18,13 @@ pub struct Row {
 
 /// Every session's latest pressure, most recent first.
 pub fn rows(bus: &Bus, now: f64) -> Vec<Row> {
-    let Ok(dir) = bus.channel_dir(Pressure::NAMESPACE, Pressure::CHANNEL) else {
-        return vec![];
-    };
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return vec![];
-    };
-    let mut rows: Vec<Row> = rd
-        .flatten()
-        .filter_map(|e| {
-            let m = bus.read_file(&e.path()).ok()?;
-            let env = interband::decode::<Pressure>(m).ok()?;
+    let keys = bus
+        .keys(Pressure::NAMESPACE, Pressure::CHANNEL)
+        .unwrap_or_default();
+    let mut rows: Vec<Row> = keys
+        .iter()
+        .filter_map(|key| {
+            let env = bus.read_typed::<Pressure>(key).ok()?;
             Some(Row {
                 session: env.session_id,
                 age_secs: (now - env.payload.ts).max(0.0),
@@ -93,12 +89,18 @@ pub fn line(r: &Row) -> String {
     )
 }
 
-/// The first 12 characters, control characters shown as `?`: a session id
+/// The first 12 characters, control and bidirectional characters shown as `?`: a session id
 /// comes from the bus and must not drive the terminal.
 fn short(s: &str) -> String {
     s.chars()
         .take(12)
-        .map(|c| if c.is_control() { '?' } else { c })
+        .map(|c| {
+            if interband::text::is_unsafe(c) {
+                '?'
+            } else {
+                c
+            }
+        })
         .collect()
 }
 

@@ -137,7 +137,16 @@ fn read_tail_counting(path: &Path, scan_cap: u64) -> io::Result<(Tail, u64)> {
     // Never blocking on a FIFO, never reading a device: regular files only.
     let file = interband::fsio::open_regular(path, interband::fsio::Links::Follow)
         .map_err(interband::Error::into_io)?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    // A transcript is the user's own: one owned by someone else (named by a
+    // message on the bus, say) is not read.
+    if std::os::unix::fs::MetadataExt::uid(&meta) != interband::fsio::my_uid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: owned by another user", path.display()),
+        ));
+    }
+    let len = meta.len();
     scan(len, scan_cap, CHUNK, |at, buf| file.read_exact_at(buf, at))
 }
 

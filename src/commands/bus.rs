@@ -49,9 +49,9 @@ impl Validate {
         match self.format {
             Format::Text => {
                 for (_, e) in invalid.iter().chain(&trouble) {
-                    println!("{e}");
+                    say!("{e}");
                 }
-                eprintln!(
+                tell!(
                     "{} checked, {} invalid, {} unreadable",
                     files.len(),
                     invalid.len(),
@@ -70,7 +70,7 @@ impl Validate {
                     "invalid": list(&invalid),
                     "unreadable": list(&trouble),
                 });
-                println!("{report}");
+                say_json!(report);
             }
         }
         Ok(if !trouble.is_empty() {
@@ -142,7 +142,7 @@ impl Schema {
     pub fn run(self) -> Result<u8> {
         if let Some(dir) = self.out {
             interband::schema::write_all(&dir)?;
-            eprintln!(
+            tell!(
                 "wrote {} schema files to {}",
                 interband::schema::files().len(),
                 dir.display()
@@ -155,7 +155,7 @@ impl Schema {
         }
         let stale = interband::schema::stale(&dir);
         for f in &stale {
-            println!(
+            say!(
                 "{}: missing, stale or not generated; run `interband schema --out {}` (and remove what it does not write)",
                 dir.join(f).display(),
                 dir.display()
@@ -223,7 +223,7 @@ impl Publish {
             &self.session,
             payload,
         )?;
-        println!("{}", json!({"path": p.path, "seq": p.seq}));
+        say_json!(json!({"path": p.path, "seq": p.seq}));
         Ok(exit::OK)
     }
 }
@@ -260,7 +260,7 @@ impl Read {
         } else {
             serde_json::to_value(&msg.envelope)?
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        say_json!(serde_json::to_string_pretty(&out)?);
         Ok(exit::OK)
     }
 }
@@ -282,11 +282,11 @@ impl Ls {
         let set = interband::watch::compile_patterns(&[&self.glob])?;
         let mut code = exit::OK;
         for (ns, ch) in interband::retention::channels(&bus)? {
-            let dir = bus.channel_dir(&ns, &ch)?;
-            let mut names: Vec<String> = std::fs::read_dir(&dir)
-                .with_context(|| dir.display().to_string())?
-                .flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
+            let dir = bus.channel(&ns, &ch, false)?;
+            let mut names: Vec<String> = dir
+                .entries()?
+                .into_iter()
+                .map(|e| e.name.to_string_lossy().into_owned())
                 .filter(|n| !n.starts_with('.'))
                 .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
                 .collect();
@@ -302,8 +302,8 @@ impl Ls {
                     let shown = address.escape_debug();
                     let row = json!({"address": shown.to_string(), "error": "not a key name the bus writes"});
                     match self.json {
-                        true => println!("{row}"),
-                        false => println!("{shown}\tINVALID\tnot a key name the bus writes"),
+                        true => say_json!(row),
+                        false => say!("{shown}\tINVALID\tnot a key name the bus writes"),
                     }
                     continue;
                 }
@@ -318,11 +318,11 @@ impl Ls {
                     }
                 };
                 if self.json {
-                    println!("{row}");
+                    say_json!(row);
                 } else if let Some(err) = row["error"].as_str() {
-                    println!("{address}\tINVALID\t{err}");
+                    say!("{address}\tINVALID\t{err}");
                 } else {
-                    println!(
+                    say!(
                         "{address}\t{}\tseq {}\t{}",
                         row["type"].as_str().unwrap_or(""),
                         row["seq"],
@@ -355,9 +355,9 @@ impl Prune {
             }
         };
         for p in report.removed.iter().chain(&report.temp_removed) {
-            println!("removed {}", p.display());
+            say!("removed {}", p.display());
         }
-        eprintln!(
+        tell!(
             "{} messages and {} temp files removed",
             report.removed.len(),
             report.temp_removed.len()
@@ -405,7 +405,7 @@ impl Watch {
         }
         let mut sub = Subscription::new(&bus, &self.globs, opts)?;
         if !sub.uses_events() && !poll {
-            eprintln!("interband: file events unavailable here; polling instead");
+            tell!("interband: file events unavailable here; polling instead");
         }
         let tick = self
             .idle_timeout
@@ -430,7 +430,7 @@ impl Watch {
                 None => {
                     let line =
                         json!({"address": address, "path": msg.path, "envelope": msg.envelope});
-                    writeln!(stdout, "{line}")?;
+                    writeln!(stdout, "{}", interband::text::json(&line.to_string()))?;
                     stdout.flush()?;
                 }
                 Some(argv) => run_exec(argv, &address, &msg, &envelope),
@@ -446,12 +446,12 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
     let project = std::env::current_dir().ok();
     let settings = interband_consumers::hooks::AllSettings::load(project.as_deref(), &env);
     for p in settings.problems() {
-        eprintln!("interband: {p}");
+        tell!("interband: {p}");
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut consumers = interband_consumers::hooks::watch_consumers(&settings, home);
     let names: Vec<String> = consumers.iter().map(|c| c.name().to_owned()).collect();
-    eprintln!(
+    tell!(
         "interband: watching {} for {}",
         bus.root().display(),
         names.join(", ")
@@ -464,11 +464,11 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
                 last = std::time::Instant::now();
             }
             if r.handled > handled {
-                eprintln!("interband: {} value(s) handled", r.handled);
+                tell!("interband: {} value(s) handled", r.handled);
                 handled = r.handled;
             }
             for e in &r.errors[errors..] {
-                eprintln!("interband: {e}");
+                tell!("interband: {e}");
             }
             errors = r.errors.len();
             idle.is_none_or(|idle| last.elapsed() < idle)
@@ -503,7 +503,7 @@ fn run_exec(argv: &[String], address: &str, msg: &Message, envelope: &[u8]) {
         });
     match result {
         Ok(status) if status.success() => {}
-        Ok(status) => eprintln!("interband: {}: {} for {address}", argv[0], status),
-        Err(e) => eprintln!("interband: {}: {e}", argv[0]),
+        Ok(status) => tell!("interband: {}: {} for {address}", argv[0], status),
+        Err(e) => tell!("interband: {}: {e}", argv[0]),
     }
 }

@@ -33,10 +33,7 @@ impl ShowConfig {
         rows.extend(consumers.compact.entries("compact"));
         if self.json {
             for (k, v, o) in &rows {
-                println!(
-                    "{}",
-                    serde_json::json!({"key": k, "value": v, "from": o.to_string()})
-                );
+                say_json!(serde_json::json!({"key": k, "value": v, "from": o.to_string()}));
             }
         } else {
             println!("# settings files, lowest precedence first:");

@@ -299,9 +299,16 @@ fn script() -> Vec<Step> {
 
 /// `println!` that returns the error (a closed pipe) instead of panicking,
 /// so the demo's temporary folder is still removed.
-macro_rules! say {
+macro_rules! say_or_stop {
+    () => {
+        writeln!(std::io::stdout())?
+    };
     ($($t:tt)*) => {
-        writeln!(std::io::stdout(), $($t)*)?
+        writeln!(
+            std::io::stdout(),
+            "{}",
+            interband::text::terminal_block(&format!($($t)*))
+        )?
     };
 }
 
@@ -327,18 +334,18 @@ impl Demo {
             on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         };
         let mut w = World::new()?;
-        say!(
+        say_or_stop!(
             "{}",
             st.bold("interband demo: one coding session through the whole loop")
         );
-        say!(
+        say_or_stop!(
             "{}",
             st.dim(&format!(
                 "private root {}; a 200k-token window; built-in defaults",
                 w.dir.path().display()
             ))
         );
-        say!();
+        say_or_stop!();
 
         w.t.prompt(TASK)?;
         w.run(
@@ -349,9 +356,9 @@ impl Demo {
             ),
             &[],
         )?;
-        say!("{} {TASK}", st.bold("user ›"));
-        say!();
-        say!("{}", st.dim(" call  used  statusline"));
+        say_or_stop!("{} {TASK}", st.bold("user ›"));
+        say_or_stop!();
+        say_or_stop!("{}", st.dim(" call  used  statusline"));
 
         for (i, s) in script().into_iter().enumerate() {
             w.used = WINDOW * s.used_pct / 100;
@@ -359,7 +366,7 @@ impl Demo {
             let args = interpulse_summary(&s.input);
             let out = w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}})), &[])?;
             let line = w.statusline()?;
-            say!(
+            say_or_stop!(
                 " {:>4}  {:>3}%  {}  {}",
                 i + 1,
                 s.used_pct,
@@ -375,12 +382,12 @@ impl Demo {
                     w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
                     w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}})), &[])?;
                 }
-                say!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
+                say_or_stop!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
             }
             if let Some(said) = context_of(&out) {
                 let first = said.lines().next().unwrap_or("");
                 if first.starts_with("Project directives") {
-                    say!(
+                    say_or_stop!(
                         "{}",
                         st.dim(&format!(
                             "       → to the agent: {}",
@@ -388,9 +395,9 @@ impl Demo {
                         ))
                     );
                 } else {
-                    say!("{}", st.level(&format!("       → to the agent: {first}")));
+                    say_or_stop!("{}", st.level(&format!("       → to the agent: {first}")));
                     if said.contains("Project directives") {
-                        say!(
+                        say_or_stop!(
                             "{}",
                             st.dim("         (and the project's directives, re-injected)")
                         );
@@ -399,12 +406,12 @@ impl Demo {
             }
         }
         w.t.say("Retry, tests and logging are in; all 15 tests pass. Next I would tidy the backoff constants.", w.used)?;
-        say!();
+        say_or_stop!();
 
         // The turn ends: intermem writes the notes the checkpoints asked for; the trigger advises once.
         let out = w.run(&["hook"], &w.input("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."})), &[])?;
         if let Ok(block) = serde_json::from_str::<Value>(&out) {
-            say!(
+            say_or_stop!(
                 "{} {}",
                 st.bold("Stop ›"),
                 st.level(&format!(
@@ -415,14 +422,14 @@ impl Demo {
         }
         let notes = w.root().join("intermem/notes");
         let latest = find(&notes, "latest.md").context("no note was written")?;
-        say!("{} {}", st.bold("note ›"), latest.display());
+        say_or_stop!("{} {}", st.bold("note ›"), latest.display());
         let text = std::fs::read_to_string(&latest)?;
         let body = text.find("## Task").map_or(text.as_str(), |i| &text[i..]);
-        say!("{}", st.dim(&indent(body, "       ", 22)));
-        say!();
+        say_or_stop!("{}", st.dim(&indent(body, "       ", 22)));
+        say_or_stop!();
 
         // The user runs /compact: PreCompact, the host compacts, SessionStart(compact).
-        say!("{} /compact", st.bold("user ›"));
+        say_or_stop!("{} /compact", st.bold("user ›"));
         w.run(
             &["hook"],
             &w.input(
@@ -431,7 +438,7 @@ impl Demo {
             ),
             &[],
         )?;
-        say!(
+        say_or_stop!(
             "{}",
             st.dim("       PreCompact: a last note before the context is summarized")
         );
@@ -447,27 +454,27 @@ impl Demo {
         )?;
         match context_of(&out) {
             Some(ctx) => {
-                say!(
+                say_or_stop!(
                     "{} the latest note comes back into the fresh context:",
                     st.bold("SessionStart(compact) ›")
                 );
-                say!("{}", st.dim(&indent(&ctx, "       ", 8)));
+                say_or_stop!("{}", st.dim(&indent(&ctx, "       ", 8)));
             }
             None => bail!("SessionStart(compact) injected nothing"),
         }
-        say!("       statusline: {}", st.level(&w.statusline()?));
-        say!();
+        say_or_stop!("       statusline: {}", st.level(&w.statusline()?));
+        say_or_stop!();
         let count = walk(&notes)
             .iter()
             .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("latest.md"))
             .count();
-        say!(
+        say_or_stop!(
             "{}",
             st.bold(&format!("done: {count} notes, every warning delivered through additionalContext, the note back after the compaction."))
         );
         if self.keep {
             let kept = w.dir.keep();
-            say!("kept {}", kept.display());
+            say_or_stop!("kept {}", kept.display());
         }
         Ok(exit::OK)
     }

@@ -317,7 +317,7 @@ impl Install {
         if added_now.is_empty() && statusline_now.is_none() {
             let _ = writeln!(out, "interband is already installed in {}", path.display());
             print_notes(&mut out, &notes);
-            print!("{out}");
+            say_part!("{out}");
             return Ok(exit::OK);
         }
         let after = pretty(&settings);
@@ -326,7 +326,7 @@ impl Install {
             out.push_str(&dry_run_diff(&path, before.as_deref(), Some(&after)));
             let _ = writeln!(out, "(dry run: nothing written)");
             print_notes(&mut out, &notes);
-            print!("{out}");
+            say_part!("{out}");
             return Ok(exit::OK);
         }
 
@@ -371,7 +371,7 @@ impl Install {
         }
         let _ = writeln!(out, "undo with: interband uninstall{}", t.flags());
         print_notes(&mut out, &notes);
-        print!("{out}");
+        say_part!("{out}");
         Ok(exit::OK)
     }
 }
@@ -386,7 +386,7 @@ impl Uninstall {
             if record.is_some() && !t.dry_run {
                 remove_file(&files.record)?;
             }
-            println!(
+            say!(
                 "interband is not installed in {}: the file does not exist",
                 path.display()
             );
@@ -415,7 +415,7 @@ impl Uninstall {
             }
             let mut out = format!("interband is not installed in {}\n", path.display());
             print_notes(&mut out, &notes);
-            print!("{out}");
+            say_part!("{out}");
             return Ok(exit::OK);
         }
         let delete = created_file && settings == json!({});
@@ -425,7 +425,7 @@ impl Uninstall {
             let before = pretty(&original.json);
             out.push_str(&dry_run_diff(&path, Some(&before), after.as_deref()));
             let _ = writeln!(out, "(dry run: nothing written)");
-            print!("{out}");
+            say_part!("{out}");
             return Ok(exit::OK);
         }
         unchanged_since_read(&path, Some(&original))?;
@@ -450,7 +450,7 @@ impl Uninstall {
             );
         }
         print_notes(&mut out, &notes);
-        print!("{out}");
+        say_part!("{out}");
         Ok(exit::OK)
     }
 }

@@ -27,13 +27,13 @@ impl Thresholds {
         let project = std::env::current_dir().ok();
         let cfg = Config::load(project.as_deref(), &ProcessEnv);
         for p in &cfg.problems {
-            eprintln!("interband: {p}");
+            tell!("interband: {p}");
         }
         let t = cfg.value.thresholds;
         if self.markdown {
-            print!("{}", t.markdown());
+            say_part!("{}", t.markdown());
         } else {
-            println!("{}", serde_json::to_string_pretty(&t)?);
+            say_json!(serde_json::to_string_pretty(&t)?);
         }
         Ok(exit::OK)
     }
@@ -65,14 +65,14 @@ impl Pressure {
         }
         if self.json {
             let list: Vec<_> = rows.iter().map(interpulse::dashboard::json).collect();
-            println!("{}", serde_json::Value::Array(list));
+            say_json!(serde_json::Value::Array(list));
         } else if rows.is_empty() {
-            println!(
+            say!(
                 "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed"
             );
         } else {
             for r in &rows {
-                println!("{}", interpulse::dashboard::line(r));
+                say!("{}", interpulse::dashboard::line(r));
             }
         }
         Ok(exit::OK)

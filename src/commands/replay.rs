@@ -61,7 +61,7 @@ impl Replay {
             let (cwd, model) = session_of(path);
             let mut loaded = Config::load(cwd.as_deref(), &ProcessEnv);
             for p in &loaded.problems {
-                eprintln!("interband: {p}");
+                tell!("interband: {p}");
             }
             if loaded.value.window == 0
                 && self.window.is_none()
@@ -70,7 +70,7 @@ impl Replay {
                     .ok()
                     .and_then(|b| b.read_typed::<ModelWindow>(&m).ok())
             {
-                eprintln!(
+                tell!(
                     "window: {} tokens, as a statusline reported for {m}",
                     w.payload.window
                 );
@@ -113,16 +113,13 @@ impl Replay {
                 .with_context(|| format!("cannot write {}", out.display()))?;
         }
         if self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&serde_json::json!({
-                    "transcript": path.to_string_lossy(),
-                    "events": result.events,
-                    "summary": result.summary,
-                }))?
-            );
+            say_json!(serde_json::to_string_pretty(&serde_json::json!({
+                "transcript": path.to_string_lossy(),
+                "events": result.events,
+                "summary": result.summary,
+            }))?);
         } else {
-            print!("{}", text(&result, &path.display().to_string()));
+            say_part!("{}", text(&result, &path.display().to_string()));
         }
         Ok(exit::OK)
     }
