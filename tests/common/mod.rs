@@ -117,3 +117,61 @@ pub fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// Runs `cmd` with `stdin` written (and closed), and fails the test if it is
+/// still running after `limit`: a hook must never hang its host.
+pub fn run_within(cmd: &mut Command, stdin: &[u8], limit: std::time::Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
+    wait_within(child, limit)
+}
+
+/// Waits for `child` at most `limit` (then kills it and fails the test).
+pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Makes a FIFO at `path`.
+pub fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "{}",
+        path.display()
+    );
+}
+
+/// Fails when `text` holds a character that must not reach a terminal raw
+/// (controls other than newline and tab, DEL, C1, bidirectional controls).
+pub fn assert_terminal_safe(what: &str, text: &str) {
+    for c in text.chars() {
+        assert!(
+            !interband::text::is_unsafe(c) || c == '\n' || c == '\t',
+            "{what}: raw {c:?} in {text:?}"
+        );
+    }
+}
