@@ -8,13 +8,14 @@
 //! input. It prints what each step showed and said. Nothing is left behind.
 
 use std::io::{IsTerminal, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
+use interband_consumers::intermem;
 use interpulse::synthetic::{self, Writer};
 
 use crate::exit;
@@ -420,10 +421,10 @@ impl Demo {
                 ))
             );
         }
-        let notes = w.root().join("intermem/notes");
-        let latest = find(&notes, "latest.md").context("no note was written")?;
-        say_or_stop!("{} {}", st.bold("note ›"), latest.display());
-        let text = std::fs::read_to_string(&latest)?;
+        // Read as the hook reads it: through the bus's verified folders.
+        let bus = interband::Bus::new(w.root());
+        let (note, text) = intermem::latest_note(&bus, SESSION).context("no note was written")?;
+        say_or_stop!("{} {}", st.bold("note ›"), note.path);
         let body = text.find("## Task").map_or(text.as_str(), |i| &text[i..]);
         say_or_stop!("{}", st.dim(&indent(body, "       ", 22)));
         say_or_stop!();
@@ -464,10 +465,19 @@ impl Demo {
         }
         say_or_stop!("       statusline: {}", st.level(&w.statusline()?));
         say_or_stop!();
-        let count = walk(&notes)
-            .iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.ends_with("latest.md"))
-            .count();
+        let info = intermem::SessionInfo {
+            session: SESSION.into(),
+            cwd: Some(w.project.clone()),
+            transcript: None,
+        };
+        let count = intermem::open_notes(&bus, &info, false)
+            .and_then(|d| d.file_names(".md"))
+            .map_or(0, |names| {
+                names
+                    .iter()
+                    .filter(|n| *n != "latest.md" && !n.starts_with("session-summary"))
+                    .count()
+            });
         say_or_stop!(
             "{}",
             st.bold(&format!("done: {count} notes, every warning delivered through additionalContext, the note back after the compaction."))
@@ -486,27 +496,4 @@ fn interpulse_summary(input: &Value) -> String {
         .find_map(|k| input[*k].as_str())
         .map(|s| s.chars().take(48).collect())
         .unwrap_or_default()
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn find(dir: &Path, name: &str) -> Option<PathBuf> {
-    walk(dir)
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == name))
 }

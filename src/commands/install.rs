@@ -345,7 +345,7 @@ impl Install {
         {
             write_file(&files.backup, &o.bytes, None)?;
         }
-        let previous_record = std::fs::read(&files.record).ok();
+        let previous_record = interband::fsio::read_regular(&files.record, MAX_SETTINGS_BYTES).ok();
         write_file(&files.record, pretty(&record.to_json()).as_bytes(), None)?;
         let written = unchanged_since_read(&path, original.as_ref())
             .and_then(|()| write_file(&path, after.as_bytes(), original.as_ref().map(|o| o.mode)));
@@ -757,7 +757,8 @@ fn read_json(path: &Path) -> Result<Option<Original>> {
             meta.len()
         );
     }
-    let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+    // Never blocking, bounded even if the file grew since the stat.
+    let bytes = interband::fsio::read_regular(path, MAX_SETTINGS_BYTES)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| invalid(path, "not valid UTF-8"))?;
     let json =
         serde_json::from_str(text).map_err(|e| invalid(path, format!("not valid JSON: {e}")))?;
@@ -917,10 +918,10 @@ fn exists(path: &Path) -> Result<bool> {
 /// Fails if the settings file changed since it was read (the host or the
 /// user wrote it meanwhile): writing now would lose their change.
 fn unchanged_since_read(path: &Path, original: Option<&Original>) -> Result<()> {
-    let now = match std::fs::read(path) {
+    let now = match interband::fsio::read_regular(path, MAX_SETTINGS_BYTES) {
         Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(anyhow::Error::new(e).context(path.display().to_string())),
+        Err(interband::Error::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
     };
     if now.as_deref() != original.map(|o| o.bytes.as_slice()) {
         anyhow::bail!(

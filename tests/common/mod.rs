@@ -130,25 +130,59 @@ pub fn run_within(cmd: &mut Command, stdin: &[u8], limit: std::time::Duration) -
     let mut pipe = child.stdin.take().unwrap();
     let _ = pipe.write_all(stdin);
     drop(pipe);
-    wait_within(child, limit)
+    let what = format!("{:?}", cmd.get_args().collect::<Vec<_>>());
+    wait_labelled(child, limit, &what)
 }
 
 /// Waits for `child` at most `limit` (then kills it and fails the test).
-pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+pub fn wait_within(child: std::process::Child, limit: std::time::Duration) -> Output {
+    wait_labelled(child, limit, "the command")
+}
+
+fn wait_labelled(mut child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
+    use std::io::Read;
+    // Drained while it runs, so a command that prints much never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let deadline = std::time::Instant::now() + limit;
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
         if std::time::Instant::now() >= deadline {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let _ = child.wait();
+            let stderr = err.join().unwrap_or_default();
             panic!(
-                "still running after {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
+                "{what}: still running after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&stderr)
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
 }
 
