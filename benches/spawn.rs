@@ -23,6 +23,9 @@
 //! small transcript and once with a generated 500 MB one (written to the temp dir, removed after):
 //! the hook reads the transcript from the end, so both should cost the same.
 //! - `INTERBAND_BENCH_PEER`: a command to compare against, run as `sh -c "$INTERBAND_BENCH_PEER"`.
+//! - `INTERBAND_BENCH_BASELINE`: another `interband` binary (say, the last release's, built with
+//!   `scripts/build-release` in a checkout of it): its cases are measured in the same rounds,
+//!   marked "(baseline)", for a before/after comparison side by side.
 //!
 //! Prints a markdown table and writes it as JSON to `target/bench-spawn.json`. This is a
 //! benchmark, not a test: it exits 0 whatever the numbers, and 1 only if the setup fails
@@ -138,11 +141,20 @@ fn hook_input(session: &str, transcript: &Path) -> Vec<u8> {
 }
 
 /// The cases, `floor` first. Add new ones here.
-fn cases(peer: Option<&str>, static_bin: Option<&str>, small: &Path, big: &Path) -> Vec<Case> {
+fn cases(
+    peer: Option<&str>,
+    static_bin: Option<&str>,
+    baseline: Option<&str>,
+    small: &Path,
+    big: &Path,
+) -> Vec<Case> {
     let mut cases = vec![Case::new("floor", &["/bin/true"])];
     let mut builds = vec![];
     if let Some(bin) = static_bin {
         builds.push(("", bin));
+    }
+    if let Some(bin) = baseline {
+        builds.push((" (baseline)", bin));
     }
     builds.push((" (dynamic)", DYNAMIC_BIN));
     for (suffix, bin) in builds {
@@ -250,7 +262,14 @@ fn bench() -> Result<(), String> {
         .unwrap_or(500);
     make_transcript(&small, 0).map_err(|e| format!("cannot write a transcript: {e}"))?;
     make_transcript(&big, big_mb << 20).map_err(|e| format!("cannot write a transcript: {e}"))?;
-    let cases = cases(peer.as_deref(), static_bin.as_deref(), &small, &big);
+    let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
+    let cases = cases(
+        peer.as_deref(),
+        static_bin.as_deref(),
+        baseline.as_deref(),
+        &small,
+        &big,
+    );
 
     // Seed the message `read` reads (the publish case writes the same one), then warm up.
     let seed = cases.iter().find(|c| c.name.starts_with("publish"));

@@ -33,6 +33,9 @@ use crate::{Envelope, Error, Result, retention};
 #[derive(Debug, Clone)]
 pub struct Bus {
     root: PathBuf,
+    /// The root's verified handle, opened once and checked again (one
+    /// `fstat`) at each use: still the user's, still there.
+    handle: std::sync::Arc<std::sync::OnceLock<Dir>>,
 }
 
 /// What a publish wrote.
@@ -75,7 +78,10 @@ impl std::fmt::Display for Address {
 impl Bus {
     /// A bus rooted at `root` (nothing is created until the first write).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Bus { root: root.into() }
+        Bus {
+            root: root.into(),
+            handle: Default::default(),
+        }
     }
 
     /// The bus at `$INTERBAND_ROOT`, else `~/.interband` (made absolute, so
@@ -93,7 +99,23 @@ impl Bus {
     /// The root folder as a verified handle (see [`Dir::root`]): created
     /// 0700 when `create` and missing, refused when it is not the user's.
     pub fn root_dir(&self, create: bool) -> Result<Dir> {
-        Dir::root(&self.root, create)
+        self.with_root(create, Dir::try_clone)
+    }
+
+    /// Runs `f` on the root's verified handle: the one opened before when it
+    /// is still the user's folder and still there, else a fresh one.
+    fn with_root<T>(&self, create: bool, f: impl FnOnce(&Dir) -> Result<T>) -> Result<T> {
+        if let Some(dir) = self.handle.get() {
+            if dir.recheck().is_ok() {
+                return f(dir);
+            }
+            return f(&Dir::root(&self.root, create)?);
+        }
+        let dir = Dir::root(&self.root, create)?;
+        match self.handle.set(dir) {
+            Ok(()) => f(self.handle.get().expect("just set")),
+            Err(dir) => f(&dir),
+        }
     }
 
     /// A folder under the root, `names` one plain name each, never through a
@@ -107,7 +129,7 @@ impl Bus {
     /// assert!(bus.dir(&["..", "x"], true).is_err());
     /// ```
     pub fn dir(&self, names: &[&str], create: bool) -> Result<Dir> {
-        self.root_dir(create)?.walk(names, create)
+        self.with_root(create, |root| root.walk(names, create))
     }
 
     /// `<root>/<namespace>/<channel>`, after checking both are plain names.

@@ -119,10 +119,11 @@ impl Entry {
     }
 }
 
-/// The effective user id.
+/// The effective user id (asked once per process).
 pub fn my_uid() -> u32 {
+    static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    *UID.get_or_init(|| unsafe { libc::geteuid() })
 }
 
 /// A verified folder under the root (or the root itself).
@@ -283,7 +284,22 @@ impl Dir {
         Ok(dir)
     }
 
-    fn try_clone(&self) -> Result<Dir> {
+    /// Checks again that this folder is the user's and still there (not
+    /// removed since it was opened).
+    pub fn recheck(&self) -> Result<()> {
+        let st = rustix::fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, errno_io(e)))?;
+        let meta = Meta::of(&st);
+        if st.st_nlink == 0 || meta.uid != my_uid() || meta.mode & 0o022 != 0 {
+            // Let a fresh open say what is wrong.
+            return Err(Error::NotFound {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A second handle on the same folder.
+    pub fn try_clone(&self) -> Result<Dir> {
         Ok(Dir {
             fd: self.fd.try_clone().map_err(|e| Error::io(&self.path, e))?,
             path: self.path.clone(),
@@ -330,6 +346,11 @@ impl Dir {
     /// Opens the regular file `name` for reading: never through a link,
     /// never blocking (a FIFO is refused, not waited on), owned by the user.
     pub fn open(&self, name: &str) -> Result<File> {
+        self.open_meta(name).map(|(file, _)| file)
+    }
+
+    /// [`Dir::open`], with what `stat` said of the file opened.
+    pub fn open_meta(&self, name: &str) -> Result<(File, Meta)> {
         check_name(name)?;
         let fd = rustix::fs::openat(
             &self.fd,
@@ -339,14 +360,14 @@ impl Dir {
         )
         .map_err(|e| self.classify(name, e))?;
         let file = File::from(fd);
-        check_regular(&file, &self.path.join(name), true)?;
-        Ok(file)
+        let meta = check_regular(&file, &self.path.join(name), true)?;
+        Ok((file, meta))
     }
 
     /// Reads the whole regular file `name`, at most `limit` bytes (see [`Dir::open`]).
     pub fn read(&self, name: &str, limit: u64) -> Result<Vec<u8>> {
-        let file = self.open(name)?;
-        read_bounded(file, limit, &self.path.join(name))
+        let (file, meta) = self.open_meta(name)?;
+        read_bounded(file, meta.len, limit, &self.path.join(name))
     }
 
     /// Writes `bytes` to `name` atomically: a private temp file named
@@ -540,6 +561,11 @@ impl Dir {
     /// writing in place: a lock file or a stamp. Never through a link, never
     /// anything but a regular file.
     pub fn open_rw(&self, name: &str) -> Result<File> {
+        self.open_rw_meta(name).map(|(file, _)| file)
+    }
+
+    /// [`Dir::open_rw`], with what `stat` said of the file opened.
+    pub fn open_rw_meta(&self, name: &str) -> Result<(File, Meta)> {
         check_name(name)?;
         let fd = rustix::fs::openat(
             &self.fd,
@@ -549,8 +575,8 @@ impl Dir {
         )
         .map_err(|e| self.classify(name, e))?;
         let file = File::from(fd);
-        check_regular(&file, &self.path.join(name), true)?;
-        Ok(file)
+        let meta = check_regular(&file, &self.path.join(name), true)?;
+        Ok((file, meta))
     }
 
     /// Sets the modification time of `name` to now, creating it when missing.
@@ -627,7 +653,7 @@ pub(crate) fn random64() -> u64 {
     h.finish()
 }
 
-fn check_regular(file: &File, path: &Path, ours: bool) -> Result<()> {
+fn check_regular(file: &File, path: &Path, ours: bool) -> Result<Meta> {
     let st = rustix::fs::fstat(file).map_err(|e| Error::io(path, errno_io(e)))?;
     let meta = Meta::of(&st);
     if meta.kind != Kind::File {
@@ -639,12 +665,12 @@ fn check_regular(file: &File, path: &Path, ours: bool) -> Result<()> {
             reason: format!("owned by uid {}, not by you (uid {})", meta.uid, my_uid()),
         });
     }
-    Ok(())
+    Ok(meta)
 }
 
-/// Reads at most `limit` bytes of `file`; more is [`Error::TooLarge`].
-fn read_bounded(file: File, limit: u64, path: &Path) -> Result<Vec<u8>> {
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+/// Reads at most `limit` bytes of `file` (`len` bytes long when opened);
+/// more is [`Error::TooLarge`].
+fn read_bounded(file: File, len: u64, limit: u64, path: &Path) -> Result<Vec<u8>> {
     if len > limit {
         return Err(Error::TooLarge {
             path: path.into(),
@@ -680,6 +706,11 @@ pub enum Links {
 /// refused, never waited on), regular files only (not a device such as
 /// `/dev/zero`), following a link or not. Read it within a bound.
 pub fn open_regular(path: &Path, links: Links) -> Result<File> {
+    open_regular_meta(path, links).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with what `stat` said of the file opened.
+pub fn open_regular_meta(path: &Path, links: Links) -> Result<(File, Meta)> {
     let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
     if links == Links::Refuse {
         flags |= libc::O_NOFOLLOW;
@@ -693,19 +724,21 @@ pub fn open_regular(path: &Path, links: Links) -> Result<File> {
             _ if e.kind() == std::io::ErrorKind::NotFound => Error::NotFound { path: path.into() },
             _ => Error::io(path, e),
         })?;
-    check_regular(&file, path, false)?;
-    Ok(file)
+    let meta = check_regular(&file, path, false)?;
+    Ok((file, meta))
 }
 
 /// Reads a whole regular file from outside the root, at most `limit` bytes,
 /// never through a link at its last component, never blocking.
 pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    read_bounded(open_regular(path, Links::Refuse)?, limit, path)
+    let (file, meta) = open_regular_meta(path, Links::Refuse)?;
+    read_bounded(file, meta.len, limit, path)
 }
 
 /// [`read_capped`], following a link (a settings file kept in a dotfiles repository).
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    read_bounded(open_regular(path, Links::Follow)?, limit, path)
+    let (file, meta) = open_regular_meta(path, Links::Follow)?;
+    read_bounded(file, meta.len, limit, path)
 }
 
 /// Reads the file `rel` of the folder `base` (a project's directive file):
@@ -738,6 +771,10 @@ pub fn read_inside(base: &Path, rel: &str, limit: u64) -> Result<Vec<u8>> {
         });
     }
     let full = base.join(relative);
+    // The usual case, at the cost of one call: there is no such file.
+    if std::fs::symlink_metadata(&full).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Err(Error::NotFound { path: full });
+    }
     let resolved = std::fs::canonicalize(&full).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound { path: full.clone() },
         _ => Error::io(&full, e),

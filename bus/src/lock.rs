@@ -50,16 +50,14 @@ pub fn with_lock<T>(
     let start = Instant::now();
     let mut pause = Duration::from_micros(200);
     loop {
-        let file = dir.open_rw(name)?;
+        let (file, held) = dir.open_rw_meta(name)?;
         let mut lock = fd_lock::RwLock::new(file);
         match lock.try_write() {
             Ok(mut guard) => {
                 // Still the file at that name? (It may have been removed while we waited.)
-                let held = guard.metadata().map_err(|e| Error::io(dir.join(name), e))?;
-                let same = dir.stat(name)?.is_some_and(|now| {
-                    use std::os::unix::fs::MetadataExt;
-                    now.ino == held.ino() && now.dev == held.dev()
-                });
+                let same = dir
+                    .stat(name)?
+                    .is_some_and(|now| now.ino == held.ino && now.dev == held.dev);
                 if same {
                     return f(&mut guard);
                 }

@@ -84,39 +84,46 @@ pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
     let fd = stdin.as_raw_fd();
     let deadline = std::time::Instant::now() + wait;
     let mut buf = Vec::new();
-    let mut chunk = vec![0u8; 64 << 10];
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        // Is more there right now? If not, a whole value is all there is to it.
-        let mut timeout = left;
-        if whole_json(&buf) {
-            timeout = Duration::ZERO;
-        }
+    // On the stack: a large zeroed buffer on the heap costs a page fault per page.
+    let mut chunk = [0u8; 8192];
+    let poll = |ms: i32| -> std::io::Result<bool> {
         let mut pfd = libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if ready < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
+        loop {
+            // SAFETY: one valid pollfd.
+            match unsafe { libc::poll(&mut pfd, 1, ms) } {
+                n if n >= 0 => return Ok(n > 0),
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
             }
-            return Err(e.into());
         }
-        if ready == 0 {
+    };
+    loop {
+        // More (or the end) there right now? The usual case: read on.
+        let mut ready = poll(0)?;
+        if !ready {
+            // Nothing yet: a whole value is all there is to it (a host that
+            // keeps stdin open); else wait for more, until the deadline.
             if whole_json(&buf) {
                 return Ok(buf);
             }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
             anyhow::ensure!(
                 !left.is_zero(),
                 "no whole hook input on stdin within {wait:?} ({} bytes, no end)",
                 buf.len()
             );
-            continue;
+            ready = poll(left.as_millis().clamp(1, i32::MAX as u128) as i32)?;
+            if !ready {
+                continue;
+            }
         }
         let n = match stdin.lock().read(&mut chunk) {
             Ok(n) => n,
