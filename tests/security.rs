@@ -906,3 +906,70 @@ fn session_text_cannot_forge_the_re_injected_note() {
         "the text is kept, as data: {context}"
     );
 }
+
+#[test]
+fn a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing() {
+    // `.git/HEAD` as a link to a secret, or holding one: never in the note.
+    for planted in ["link", "file"] {
+        let w = World::new();
+        let mut s = session(&w);
+        let secret = w.dir.path().join("credentials");
+        std::fs::write(&secret, format!("ref: refs/heads/{SECRET}\n")).unwrap();
+        std::fs::create_dir_all(s.cwd.join(".git")).unwrap();
+        let head = s.cwd.join(".git/HEAD");
+        match planted {
+            "link" => std::os::unix::fs::symlink(&secret, &head).unwrap(),
+            _ => std::fs::write(&head, format!("[default]\nkey = {SECRET}\n")).unwrap(),
+        }
+        // A transcript without a branch, so the note looks at .git/HEAD.
+        let bare = w.dir.path().join("bare.jsonl");
+        std::fs::write(&bare, "").unwrap();
+        s.transcript = bare;
+        s.at(165_000);
+        hook(&w, &event("PreCompact", &s, json!({})));
+        let out = hook(&w, &event("SessionStart", &s, json!({"source": "compact"})));
+        assert!(out.contains("interband-memory-note"), "{planted}: {out}");
+        assert!(!out.contains(SECRET), "{planted}: {out}");
+    }
+
+    // A project file linked to a file the user trusted elsewhere is not trusted.
+    let w = World::new();
+    let mut s = session(&w);
+    let mark = w.dir.path().join("ran");
+    let trusted = w.dir.path().join("mine/.interband/config.toml");
+    std::fs::create_dir_all(trusted.parent().unwrap()).unwrap();
+    std::fs::write(
+        &trusted,
+        format!(
+            "[compact]\nstrategy = \"command\"\nlevel = \"green\"\ncommand = [\"sh\", \"-c\", \"echo ran >> '{}'\"]\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let o = w.run(&["trust", trusted.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    std::fs::create_dir_all(s.cwd.join(".interband")).unwrap();
+    std::os::unix::fs::symlink(&trusted, s.cwd.join(".interband/config.toml")).unwrap();
+    s.at(20_000);
+    hook(&w, &event("PostToolUse", &s, json!({})));
+    hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
+    assert!(!mark.exists(), "a link to a trusted file is not that file");
+}
+
+#[test]
+fn the_command_line_never_waits_on_a_fifo() {
+    let w = World::new();
+    let fifo = w.dir.path().join("fifo.jsonl");
+    mkfifo(&fifo);
+    for args in [
+        vec!["replay", fifo.to_str().unwrap()],
+        vec!["validate", fifo.to_str().unwrap()],
+        vec!["read", fifo.to_str().unwrap()],
+        vec!["trust", fifo.to_str().unwrap()],
+    ] {
+        let o = run_within(&mut w.cmd(&args), b"", LIMIT);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        let said = stdout(&o) + &stderr(&o);
+        assert!(said.contains("not a regular file"), "{args:?}: {said}");
+    }
+}

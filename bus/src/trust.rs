@@ -65,10 +65,24 @@ pub struct Store {
     pub trusted: BTreeMap<String, String>,
 }
 
-/// The canonical form of a path (links resolved), or the path as given
-/// when it cannot be resolved.
+/// Where a settings file is, as trust records it: its folder's canonical
+/// form (links resolved) and its own name. The file itself is not resolved:
+/// a project file that is a link to a file trusted elsewhere is a different
+/// file to trust.
 pub fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            std::fs::canonicalize(dir)
+                .map(|d| d.join(name))
+                .unwrap_or_else(|_| path.to_owned())
+        }
+        _ => path.to_owned(),
+    }
 }
 
 impl Store {
@@ -204,6 +218,11 @@ mod tests {
             s.trusts(&file, b"x"),
             "the same file under another spelling"
         );
+        // A project file that links to the trusted one is another file.
+        let other = dir.path().join("evil/.interband");
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(&file, other.join("config.toml")).unwrap();
+        assert!(!s.trusts(&other.join("config.toml"), b"x"));
         let store = dir.path().join("cfg/trusted.json");
         s.save(&store).unwrap();
         assert_eq!(Store::load_from(&store).unwrap(), s);

@@ -150,19 +150,38 @@ pub struct Written {
     pub claude_memory_error: Option<String>,
 }
 
-/// The git branch: the transcript's, else `.git/HEAD` in the project folder
-/// (a regular file of at most 4 KiB, read without blocking).
+/// The git branch: the transcript's, else `.git/HEAD` in the project folder.
+/// That file comes with the project, so it is read only as a git HEAD: a
+/// regular file, not a link, at most 512 bytes, read without blocking, and
+/// used only when it is `ref: refs/heads/<branch>` or a commit hash — never
+/// whatever else a planted file holds.
 fn branch(d: &Digest, cwd: Option<&Path>) -> Option<String> {
     d.git_branch.clone().filter(|b| !b.is_empty()).or_else(|| {
-        let head = interband::fsio::read_regular(&cwd?.join(".git/HEAD"), 4096).ok()?;
-        let head = String::from_utf8_lossy(&head);
-        let head = head.trim();
-        Some(
-            head.strip_prefix("ref: refs/heads/")
-                .unwrap_or(head)
-                .to_owned(),
-        )
+        let head = interband::fsio::read_capped(&cwd?.join(".git/HEAD"), 512).ok()?;
+        git_head(std::str::from_utf8(&head).ok()?)
     })
+}
+
+/// The branch (or commit) a `.git/HEAD` names, when it is one.
+///
+/// ```
+/// use interband_consumers::intermem::git_head;
+/// assert_eq!(git_head("ref: refs/heads/feature/x\n").as_deref(), Some("feature/x"));
+/// assert_eq!(git_head(&"a1".repeat(20)).as_deref(), Some("a1".repeat(20).as_str()));
+/// assert_eq!(git_head("[default]\naws_secret_access_key = x"), None);
+/// ```
+pub fn git_head(text: &str) -> Option<String> {
+    let text = text.trim();
+    if let Some(name) = text.strip_prefix("ref: refs/heads/") {
+        let plain = !name.is_empty()
+            && name.len() <= 200
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._/-+@".contains(c));
+        return plain.then(|| name.to_owned());
+    }
+    let hash = matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
+    hash.then(|| text.to_owned())
 }
 
 /// Writes a note for the session, claims the wind-down journal into it, and announces it.

@@ -2,7 +2,6 @@
 //! producer's engine (see `interpulse::replay`): a timeline, a summary, and
 //! optionally JSON or an SVG plot.
 
-use std::fs::File;
 use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 
@@ -19,7 +18,7 @@ use crate::exit;
 /// The session's project folder and model, from the transcript's first 64 MiB.
 fn session_of(path: &Path) -> (Option<PathBuf>, Option<String>) {
     use std::io::Read;
-    match File::open(path) {
+    match interband::fsio::open_regular(path, interband::fsio::Links::Follow) {
         Ok(f) => replay::session_head(BufReader::new(f.take(64 << 20))),
         Err(_) => (None, None),
     }
@@ -78,17 +77,17 @@ impl Replay {
             }
             loaded.value
         };
-        let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let meta = file
-            .metadata()
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        anyhow::ensure!(
-            !meta.is_dir(),
-            "cannot read {}: it is a folder",
-            path.display()
-        );
-        let bar = (meta.len() > PROGRESS_BAR_BYTES && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(meta.len());
+        // A regular file only, opened without blocking: a FIFO or a device is refused.
+        let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
+            .map_err(|e| match e {
+                interband::Error::NotAFile { .. } => anyhow::anyhow!(
+                    "cannot read {}: not a regular file (a folder, a FIFO or a device)",
+                    path.display()
+                ),
+                e => anyhow::anyhow!("cannot read {}: {}", path.display(), e.into_io()),
+            })?;
+        let bar = (meta.len > PROGRESS_BAR_BYTES && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(meta.len);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
             ) {
