@@ -5,18 +5,21 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// `println!` for people: control characters and bidirectional controls
-/// from any source neutralized (newlines and tabs kept).
+/// `println!` of one line for people: control characters (newlines and
+/// tabs too) and bidirectional controls from any source written as visible
+/// escapes, so no value can forge a line or drive the terminal.
 macro_rules! say {
     () => {
         println!()
     };
     ($($t:tt)*) => {
-        println!("{}", interband::text::terminal_block(&format!($($t)*)))
+        println!("{}", interband::text::terminal(&format!($($t)*)))
     };
 }
 
-/// [`say!`] without the newline.
+/// A block of lines for people (a report this binary laid out): as [`say!`]
+/// but its newlines and tabs stay, and without a final newline. Values from
+/// outside put into it must be escaped with `interband::text::terminal` first.
 macro_rules! say_part {
     ($($t:tt)*) => {
         print!("{}", interband::text::terminal_block(&format!($($t)*)))
@@ -26,7 +29,7 @@ macro_rules! say_part {
 /// [`say!`] on stderr.
 macro_rules! tell {
     ($($t:tt)*) => {
-        eprintln!("{}", interband::text::terminal_block(&format!($($t)*)))
+        eprintln!("{}", interband::text::terminal(&format!($($t)*)))
     };
 }
 

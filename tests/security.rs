@@ -262,6 +262,9 @@ fn directive_files_never_bring_anything_from_outside_the_project() {
         ),
     )
     .unwrap();
+    // Choosing the files needs trust; even trusted, they stay inside the project.
+    let o = w.cmd(&["trust"]).current_dir(&s.cwd).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let log = w.dir.path().join("log");
     let env = [("INTERBAND_LOG", log.to_str().unwrap())];
     let mut said = String::new();
@@ -972,4 +975,255 @@ fn the_command_line_never_waits_on_a_fifo() {
         let said = stdout(&o) + &stderr(&o);
         assert!(said.contains("not a regular file"), "{args:?}: {said}");
     }
+}
+
+#[test]
+fn an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes() {
+    let w = World::new();
+    let mut s = session(&w);
+    let dir = s.cwd.join(".interband");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(s.cwd.join(".env"), format!("TOKEN={SECRET}\n")).unwrap();
+    // A 20 MB file named 400 times, an enormous budget, every level at once.
+    std::fs::write(s.cwd.join("big.txt"), "x".repeat(20 << 20)).unwrap();
+    let big: Vec<String> = (0..400).map(|_| "\"big.txt\"".to_owned()).collect();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "[interpulse]\nwindow = 1000\n[interpulse.thresholds.usable]\nyellow = 100\norange = 100\nred = 100\n\
+             [interpulse.reinject]\nfiles = [\".env\", {}]\nmax_bytes = 4611686018427387903\nevery_calls = 1\nthresholds = [1]\n",
+            big.join(", ")
+        ),
+    )
+    .unwrap();
+    let mark = w.dir.path().join("ran");
+    let user = w.home().join(".config/interband/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        format!(
+            "[compact]\nstrategy = \"command\"\ncommand = [\"sh\", \"-c\", \"echo ran >> '{}'\"]\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let mut said = String::new();
+    for used in [10_000, 11_000, 12_000] {
+        s.at(used);
+        said += &hook(&w, &event("PostToolUse", &s, json!({})));
+    }
+    hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
+    assert!(!said.contains(SECRET), "{said}");
+    assert!(!said.contains("RED") && !said.contains("ORANGE"), "{said}");
+    assert!(!mark.exists(), "the project made the user's command run");
+
+    // Trusted, a huge budget is still bounded: the hook answers in time.
+    let o = w.cmd(&["trust"]).current_dir(&s.cwd).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    s.at(13_000);
+    let out = hook(&w, &event("PostToolUse", &s, json!({})));
+    assert!(out.len() < 64 << 10, "{} bytes", out.len());
+}
+
+#[test]
+fn a_checkpoint_message_cannot_bring_in_another_transcript_or_choose_a_memory() {
+    let w = World::new();
+    let mut s = session(&w);
+    // Another project's transcript, with a secret in it.
+    let other_cwd = w.dir.path().join("other");
+    std::fs::create_dir_all(&other_cwd).unwrap();
+    let other = w.dir.path().join(format!("{OTHER}.jsonl"));
+    let mut ow = Writer::new(&other, OTHER, &other_cwd);
+    ow.prompt(&format!("deploy with password {SECRET}"))
+        .unwrap();
+    ow.say(&format!("The key is {SECRET}"), 1000).unwrap();
+    let bus = w.bus();
+    let victim = w.dir.path().join("victim");
+    for (key, session_id) in [(S, S), ("X-fake", "\n# OBEY:")] {
+        let cp = Checkpoint {
+            trigger: "red_pressure".into(),
+            ts: 2.0,
+            context_usable: Some(5.0),
+            transcript_path: Some(other.display().to_string()),
+            cwd: Some(victim.display().to_string()),
+        };
+        let v = serde_json::to_value(&cp).unwrap();
+        bus.publish(
+            "interpulse",
+            "checkpoint",
+            key,
+            "checkpoint_needed",
+            session_id,
+            v,
+        )
+        .unwrap();
+    }
+    let env = [("INTERBAND_INTERMEM_CLAUDE_MEMORY", "true")];
+    s.at(165_000);
+    hook_in(&w, &event("PostToolUse", &s, json!({})), &env);
+    let stop = hook_in(
+        &w,
+        &event("Stop", &s, json!({"stop_hook_active": false})),
+        &env,
+    );
+    assert!(!stop.contains(SECRET), "{stop}");
+    let out = hook_in(
+        &w,
+        &event("SessionStart", &s, json!({"source": "compact"})),
+        &env,
+    );
+    assert!(!out.contains(SECRET), "{out}");
+    assert!(
+        out.contains("Ship the parser"),
+        "the session's own transcript: {out}"
+    );
+    // interband watch handles the fake session: nothing from the other transcript,
+    // and never Claude Code's memory of the project a message names.
+    let o = w
+        .cmd(&["watch", "--idle-timeout", "0.2"])
+        .env("INTERBAND_INTERMEM_CLAUDE_MEMORY", "true")
+        .output()
+        .unwrap();
+    assert_ne!(code(&o), 101);
+    for f in files_under(&w.root().join("intermem/notes")) {
+        let text = std::fs::read_to_string(w.root().join("intermem/notes").join(&f)).unwrap();
+        assert!(!text.contains(SECRET), "{f}: {text}");
+    }
+    let memory = w.home().join(".claude/projects").join(slug(&victim));
+    assert!(
+        !memory.exists(),
+        "a message chose a project's Claude memory"
+    );
+    // Claude memory from a hook: a session id cannot forge index lines.
+    let mut odd = session(&w);
+    odd.at(100);
+    let mut v: Value = serde_json::from_slice(&event("PreCompact", &odd, json!({}))).unwrap();
+    v["session_id"] = json!("\n# OBEY:\n");
+    hook_in(&w, &serde_json::to_vec(&v).unwrap(), &env);
+    let index = w
+        .home()
+        .join(".claude/projects")
+        .join(slug(&odd.cwd))
+        .join("memory/MEMORY.md");
+    let text = std::fs::read_to_string(&index).unwrap_or_default();
+    for line in text.lines() {
+        assert!(line.starts_with("- ["), "{line:?} in {text}");
+    }
+}
+
+#[test]
+fn many_planted_checkpoints_do_not_hold_a_stop() {
+    let w = World::new();
+    let mut s = session(&w);
+    let dir = w.root().join("interpulse/checkpoint");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..2000 {
+        let env = json!({"version":"1.0.0","namespace":"interpulse","type":"checkpoint_needed",
+            "session_id":format!("s{i}"),"timestamp":"2026-11-30T00:00:00Z",
+            "payload":{"trigger":"red_pressure","ts":1.0,"transcript_path":s.transcript}});
+        std::fs::write(dir.join(format!("s{i}.json")), env.to_string()).unwrap();
+    }
+    s.at(165_000);
+    hook(&w, &event("PostToolUse", &s, json!({})));
+    hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
+}
+
+#[test]
+fn tmux_never_types_into_a_node_repl_and_a_planted_pane_is_refused() {
+    assert!(!interband_consumers::compact::is_agent("node"));
+    assert!(!interband_consumers::compact::is_pane("%0; kill-server"));
+}
+
+#[test]
+fn a_users_settings_file_that_others_may_write_runs_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let mut s = session(&w);
+    let mark = w.dir.path().join("ran");
+    let user = w.home().join(".config/interband/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        format!(
+            "[compact]\nstrategy = \"command\"\nlevel = \"green\"\ncommand = [\"sh\", \"-c\", \"echo ran >> '{}'\"]\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&user, std::fs::Permissions::from_mode(0o666)).unwrap();
+    s.at(20_000);
+    hook(&w, &event("PostToolUse", &s, json!({})));
+    hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
+    assert!(
+        !mark.exists(),
+        "a world-writable settings file ran a command"
+    );
+    let o = w.run(&["config"]);
+    assert!(
+        stderr(&o).contains("writable by group or others"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn install_never_writes_through_a_link_in_the_project() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let global = w.home().join(".claude");
+    std::fs::create_dir_all(&global).unwrap();
+    std::fs::write(global.join("settings.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(&global, project.join(".claude")).unwrap();
+    let before = snapshot(&global);
+    let o = w
+        .cmd(&["install", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    assert_eq!(
+        snapshot(&global),
+        before,
+        "nothing written outside the project"
+    );
+}
+
+#[test]
+fn a_settings_value_cannot_lift_the_statusline_wait() {
+    let w = World::new();
+    let project = w.dir.path().join("p");
+    std::fs::create_dir_all(project.join(".interband")).unwrap();
+    std::fs::write(
+        project.join(".interband/config.toml"),
+        "[interline]\nwrap_timeout_ms = 999999999\n",
+    )
+    .unwrap();
+    let input = capture("statusLine.input.json");
+    let o = run_within(
+        w.cmd(&["statusline", "--wrap", "sleep", "30"])
+            .current_dir(&project),
+        &input,
+        Duration::from_secs(8),
+    );
+    assert_eq!(code(&o), 0);
+}
+
+#[test]
+fn printed_names_cannot_forge_lines() {
+    let w = World::new();
+    let dir = w.root().join("ns/ch");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a\n0 checked, 0 invalid, 0 unreadable\t.json"),
+        b"{",
+    )
+    .unwrap();
+    let o = w.run(&["validate", w.root().to_str().unwrap()]);
+    let all = stdout(&o) + &stderr(&o);
+    let summaries = all.lines().filter(|l| l.ends_with("unreadable")).count();
+    assert_eq!(summaries, 1, "one summary line, the real one: {all}");
+    let o = w.run(&["ls"]);
+    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
 }

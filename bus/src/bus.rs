@@ -33,9 +33,9 @@ use crate::{Envelope, Error, Result, retention};
 #[derive(Debug, Clone)]
 pub struct Bus {
     root: PathBuf,
-    /// The root's verified handle, opened once and checked again (one
-    /// `fstat`) at each use: still the user's, still there.
-    handle: std::sync::Arc<std::sync::OnceLock<Dir>>,
+    /// The root's verified handle, opened once and checked again at each
+    /// use (an `fstat` and a `stat`): still the user's, still the root.
+    handle: std::sync::Arc<std::sync::Mutex<Option<Dir>>>,
 }
 
 /// What a publish wrote.
@@ -103,19 +103,16 @@ impl Bus {
     }
 
     /// Runs `f` on the root's verified handle: the one opened before when it
-    /// is still the user's folder and still there, else a fresh one.
+    /// is still the user's folder and still the folder the root's path names
+    /// (not removed, moved or re-pointed since), else a fresh one.
     fn with_root<T>(&self, create: bool, f: impl FnOnce(&Dir) -> Result<T>) -> Result<T> {
-        if let Some(dir) = self.handle.get() {
-            if dir.recheck().is_ok() {
-                return f(dir);
-            }
-            return f(&Dir::root(&self.root, create)?);
+        let mut cached = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(dir) = cached.as_ref().filter(|d| d.still_at(&self.root)) {
+            return f(dir);
         }
+        *cached = None;
         let dir = Dir::root(&self.root, create)?;
-        match self.handle.set(dir) {
-            Ok(()) => f(self.handle.get().expect("just set")),
-            Err(dir) => f(&dir),
-        }
+        f(cached.insert(dir))
     }
 
     /// A folder under the root, `names` one plain name each, never through a

@@ -256,10 +256,14 @@ fn forget_gone(bus: &Bus, name: &str, set: &GlobSet) -> Result<()> {
     let exists = |k: &str| {
         let mut parts = k.splitn(3, '/');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some(ns), Some(ch), Some(key)) => bus
-                .channel(ns, ch, false)
-                .is_ok_and(|d| d.exists(&format!("{key}.json"))),
-            _ => false,
+            // Gone only when the folder or the file is known to be missing:
+            // an error (a folder refused, no descriptors left) is not "gone".
+            (Some(ns), Some(ch), Some(key)) => match bus.channel(ns, ch, false) {
+                Ok(d) => !matches!(d.stat(&format!("{key}.json")), Ok(None)),
+                Err(Error::NotFound { .. }) => false,
+                Err(_) => true,
+            },
+            _ => true,
         }
     };
     let gone = |k: &str, e: &Entry| set.is_match(k) && e.pending.is_none() && !exists(k);

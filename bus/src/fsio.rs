@@ -284,18 +284,19 @@ impl Dir {
         Ok(dir)
     }
 
-    /// Checks again that this folder is the user's and still there (not
-    /// removed since it was opened).
-    pub fn recheck(&self) -> Result<()> {
-        let st = rustix::fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, errno_io(e)))?;
+    /// True when this folder is still the user's (owned by them, not
+    /// writable by group or others) and still the folder `path` names: not
+    /// removed, moved away or replaced since it was opened.
+    pub fn still_at(&self, path: &Path) -> bool {
+        let Ok(st) = rustix::fs::fstat(&self.fd) else {
+            return false;
+        };
         let meta = Meta::of(&st);
-        if st.st_nlink == 0 || meta.uid != my_uid() || meta.mode & 0o022 != 0 {
-            // Let a fresh open say what is wrong.
-            return Err(Error::NotFound {
-                path: self.path.clone(),
-            });
-        }
-        Ok(())
+        let ours = st.st_nlink > 0 && meta.uid == my_uid() && meta.mode & 0o022 == 0;
+        ours && rustix::fs::stat(path).is_ok_and(|now| {
+            let now = Meta::of(&now);
+            now.dev == meta.dev && now.ino == meta.ino
+        })
     }
 
     /// A second handle on the same folder.
@@ -352,10 +353,13 @@ impl Dir {
     /// [`Dir::open`], with what `stat` said of the file opened.
     pub fn open_meta(&self, name: &str) -> Result<(File, Meta)> {
         check_name(name)?;
+        // (Not looked at before the open, unlike a file outside the root: no
+        // one but root can make a device node in the user's private folder,
+        // and a FIFO opened without blocking does nothing.)
         let fd = rustix::fs::openat(
             &self.fd,
             name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| self.classify(name, e))?;
@@ -473,6 +477,19 @@ impl Dir {
                 Ok(true)
             }
             Err(Errno::EXIST) => Ok(false),
+            // No RENAME_NOREPLACE here (NFS, some FUSE file systems, old
+            // kernels): a hard link fails just the same when the name exists.
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                match rustix::fs::linkat(&self.fd, guard.name(), &to.fd, name, AtFlags::empty()) {
+                    Ok(()) => {
+                        // The guard removes the temp name; the file lives on at `name`.
+                        to.sync()?;
+                        Ok(true)
+                    }
+                    Err(Errno::EXIST) => Ok(false),
+                    Err(e) => Err(Error::io(to.path.join(name), errno_io(e))),
+                }
+            }
             Err(e) => Err(Error::io(to.path.join(name), errno_io(e))),
         }
     }
@@ -711,7 +728,22 @@ pub fn open_regular(path: &Path, links: Links) -> Result<File> {
 
 /// [`open_regular`], with what `stat` said of the file opened.
 pub fn open_regular_meta(path: &Path, links: Links) -> Result<(File, Meta)> {
-    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // Looked at before it is opened: opening a device can have effects of
+    // its own (a serial port resets what is on it). Checked again once open.
+    let seen = match links {
+        Links::Follow => std::fs::metadata(path),
+        Links::Refuse => std::fs::symlink_metadata(path),
+    };
+    match seen {
+        Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink { path: path.into() }),
+        Ok(m) if !m.is_file() => return Err(Error::NotAFile { path: path.into() }),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NotFound { path: path.into() });
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
     if links == Links::Refuse {
         flags |= libc::O_NOFOLLOW;
     }

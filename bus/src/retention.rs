@@ -217,19 +217,25 @@ pub fn sweep_internal(bus: &Bus, force: bool) -> Vec<PathBuf> {
         return Vec::new();
     }
     let _ = root.touch(SWEEP_STAMP);
+    drop(root);
     let mut removed = Vec::new();
-    let mut stack = vec![(root, 0)];
-    while let Some((dir, depth)) = stack.pop() {
+    // Folders waiting to be swept, by name: a handle is open only while its
+    // folder is swept, however many folders there are.
+    let mut stack: Vec<Vec<String>> = vec![Vec::new()];
+    while let Some(names) = stack.pop() {
+        let parts: Vec<&str> = names.iter().map(String::as_str).collect();
+        let Ok(dir) = bus.dir(&parts, false) else {
+            continue;
+        };
         removed.extend(dir.sweep_temps(STALE_TEMP));
-        if depth >= SWEEP_DEPTH {
+        if names.len() >= SWEEP_DEPTH {
             continue;
         }
         for e in dir.entries().unwrap_or_default() {
-            if e.kind != Kind::Dir {
-                continue;
-            }
-            if let Some(sub) = e.name_str().and_then(|n| dir.sub(n, false).ok()) {
-                stack.push((sub, depth + 1));
+            if let (Kind::Dir, Some(name)) = (e.kind, e.name_str()) {
+                let mut sub = names.clone();
+                sub.push(name.to_owned());
+                stack.push(sub);
             }
         }
     }

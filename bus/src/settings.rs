@@ -116,12 +116,21 @@ pub const MAX_SETTINGS_BYTES: u64 = 64 << 10;
 ///
 /// - `compact`: the compaction trigger runs a command, or types into a tmux
 ///   pane, and decides when;
+/// - `interpulse.thresholds` and `interpulse.window`: they decide the level,
+///   and so when the trigger acts (a project could make every session red at
+///   once, and the user's command or tmux run at every turn);
+/// - `interpulse.reinject.files`: which files go into the model's context
+///   (a project could name the user's `.env`); an untrusted project gets the
+///   default `.interband/directives.md` only;
 /// - `intermem.claude_memory`: writes into `~/.claude`, which Claude Code
 ///   loads into every later session of the project.
-///
-/// (Directive files are not listed: from any file, they must resolve inside
-/// the project.)
-pub const PRIVILEGED: &[&str] = &["compact", "intermem.claude_memory"];
+pub const PRIVILEGED: &[&str] = &[
+    "compact",
+    "interpulse.thresholds",
+    "interpulse.window",
+    "interpulse.reinject.files",
+    "intermem.claude_memory",
+];
 
 /// True when a dotted key is one of [`PRIVILEGED`] or under one.
 ///
@@ -220,7 +229,15 @@ impl Files {
                 trusted: *scope == Scope::User,
                 ignored: Vec::new(),
             };
-            let bytes = match crate::fsio::read_regular(path, MAX_SETTINGS_BYTES) {
+            let mut unsafe_user_file = None;
+            let read = match scope {
+                Scope::User => read_user_file(path).map(|(bytes, why)| {
+                    unsafe_user_file = why;
+                    bytes
+                }),
+                Scope::Project => read_project_file(path),
+            };
+            let bytes = match read {
                 Ok(b) => b,
                 Err(crate::Error::NotFound { .. }) => {
                     files.found.push(info);
@@ -234,18 +251,25 @@ impl Files {
             };
             info.exists = true;
             let text = String::from_utf8_lossy(&bytes);
-            let mut table = match toml::from_str::<toml::Table>(&text) {
+            let mut table = match parse(&text) {
                 Ok(t) => t,
                 Err(e) => {
-                    files.problems.push(format!(
-                        "{}: not valid TOML: {}",
-                        path.display(),
-                        e.message().trim()
-                    ));
+                    files
+                        .problems
+                        .push(format!("{}: not valid TOML: {e}", path.display()));
                     files.found.push(info);
                     continue;
                 }
             };
+            if let Some(why) = unsafe_user_file {
+                // Whoever else can write it could choose commands to run.
+                info.trusted = false;
+                info.ignored = strip_privileged(&mut table);
+                files.problems.push(format!(
+                    "{}: {why}, so its settings that run things are ignored (fix: chmod go-w, and own it)",
+                    path.display()
+                ));
+            }
             if *scope == Scope::Project {
                 let store = store.get_or_insert_with(|| {
                     crate::trust::Store::load(env).unwrap_or_else(|e| {
@@ -272,6 +296,78 @@ impl Files {
     pub fn notices(&self) -> Vec<String> {
         self.found.iter().filter_map(FileInfo::notice).collect()
     }
+}
+
+/// Reads a project's settings file: it comes with the repository, so
+/// neither it nor its `.interband` folder may be a link (a link could make it
+/// another project's file, trusted there); a regular file of at most
+/// [`MAX_SETTINGS_BYTES`], read without blocking.
+pub fn read_project_file(path: &Path) -> crate::Result<Vec<u8>> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(crate::Error::Symlink { path: dir.into() });
+    }
+    crate::fsio::read_capped(path, MAX_SETTINGS_BYTES)
+}
+
+/// Reads the user's settings file (a link is fine: a dotfiles repository),
+/// and says why it cannot be trusted as the user's own when someone else
+/// owns it or may write it or its folder.
+fn read_user_file(path: &Path) -> crate::Result<(Vec<u8>, Option<String>)> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let (file, meta) = crate::fsio::open_regular_meta(path, crate::fsio::Links::Follow)?;
+    let me = crate::fsio::my_uid();
+    let mut why = None;
+    if meta.uid != me && meta.uid != 0 {
+        why = Some(format!("owned by uid {}, not by you", meta.uid));
+    } else if meta.mode & 0o022 != 0 {
+        why = Some(format!(
+            "writable by group or others (mode {:o})",
+            meta.mode
+        ));
+    } else if let Some(dir) = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_owned))
+        .and_then(|d| std::fs::metadata(d).ok())
+    {
+        let sticky = dir.mode() & 0o1000 != 0;
+        if (dir.uid() != me && dir.uid() != 0) || (dir.mode() & 0o022 != 0 && !sticky) {
+            why = Some("in a folder someone else may write".to_owned());
+        }
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SETTINGS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::Error::Io {
+            path: path.into(),
+            source: e,
+        })?;
+    if meta.len > MAX_SETTINGS_BYTES || bytes.len() as u64 > MAX_SETTINGS_BYTES {
+        return Err(crate::Error::TooLarge {
+            path: path.into(),
+            size: meta.len.max(bytes.len() as u64),
+            limit: MAX_SETTINGS_BYTES,
+        });
+    }
+    Ok((bytes, why))
+}
+
+fn parse(text: &str) -> Result<toml::Table, String> {
+    toml::from_str::<toml::Table>(text).map_err(|e| e.message().trim().to_owned())
+}
+
+/// The privileged settings (see [`PRIVILEGED`]) a settings file's text sets,
+/// as dotted keys; an error when it is not TOML.
+///
+/// ```
+/// let keys = interband::settings::privileged_in("[compact]\nstrategy = \"tmux\"\n[intermem]\nmax_bytes = 1\n");
+/// assert_eq!(keys.unwrap(), ["compact.strategy"]);
+/// ```
+pub fn privileged_in(text: &str) -> Result<Vec<String>, String> {
+    let mut table = parse(text)?;
+    Ok(strip_privileged(&mut table))
 }
 
 /// Takes the privileged settings out of a file's tables; returns their dotted keys.

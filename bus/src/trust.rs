@@ -98,25 +98,33 @@ impl Store {
 
     /// [`Store::load`] from a given file.
     pub fn load_from(path: &Path) -> Result<Store> {
-        let file = match fsio::open_regular(path, fsio::Links::Follow) {
+        let (file, meta) = match fsio::open_regular_meta(path, fsio::Links::Follow) {
             Ok(f) => f,
             Err(Error::NotFound { .. }) => return Ok(Store::default()),
             Err(e) => return Err(e),
         };
-        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-        use std::os::unix::fs::MetadataExt;
-        if meta.uid() != fsio::my_uid() || meta.mode() & 0o022 != 0 {
+        if meta.uid != fsio::my_uid() || meta.mode & 0o022 != 0 {
             return Err(Error::NotOurs {
                 path: path.into(),
                 reason: format!(
                     "owned by uid {} with mode {:o}: a trust file must be yours and not writable by others",
-                    meta.uid(),
-                    meta.mode() & 0o7777
+                    meta.uid, meta.mode
                 ),
             });
         }
-        drop(file);
-        let bytes = fsio::read_regular(path, MAX_STORE_BYTES)?;
+        // Read from the very file checked above.
+        let mut bytes = Vec::new();
+        use std::io::Read;
+        file.take(MAX_STORE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        if bytes.len() as u64 > MAX_STORE_BYTES {
+            return Err(Error::TooLarge {
+                path: path.into(),
+                size: bytes.len() as u64,
+                limit: MAX_STORE_BYTES,
+            });
+        }
         serde_json::from_slice(&bytes).map_err(|e| Error::Json {
             path: path.into(),
             source: e,
@@ -179,7 +187,7 @@ impl Store {
             .iter()
             .map(|(path, d)| {
                 let p = PathBuf::from(path);
-                let status = match fsio::read_regular(&p, crate::settings::MAX_SETTINGS_BYTES) {
+                let status = match crate::settings::read_project_file(&p) {
                     Ok(bytes) if digest(&bytes) == *d => Status::Current,
                     Ok(_) => Status::Changed,
                     Err(_) => Status::Missing,

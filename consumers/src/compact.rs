@@ -305,13 +305,14 @@ fn focus(note: &str) -> String {
 }
 
 /// True for the name tmux gives the agent as a pane's foreground program:
-/// `claude`, `codex`, `gemini`, `node` (the npm packages), or a version
-/// number (Claude Code's native binary is named after its version).
+/// `claude`, `codex`, `gemini`, or a version number (Claude Code's native
+/// binary is named after its version). Not `node`: a Node REPL would run
+/// what is typed as JavaScript (Gemini CLI runs as `node`: it gets advice).
 ///
 /// ```
 /// use interband_consumers::compact::is_agent;
-/// assert!(is_agent("claude") && is_agent("2.1.332") && is_agent("node"));
-/// assert!(!is_agent("bash") && !is_agent("zsh") && !is_agent("vim") && !is_agent(""));
+/// assert!(is_agent("claude") && is_agent("2.1.332") && is_agent("codex"));
+/// assert!(!is_agent("node") && !is_agent("bash") && !is_agent("vim") && !is_agent(""));
 /// ```
 pub fn is_agent(command: &str) -> bool {
     let command = command.trim();
@@ -320,7 +321,18 @@ pub fn is_agent(command: &str) -> bool {
         parts.clone().count() >= 2
             && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
     };
-    version || matches!(command, "claude" | "codex" | "gemini" | "node")
+    version || matches!(command, "claude" | "codex" | "gemini")
+}
+
+/// True for a tmux pane id as `$TMUX_PANE` gives it: `%` and digits.
+///
+/// ```
+/// assert!(interband_consumers::compact::is_pane("%12"));
+/// assert!(!interband_consumers::compact::is_pane("%1; kill-server") && !interband_consumers::compact::is_pane("main:0"));
+/// ```
+pub fn is_pane(pane: &str) -> bool {
+    pane.strip_prefix('%')
+        .is_some_and(|n| !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The focus as typed into a terminal: letters, digits, spaces and
@@ -356,6 +368,15 @@ pub fn typeable(text: &str) -> String {
 /// (`send-keys -l`, so no key name or `;` is interpreted), restricted to
 /// [`typeable`] characters, then `Enter` as its own key.
 fn type_compact(pane: &str, focus: &str) -> Result<(), Error> {
+    if !is_pane(pane) {
+        return Err(Error::Command {
+            command: "tmux".into(),
+            reason: format!(
+                "{:?} is not a tmux pane id",
+                interband::text::terminal(pane)
+            ),
+        });
+    }
     let tmux = |args: &[&str]| -> Vec<String> {
         std::iter::once("tmux")
             .chain(args.iter().copied())

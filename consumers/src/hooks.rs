@@ -114,10 +114,12 @@ impl Ctx<'_> {
             i.cwd.clone(),
         )
     }
-    fn intermem(&self) -> Intermem {
+    /// intermem for this hook's own session, with the host's paths.
+    fn intermem(&self, i: &Input) -> Intermem {
         Intermem {
             settings: self.settings.intermem.value.clone(),
             home: self.home.clone(),
+            session: Some(self.info(i)),
         }
     }
 }
@@ -142,7 +144,7 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
 
 fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     // A note that cannot be written must not keep the trigger from acting.
-    let mut intermem = ctx.intermem();
+    let mut intermem = ctx.intermem(input);
     match consumer::drain(ctx.bus, &mut intermem) {
         Ok(report) => report
             .errors
@@ -197,7 +199,7 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
 }
 
 fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
-    if let Some(pane) = ctx.env.var("TMUX_PANE").filter(|p| !p.is_empty()) {
+    if let Some(pane) = ctx.env.var("TMUX_PANE").filter(|p| compact::is_pane(p)) {
         compact::with_state(ctx.bus, &input.session_id, |s| s.pane = Some(pane))?;
     }
     if !matches!(
@@ -222,7 +224,12 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     if resumed && already {
         return Ok(None);
     }
-    let max = ctx.settings.intermem.value.inject_max_bytes;
+    let max = ctx
+        .settings
+        .intermem
+        .value
+        .inject_max_bytes
+        .min(intermem::MAX_INJECT_BYTES);
     let mut body = text;
     if body.len() > max {
         let mut end = max;
@@ -282,7 +289,17 @@ impl Consumer for CompactCommand {
         if self.settings.strategy != compact::Strategy::Command {
             return Ok(());
         }
-        let session = m.envelope.session_id.clone();
+        // The key names the session (as for intermem): a message cannot
+        // name another one, and the command sees a plain name.
+        let key = m.address.as_ref().map_or("", |a| a.key.as_str());
+        if key.is_empty() {
+            return Ok(());
+        }
+        let session = if interband::paths::safe_key(&m.envelope.session_id) == key {
+            m.envelope.session_id.clone()
+        } else {
+            key.to_owned()
+        };
         let info = SessionInfo::resolve(bus, &session, None, None);
         compact::act(
             bus,
@@ -303,6 +320,7 @@ pub fn watch_consumers(settings: &AllSettings, home: Option<PathBuf>) -> Vec<Box
         v.push(Box::new(Intermem {
             settings: settings.intermem.value.clone(),
             home: home.clone(),
+            session: None,
         }));
     }
     if settings.compact.value.strategy == compact::Strategy::Command {

@@ -88,7 +88,8 @@ pub struct Settings {
     pub gauge_width: usize,
     /// Colour the level with ANSI codes (never when `NO_COLOR` is set).
     pub color: bool,
-    /// How long `--wrap` waits for the wrapped command, milliseconds.
+    /// How long `--wrap` waits for the wrapped command, milliseconds (at
+    /// most [`MAX_WRAP_TIMEOUT_MS`]: the host waits for the statusline).
     pub wrap_timeout_ms: u64,
     /// Publish the context window to `interline/context` (the bridge).
     pub publish: bool,
@@ -662,6 +663,14 @@ const PIPE_SAFE: usize = 4096;
 const POLL: Duration = Duration::from_millis(2);
 /// The most of the wrapped command's output read.
 const MAX_OUTPUT: u64 = 64 * 1024;
+
+/// The longest `--wrap` waits for the wrapped command, whatever a setting says: 5 s.
+pub const MAX_WRAP_TIMEOUT_MS: u64 = 5000;
+
+/// How long `--wrap` waits: the setting, within [`MAX_WRAP_TIMEOUT_MS`].
+pub fn wrap_timeout(s: &Settings) -> Duration {
+    Duration::from_millis(s.wrap_timeout_ms.min(MAX_WRAP_TIMEOUT_MS))
+}
 
 /// Runs the user's statusline command `argv` (no shell) with `stdin`, waits
 /// at most `timeout`, and returns its stdout (every line, at most 64 KiB,

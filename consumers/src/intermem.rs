@@ -28,11 +28,11 @@ use crate::{Error, now_secs, truncate};
 pub struct Settings {
     /// Write notes at all.
     pub enabled: bool,
-    /// The most a note may hold, bytes.
+    /// The most a note may hold, bytes (from [`MIN_NOTE_BYTES`] to [`MAX_NOTE_SIZE`]).
     pub max_bytes: usize,
     /// Also write the note as a Claude Code auto-memory file under `~/.claude/projects/<slug>/memory/`.
     pub claude_memory: bool,
-    /// The most of a note injected after a compaction, bytes.
+    /// The most of a note injected after a compaction, bytes (at most [`MAX_INJECT_BYTES`]).
     pub inject_max_bytes: usize,
 }
 
@@ -61,25 +61,61 @@ pub struct SessionInfo {
 impl SessionInfo {
     /// Fills what the caller does not know (watch mode has no hook input) from
     /// what the producer recorded: the session's `interpulse/pressure` payload.
+    /// `transcript` and `cwd` are the host's (a hook input); what the bus
+    /// says is untrusted, so a transcript from it is taken only when it can
+    /// be that session's own (see [`own_transcript`]).
     pub fn resolve(
         bus: &Bus,
         session: &str,
         transcript: Option<String>,
         cwd: Option<String>,
     ) -> Self {
-        let recorded = bus.read_typed::<Pressure>(session).ok().map(|e| e.payload);
-        let pick = |given: Option<String>, rec: Option<String>| {
-            given.or(rec).filter(|s| !s.is_empty()).map(PathBuf::from)
-        };
+        let given = |v: Option<String>| v.filter(|s| !s.is_empty()).map(PathBuf::from);
+        let (mut transcript, mut cwd) = (given(transcript), given(cwd));
+        if transcript.is_none() || cwd.is_none() {
+            let recorded = bus.read_typed::<Pressure>(session).ok().map(|e| e.payload);
+            if let Some(p) = recorded {
+                transcript = transcript.or_else(|| {
+                    p.transcript_path
+                        .as_deref()
+                        .and_then(|t| own_transcript(session, t))
+                });
+                cwd = cwd.or_else(|| given(p.cwd));
+            }
+        }
         SessionInfo {
             session: session.to_owned(),
-            transcript: pick(
-                transcript,
-                recorded.as_ref().and_then(|p| p.transcript_path.clone()),
-            ),
-            cwd: pick(cwd, recorded.and_then(|p| p.cwd)),
+            transcript,
+            cwd,
         }
     }
+}
+
+/// A transcript a bus message names, when it can be that session's own:
+/// its file name carries the session id (Claude Code's `<session>.jsonl`,
+/// Codex's `rollout-<time>-<session>.jsonl`) or, for Gemini, the id's first
+/// eight characters (`session-<time>-<id8>.jsonl`). Any other file — another
+/// session's or project's transcript, a secret — is not read on a message's word.
+///
+/// ```
+/// use interband_consumers::intermem::own_transcript;
+/// let s = "d6d5a7f1-e821-4196-b0bd-c3da854c1920";
+/// assert!(own_transcript(s, "/h/.claude/projects/-p/d6d5a7f1-e821-4196-b0bd-c3da854c1920.jsonl").is_some());
+/// assert!(own_transcript(s, "/h/.gemini/tmp/p/chats/session-2026-11-30T07-24-d6d5a7f1.jsonl").is_some());
+/// assert!(own_transcript(s, "/h/.claude/projects/-other/0a9b8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d.jsonl").is_none());
+/// assert!(own_transcript(s, "/h/.aws/credentials").is_none());
+/// ```
+pub fn own_transcript(session: &str, path: &str) -> Option<PathBuf> {
+    let p = Path::new(path);
+    let name = p.file_name()?.to_str()?;
+    let session = session.trim();
+    // Plain characters only: the id lands in a file name, front matter and
+    // an index that Claude Code loads into every later session.
+    let short = safe_key(&session.chars().take(8).collect::<String>());
+    let json = name.ends_with(".jsonl") || name.ends_with(".json");
+    let named = (session.len() >= 8 && name.contains(session))
+        || (short.len() == 8 && name.contains(&format!("-{short}.")));
+    (json && named && p.is_absolute()).then(|| p.to_owned())
 }
 
 /// Claude Code's project slug: every character of the path that is not a letter or digit becomes `-`.
@@ -251,6 +287,12 @@ fn compact_stamp() -> String {
 /// The smallest note size honoured: the header and a little of each section.
 pub const MIN_NOTE_BYTES: usize = 1024;
 
+/// The largest note size honoured: 256 KiB.
+pub const MAX_NOTE_SIZE: usize = 256 << 10;
+
+/// The most of a note brought back into a fresh context: 64 KiB.
+pub const MAX_INJECT_BYTES: usize = 64 << 10;
+
 /// The note's markdown, at most `max_bytes` (at least [`MIN_NOTE_BYTES`]),
 /// with visible marks where cut. Each section gets a fair share of the room,
 /// so a long todo list cannot push the changed files and commands out.
@@ -261,7 +303,7 @@ pub fn render(
     journal: &[Record],
     max_bytes: usize,
 ) -> String {
-    let max_bytes = max_bytes.max(MIN_NOTE_BYTES);
+    let max_bytes = max_bytes.clamp(MIN_NOTE_BYTES, MAX_NOTE_SIZE);
     let cwd = info.cwd.as_deref();
     let project = cwd
         .and_then(|c| c.file_name())
@@ -503,7 +545,9 @@ pub fn claude_memory(
             .join("memory"),
         true,
     )?;
-    let short: String = session.chars().take(8).collect();
+    // Plain characters only: the id lands in a file name, front matter and
+    // an index that Claude Code loads into every later session.
+    let short = safe_key(&session.chars().take(8).collect::<String>());
     let name = format!("interband-note-{}.md", safe_key(&short));
     let description =
         format!("Context checkpoint of session {short}: task, todos, changed files and next steps");
@@ -562,9 +606,27 @@ pub fn read_note(bus: &Bus, session: &str, path: &str) -> Result<String, interba
         reason: format!("not a note of session {session:?}: {why}"),
     };
     let notes = bus.root().join(NOTES[0]).join(NOTES[1]);
-    let rel = Path::new(path)
-        .strip_prefix(&notes)
-        .map_err(|_| refuse("outside the notes folder"))?;
+    let path_buf;
+    let rel = match Path::new(path).strip_prefix(&notes) {
+        Ok(rel) => rel,
+        // Written by a process that spells the root another way (through a
+        // link to it): compare the real folders. The file is still read
+        // only through the verified handles below.
+        Err(_) => {
+            let real = |p: &Path| std::fs::canonicalize(p).ok();
+            let p = Path::new(path);
+            let (Some(dir), Some(name), Some(notes)) =
+                (p.parent().and_then(real), p.file_name(), real(&notes))
+            else {
+                return Err(refuse("outside the notes folder"));
+            };
+            path_buf = dir
+                .strip_prefix(&notes)
+                .map_err(|_| refuse("outside the notes folder"))?
+                .join(name);
+            &path_buf
+        }
+    };
     let parts: Option<Vec<&str>> = rel
         .components()
         .map(|c| match c {
@@ -614,9 +676,9 @@ pub fn finalize(
     });
     dir.write("session-summary.json", summary.to_string().as_bytes(), true)?;
     let md = format!(
-        "# Session summary: `{}`\n\n- last note: `{}`\n- calls journaled at red: {} ({} failed)\n\n{}",
-        info.session,
-        note.path.display(),
+        "# Session summary: {}\n\n- last note: {}\n- calls journaled at red: {} ({} failed)\n\n{}",
+        code(&info.session),
+        code(&note.path.to_string_lossy()),
         records.len(),
         errors,
         journal_lines(&records)
@@ -627,12 +689,22 @@ pub fn finalize(
 
 /// The consumer: a note for every new `checkpoint_needed`, on the interpulse
 /// channel and the legacy intercheck one.
+///
+/// In a hook (`session` set: the session the host named) it handles only
+/// that session's checkpoints, and takes the transcript and the project
+/// folder from the host, never from the message. In `interband watch`
+/// (`session` unset) it handles every session's, with a transcript from a
+/// message only when it can be that session's own ([`own_transcript`]), and
+/// never writes into Claude Code's memory (the project folder would be the
+/// message's word).
 #[derive(Debug, Clone, Default)]
 pub struct Intermem {
     /// Settings.
     pub settings: Settings,
     /// The home folder, for the optional Claude Code memory file.
     pub home: Option<PathBuf>,
+    /// The hook's own session, with the host's paths; `None` in watch mode.
+    pub session: Option<SessionInfo>,
 }
 
 impl Consumer for Intermem {
@@ -640,15 +712,23 @@ impl Consumer for Intermem {
         "intermem"
     }
     fn patterns(&self) -> Vec<String> {
+        let key = match &self.session {
+            Some(info) => safe_key(&info.session),
+            None => "*".to_owned(),
+        };
         vec![
-            "interpulse/checkpoint/*".into(),
-            "intercheck/checkpoint/*".into(),
+            format!("interpulse/checkpoint/{key}"),
+            format!("intercheck/checkpoint/{key}"),
         ]
     }
     fn handle(&mut self, bus: &Bus, m: &Message, redelivered: bool) -> Result<(), HandlerError> {
         if !self.settings.enabled {
             return Ok(());
         }
+        let home = match &self.session {
+            Some(_) => self.home.as_deref(),
+            None => None,
+        };
         // The key names the session; a message whose session_id says another
         // one cannot make a note for that other session.
         let key = m.address.as_ref().map_or("default", |a| a.key.as_str());
@@ -658,12 +738,20 @@ impl Consumer for Intermem {
             key
         };
         let p = &m.envelope.payload;
-        let info = SessionInfo::resolve(
-            bus,
-            session,
-            p["transcript_path"].as_str().map(str::to_owned),
-            p["cwd"].as_str().map(str::to_owned),
-        );
+        let info = match &self.session {
+            Some(own) if safe_key(&own.session) == key => own.clone(),
+            // (Not this hook's session: the patterns keep it from coming here.)
+            Some(_) => return Ok(()),
+            None => SessionInfo::resolve(
+                bus,
+                session,
+                p["transcript_path"]
+                    .as_str()
+                    .and_then(|t| own_transcript(session, t))
+                    .map(|t| t.to_string_lossy().into_owned()),
+                p["cwd"].as_str().map(str::to_owned),
+            ),
+        };
         let channel = m
             .address
             .as_ref()
@@ -683,7 +771,7 @@ impl Consumer for Intermem {
                 return Ok(()); // the note was written before the interruption
             }
         }
-        write_note(bus, &info, &trigger, &self.settings, self.home.as_deref())?;
+        write_note(bus, &info, &trigger, &self.settings, home)?;
         Ok(())
     }
 }

@@ -16,8 +16,22 @@ pub struct Reinject {
     pub thresholds: Vec<f64>,
     /// Without a usage figure: every this many tool calls (0 = never).
     pub every_calls: u64,
-    /// At most this many bytes of directives per injection.
+    /// At most this many bytes of directives per injection (at most
+    /// [`MAX_DIRECTIVE_BYTES`], whatever a file says).
     pub max_bytes: usize,
+}
+
+/// The most directive text read and injected at once: 16 KiB.
+pub const MAX_DIRECTIVE_BYTES: usize = 16 << 10;
+
+/// The most directive files read.
+pub const MAX_DIRECTIVE_FILES: usize = 8;
+
+impl Reinject {
+    /// The bytes of directives per injection, within [`MAX_DIRECTIVE_BYTES`].
+    pub fn limit(&self) -> usize {
+        self.max_bytes.min(MAX_DIRECTIVE_BYTES)
+    }
 }
 
 impl Default for Reinject {

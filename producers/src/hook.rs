@@ -129,9 +129,16 @@ fn directive_text(
     problems: &mut Vec<String>,
 ) -> Option<String> {
     let project = project?;
+    let limit = cfg.reinject.limit();
     let mut text = String::new();
-    for f in &cfg.reinject.files {
-        match interband::fsio::read_inside(project, f, cfg.reinject.max_bytes as u64 * 4) {
+    let mut files: Vec<&String> = cfg.reinject.files.iter().collect();
+    files.dedup();
+    // Bounded whatever the settings say: a few files, and no more text than is injected.
+    for f in files.into_iter().take(crate::config::MAX_DIRECTIVE_FILES) {
+        if text.len() >= limit {
+            break;
+        }
+        match interband::fsio::read_inside(project, f, limit as u64) {
             Ok(bytes) => {
                 text.push_str(String::from_utf8_lossy(&bytes).trim());
                 text.push('\n');
@@ -229,7 +236,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             Action::CheckpointFile => problem(write_checkpoint_file(h, input, &out)),
             Action::Reinject(at) => {
                 if let Some(text) = &directives {
-                    said.push(messages::directives(text, cfg.reinject.max_bytes, *at));
+                    said.push(messages::directives(text, cfg.reinject.limit(), *at));
                 }
             }
         }

@@ -303,7 +303,11 @@ impl Ls {
                     let row = json!({"address": shown.to_string(), "error": "not a key name the bus writes"});
                     match self.json {
                         true => say_json!(row),
-                        false => say!("{shown}\tINVALID\tnot a key name the bus writes"),
+                        false => say_row(&[
+                            &shown.to_string(),
+                            "INVALID",
+                            "not a key name the bus writes",
+                        ]),
                     }
                     continue;
                 }
@@ -320,19 +324,29 @@ impl Ls {
                 if self.json {
                     say_json!(row);
                 } else if let Some(err) = row["error"].as_str() {
-                    say!("{address}\tINVALID\t{err}");
+                    say_row(&[&address, "INVALID", err]);
                 } else {
-                    say!(
-                        "{address}\t{}\tseq {}\t{}",
+                    say_row(&[
+                        &address,
                         row["type"].as_str().unwrap_or(""),
-                        row["seq"],
-                        row["timestamp"].as_str().unwrap_or("")
-                    );
+                        &format!("seq {}", row["seq"]),
+                        row["timestamp"].as_str().unwrap_or(""),
+                    ]);
                 }
             }
         }
         Ok(code)
     }
+}
+
+/// One tab-separated row: each field terminal-safe (its own tabs and
+/// newlines escaped), so a field can never make a column or a line.
+fn say_row(fields: &[&str]) {
+    let fields: Vec<_> = fields
+        .iter()
+        .map(|f| interband::text::terminal(f))
+        .collect();
+    println!("{}", fields.join("\t"));
 }
 
 /// `interband prune [NAMESPACE/CHANNEL]`

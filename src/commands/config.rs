@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use interband::settings::{Files, MAX_SETTINGS_BYTES, ProcessEnv, Scope};
+use interband::settings::{Files, ProcessEnv, Scope, privileged_in, read_project_file};
 use interband::text::terminal;
 use interband::trust::{Status, Store, project_file, store_path};
 use interband_consumers::hooks::AllSettings;
@@ -141,21 +141,14 @@ impl Trust {
             }
             return Ok(exit::OK);
         }
-        let bytes = interband::fsio::read_regular(&file, MAX_SETTINGS_BYTES)?;
-        // What trusting it allows (read as an untrusted file, so every
-        // privileged setting shows), and that it is a settings file at all.
-        let probe = Files::read_paths(&[(file.clone(), Scope::Project)], &|_: &str| None);
-        if let Some(p) = probe.problems.first() {
-            anyhow::bail!("{p}");
-        }
+        // Read as a project's file is read (no link, bounded, regular), and
+        // what trusting it allows told from exactly the bytes trusted.
+        let bytes = read_project_file(&file)?;
+        let privileged = privileged_in(&String::from_utf8_lossy(&bytes))
+            .map_err(|e| anyhow::anyhow!("{}: not valid TOML: {e}", file.display()))?;
         let key = store.add(&file, &bytes);
         store.save(&store_file)?;
-        println!("trusted: {}", terminal(&key.display().to_string()));
-        let privileged = probe
-            .found
-            .first()
-            .map(|f| f.ignored.clone())
-            .unwrap_or_default();
+        say!("trusted: {}", key.display());
         if privileged.is_empty() {
             println!("it sets nothing that needs trust");
         } else {

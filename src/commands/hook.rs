@@ -136,6 +136,14 @@ pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
         }
         buf.extend_from_slice(&chunk[..n]);
         anyhow::ensure!(buf.len() as u64 <= cap, "stdin is over {cap} bytes");
+        // A writer that never stops (nor ends) is not waited on either.
+        if std::time::Instant::now() >= deadline {
+            anyhow::ensure!(
+                whole_json(&buf),
+                "no whole hook input on stdin within {wait:?}"
+            );
+            return Ok(buf);
+        }
     }
 }
 
@@ -276,7 +284,7 @@ impl Statusline {
         let theirs = self
             .wrap
             .as_deref()
-            .and_then(|argv| interline::wrap(argv, &buf, Duration::from_millis(s.wrap_timeout_ms)));
+            .and_then(|argv| interline::wrap(argv, &buf, interline::wrap_timeout(s)));
         let line = interline::compose(theirs.as_deref(), &ours.line, &s.separator);
         print(&line);
         if self.timings {

@@ -131,9 +131,24 @@ impl Target {
     fn path(&self) -> Result<PathBuf> {
         let path = match (&self.settings, self.project) {
             (Some(p), _) => p.clone(),
-            (None, true) => std::env::current_dir()
-                .context("the current folder")?
-                .join(self.host.file()),
+            (None, true) => {
+                // A project's settings come with the repository: a link in it
+                // (`.claude -> ~/.claude`, or `settings.json` pointing at some
+                // other file) would make install write outside the project.
+                let project = std::env::current_dir().context("the current folder")?;
+                let path = project.join(self.host.file());
+                let mut at = project.clone();
+                for part in Path::new(self.host.file()).components() {
+                    at.push(part);
+                    if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                        anyhow::bail!(
+                            "{}: a symbolic link inside the project; refusing to write through it (--settings PATH names a file outside)",
+                            at.display()
+                        );
+                    }
+                }
+                return Ok(path);
+            }
             // Codex keeps its configuration in $CODEX_HOME when set.
             (None, false)
                 if self.host == Host::Codex
@@ -315,7 +330,11 @@ impl Install {
 
         let mut out = String::new();
         if added_now.is_empty() && statusline_now.is_none() {
-            let _ = writeln!(out, "interband is already installed in {}", path.display());
+            let _ = writeln!(
+                out,
+                "interband is already installed in {}",
+                interband::text::terminal(&path.display().to_string())
+            );
             print_notes(&mut out, &notes);
             say_part!("{out}");
             return Ok(exit::OK);
@@ -365,9 +384,17 @@ impl Install {
             }
             what.push_str(&how);
         }
-        let _ = writeln!(out, "installed interband in {}: {what}", path.display());
+        let _ = writeln!(
+            out,
+            "installed interband in {}: {what}",
+            interband::text::terminal(&path.display().to_string())
+        );
         if original.is_some() {
-            let _ = writeln!(out, "backup of the original: {}", files.backup.display());
+            let _ = writeln!(
+                out,
+                "backup of the original: {}",
+                interband::text::terminal(&files.backup.display().to_string())
+            );
         }
         let _ = writeln!(out, "undo with: interband uninstall{}", t.flags());
         print_notes(&mut out, &notes);
@@ -439,14 +466,14 @@ impl Uninstall {
         let _ = writeln!(
             out,
             "removed interband from {}: {}",
-            path.display(),
+            interband::text::terminal(&path.display().to_string()),
             removed.join(", ")
         );
         if delete {
             let _ = writeln!(
                 out,
                 "deleted {} (interband install had created it)",
-                path.display()
+                interband::text::terminal(&path.display().to_string())
             );
         }
         print_notes(&mut out, &notes);

@@ -127,6 +127,7 @@ impl Replay {
 /// The timeline and the summary, as printed.
 fn text(r: &Run, name: &str) -> String {
     let s = &r.summary;
+    let name = interband::text::terminal(name);
     let mut out = format!("replay of {name}: {} lines, {} bytes\n", s.lines, s.bytes);
     if !s.found {
         out += "nothing found: no tool call, usage figure or compaction in this transcript\n";
@@ -138,7 +139,8 @@ fn text(r: &Run, name: &str) -> String {
         "time", "call", "used", "usable", "level"
     );
     for e in &r.events {
-        out += &line(e);
+        // A line holds the transcript's own text (times, triggers): one line, escaped.
+        out += &interband::text::terminal(&line(e));
         out.push('\n');
     }
     if r.events.is_empty() {
@@ -206,7 +208,9 @@ fn line(e: &Event) -> String {
 /// The summary table.
 fn summary(s: &Summary) -> String {
     let mut out = String::from("summary\n");
-    let mut row = |key: &str, value: String| out += &format!("  {key:<22} {value}\n");
+    let mut row = |key: &str, value: String| {
+        out += &format!("  {key:<22} {}\n", interband::text::terminal(&value))
+    };
     row(
         "tool calls",
         format!("{} ({} in subagents)", s.calls, s.subagent_calls),
