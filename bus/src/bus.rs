@@ -15,6 +15,9 @@ use crate::payloads::Payload;
 use crate::registry::{channel_policy, check_payload};
 use crate::{Envelope, Error, Result, retention};
 
+/// How long a checked root handle is used without checking it again.
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A handle on one bus root folder.
 ///
 /// ```
@@ -33,9 +36,10 @@ use crate::{Envelope, Error, Result, retention};
 #[derive(Debug, Clone)]
 pub struct Bus {
     root: PathBuf,
-    /// The root's verified handle, opened once and checked again at each
-    /// use (an `fstat` and a `stat`): still the user's, still the root.
-    handle: std::sync::Arc<std::sync::Mutex<Option<Dir>>>,
+    /// The root's verified handle and when it was last checked: opened
+    /// once, checked again (an `fstat` and a `stat`: still the user's, still
+    /// the root) when it is used a second or more after the last check.
+    handle: std::sync::Arc<std::sync::Mutex<Option<(Dir, std::time::Instant)>>>,
 }
 
 /// What a publish wrote.
@@ -107,12 +111,21 @@ impl Bus {
     /// (not removed, moved or re-pointed since), else a fresh one.
     fn with_root<T>(&self, create: bool, f: impl FnOnce(&Dir) -> Result<T>) -> Result<T> {
         let mut cached = self.handle.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(dir) = cached.as_ref().filter(|d| d.still_at(&self.root)) {
-            return f(dir);
+        if let Some((dir, checked)) = cached.as_mut() {
+            // Checked again at most every second: a hook's process lives
+            // less; a long-running watch notices a moved root within one.
+            if checked.elapsed() < RECHECK {
+                return f(dir);
+            }
+            if dir.still_at(&self.root) {
+                *checked = std::time::Instant::now();
+                return f(dir);
+            }
         }
         *cached = None;
         let dir = Dir::root(&self.root, create)?;
-        f(cached.insert(dir))
+        let (dir, _) = cached.insert((dir, std::time::Instant::now()));
+        f(dir)
     }
 
     /// A folder under the root, `names` one plain name each, never through a

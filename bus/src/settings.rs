@@ -303,12 +303,14 @@ impl Files {
 /// another project's file, trusted there); a regular file of at most
 /// [`MAX_SETTINGS_BYTES`], read without blocking.
 pub fn read_project_file(path: &Path) -> crate::Result<Vec<u8>> {
+    let bytes = crate::fsio::read_capped(path, MAX_SETTINGS_BYTES)?;
+    // (Looked at once the file is known to exist: most projects have none.)
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
         && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink())
     {
         return Err(crate::Error::Symlink { path: dir.into() });
     }
-    crate::fsio::read_capped(path, MAX_SETTINGS_BYTES)
+    Ok(bytes)
 }
 
 /// Reads the user's settings file (a link is fine: a dotfiles repository),

@@ -10,7 +10,6 @@
 //! unchanged is not re-read.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
@@ -149,7 +148,7 @@ pub struct Subscription {
         notify::RecommendedWatcher,
         Receiver<notify::Result<notify::Event>>,
     )>,
-    stamps: HashMap<PathBuf, (u64, u64, u64, i64, i64)>,
+    stamps: HashMap<PathBuf, (u64, u64, u64, std::time::SystemTime)>,
     delivered: HashMap<PathBuf, Cursor>,
     queue: VecDeque<Message>,
     last_scan: Instant,
@@ -241,6 +240,7 @@ impl Subscription {
             Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
             Ok(ev) if !ev.need_rescan() => {
                 for path in ev.paths {
+                    // (Only what kind of thing it is: a link is no folder.)
                     let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
                     if is_dir {
                         self.scan_dir(&path);
@@ -262,20 +262,32 @@ impl Subscription {
     }
 
     fn scan_dir(&mut self, dir: &Path) {
-        // A new namespace or channel folder: its files may predate our watch on it.
-        let Ok(rd) = std::fs::read_dir(dir) else {
+        // A new namespace or channel folder: its files may predate our watch
+        // on it. Listed through verified handles, never through a link.
+        let Ok(rel) = dir.strip_prefix(self.bus.root()) else {
             return;
         };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                if p.starts_with(self.bus.root())
-                    && p.components().count() <= self.bus.root().components().count() + 2
-                {
-                    self.scan_dir(&p);
-                }
-            } else {
-                self.offer(&p, Read::IfChanged);
+        let parts: Option<Vec<&str>> = rel.iter().map(|p| p.to_str()).collect();
+        let channels: Vec<(String, String)> = match parts.as_deref() {
+            Some([ns, ch]) => vec![((*ns).to_owned(), (*ch).to_owned())],
+            Some([ns]) => self
+                .bus
+                .dir(&[ns], false)
+                .and_then(|d| d.entries())
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.kind == crate::fsio::Kind::Dir)
+                .filter_map(|e| e.name.into_string().ok())
+                .map(|ch| ((*ns).to_owned(), ch))
+                .collect(),
+            _ => return,
+        };
+        for (ns, ch) in channels {
+            let Ok(d) = self.bus.channel(&ns, &ch, false) else {
+                continue;
+            };
+            for e in d.entries().unwrap_or_default() {
+                self.offer(&d.path().join(e.name), Read::IfChanged);
             }
         }
     }
@@ -289,19 +301,17 @@ impl Subscription {
         if !self.set.is_match(addr.to_string()) {
             return;
         }
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
+        let meta = self
+            .bus
+            .channel(&addr.namespace, &addr.channel, false)
+            .and_then(|d| d.stat(&format!("{}.json", addr.key)));
+        let Ok(Some(meta)) = meta else {
             // Gone (pruned): forget it, so memory stays bounded by the keys that exist.
             self.stamps.remove(path);
             self.delivered.remove(path);
             return;
         };
-        let stamp = (
-            meta.dev(),
-            meta.ino(),
-            meta.len(),
-            meta.mtime(),
-            meta.mtime_nsec(),
-        );
+        let stamp = (meta.dev, meta.ino, meta.len, meta.mtime);
         if read == Read::IfChanged && self.stamps.get(path) == Some(&stamp) {
             return;
         }

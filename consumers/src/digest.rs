@@ -134,18 +134,17 @@ impl Default for Limits {
 /// it is, gives a [`Digest`] (an empty one for an empty or garbage file).
 pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
     // Never blocking on a FIFO, never reading a device: regular files only.
-    let mut file = interband::fsio::open_regular(path, interband::fsio::Links::Follow)
+    let (mut file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
         .map_err(interband::Error::into_io)?;
-    let meta = file.metadata()?;
     // A transcript is the user's own: one owned by someone else (named by a
     // message on the bus, say) is not read.
-    if std::os::unix::fs::MetadataExt::uid(&meta) != interband::fsio::my_uid() {
+    if meta.uid != interband::fsio::my_uid() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("{}: owned by another user", path.display()),
         ));
     }
-    let len = meta.len();
+    let len = meta.len;
     digest_reader(&mut file, len, limits)
 }
 

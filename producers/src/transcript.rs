@@ -135,18 +135,17 @@ fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize) -> Tail {
 /// [`read_tail`], also returning how many bytes it read from the file.
 fn read_tail_counting(path: &Path, scan_cap: u64) -> io::Result<(Tail, u64)> {
     // Never blocking on a FIFO, never reading a device: regular files only.
-    let file = interband::fsio::open_regular(path, interband::fsio::Links::Follow)
+    let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
         .map_err(interband::Error::into_io)?;
-    let meta = file.metadata()?;
     // A transcript is the user's own: one owned by someone else (named by a
     // message on the bus, say) is not read.
-    if std::os::unix::fs::MetadataExt::uid(&meta) != interband::fsio::my_uid() {
+    if meta.uid != interband::fsio::my_uid() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("{}: owned by another user", path.display()),
         ));
     }
-    let len = meta.len();
+    let len = meta.len;
     scan(len, scan_cap, CHUNK, |at, buf| file.read_exact_at(buf, at))
 }
 
