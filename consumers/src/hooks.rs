@@ -244,7 +244,7 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     } else {
         "reset"
     };
-    let context = crate::framing::record(what, &input.session_id, &body);
+    let context = crate::framing::record(what, &input.session_id, &note.path, &body);
     Ok(Some(
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}).to_string(),
     ))
