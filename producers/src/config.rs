@@ -60,7 +60,8 @@ pub struct Config {
     /// The context window in tokens when nothing better says (0: 200k, or the
     /// host's `CLAUDE_CODE_AUTO_COMPACT_WINDOW`).
     pub window: u64,
-    /// Tools that count as heavy (+1.5 pressure).
+    /// Tools that count as heavy (+1.5 pressure); by default every host's
+    /// (Claude Code's `Read`, `Grep`..., Codex's `web_search`, Gemini's `read_file`...).
     pub heavy_tools: Vec<String>,
     /// Directive re-injection.
     pub reinject: Reinject,
@@ -74,17 +75,12 @@ impl Default for Config {
             checkpoint_throttle_secs: 900.0,
             legacy_dual_write: true,
             window: 0,
-            heavy_tools: [
-                "Read",
-                "Grep",
-                "Glob",
-                "Task",
-                "Agent",
-                "WebFetch",
-                "WebSearch",
-            ]
-            .map(String::from)
-            .to_vec(),
+            // Every host's heavy tools: their names never clash.
+            heavy_tools: interband_hosts::Host::ALL
+                .iter()
+                .flat_map(|h| h.profile().heavy_tools)
+                .map(|t| (*t).to_owned())
+                .collect(),
             reinject: Reinject::default(),
         }
     }

@@ -14,11 +14,12 @@ use interband::payloads::{
 use interband::settings::Env;
 
 use crate::config::Config;
-use crate::context::{self, Figures, Source};
+use crate::context::{Figures, Source};
 use crate::engine::{self, Action, Call, Observation, Outcome, State};
 use crate::host::{HookInput, additional_context};
-use crate::transcript::{self, UsageKind};
 use crate::{Error, messages};
+use interband_hosts::tail::{self, UsageKind};
+use interband_hosts::{Host, Known};
 
 /// How often the legacy channel is rewritten when the level does not change.
 pub const LEGACY_REFRESH_SECS: f64 = 300.0;
@@ -63,16 +64,20 @@ pub fn project_dir(input: &HookInput, env: &dyn Env) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The best context figures available, best source first.
-pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
-    let bridge = h
-        .bus
-        .read_typed::<ContextWindow>(&input.session_id)
-        .ok()
-        .map(|e| e.payload);
-    let bridge = bridge
+/// The best context figures available, best source first: `context_window`
+/// in the hook input (no host sends it today), the host's transcript read
+/// from its end by the host's own reader, and (Claude Code) the statusline
+/// bridge, fresher when it saw the transcript as far; the window and the
+/// compaction point by the host's rules.
+pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Option<Figures> {
+    // Only Claude Code runs our statusline.
+    let bridge = (host == Host::Claude)
+        .then(|| h.bus.read_typed::<ContextWindow>(&input.session_id).ok())
+        .flatten()
+        .map(|e| e.payload)
         .filter(|b| b.transcript_path.is_none() || b.transcript_path == input.transcript_path);
     let mut model = None;
+    let mut tail_window = None;
     let (used, source, window) = if let Some((used, w)) = input
         .context_window
         .as_ref()
@@ -83,9 +88,10 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
         let tail = input
             .transcript_path
             .as_deref()
-            .and_then(|p| transcript::read_tail(Path::new(p), transcript::DEFAULT_SCAN_CAP).ok())
+            .and_then(|p| tail::read_tail(Path::new(p), tail::DEFAULT_SCAN_CAP, host).ok())
             .and_then(|t| t.usage);
         model = tail.as_ref().and_then(|t| t.model.clone());
+        tail_window = tail.as_ref().and_then(|t| t.window);
         let bridge_used = bridge
             .as_ref()
             .and_then(|b| Some((b.used_tokens?, b.transcript_bytes.unwrap_or(0))));
@@ -109,13 +115,23 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config) -> Option<Figures> {
         let m = model.as_deref()?;
         Some(h.bus.read_typed::<ModelWindow>(m).ok()?.payload.window)
     };
-    let observed = window.or(bridge.map(|b| b.window));
+    let observed = window.or(tail_window).or(bridge.map(|b| b.window));
     let learned = observed.is_none().then(learned).flatten();
-    let window = context::window(observed, cfg.window, h.env, learned, used);
+    let project = project_dir(input, h.env);
+    let limits = host.limits(
+        &Known {
+            observed,
+            configured: cfg.window,
+            learned,
+            used,
+            project: project.as_deref(),
+        },
+        h.env,
+    );
     Some(Figures {
         used_tokens: used,
-        window,
-        autocompact_at: context::autocompact_at(window, h.env),
+        window: limits.window,
+        autocompact_at: limits.compact_at,
         source,
     })
 }
@@ -168,7 +184,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let figures = if subagent {
         None
     } else {
-        observe(h, input, cfg)
+        observe(h, input, cfg, input.host())
     };
     let directives = if subagent {
         None

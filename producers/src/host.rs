@@ -30,6 +30,10 @@ pub struct HookInput {
     pub agent_id: Option<String>,
     /// The context window, if a host ever sends it in hook input.
     pub context_window: Option<HostContext>,
+    /// Codex CLI's turn (only Codex sends it).
+    pub turn_id: Option<String>,
+    /// Gemini CLI's event time (only Gemini sends it at the top level).
+    pub timestamp: Option<String>,
 }
 
 /// A statusline-style `context_window` object.
@@ -62,6 +66,16 @@ impl HostUsage {
 }
 
 impl HookInput {
+    /// The host that sent it (see [`interband_hosts::Host::detect`]).
+    pub fn host(&self) -> interband_hosts::Host {
+        interband_hosts::Host::detect(
+            &self.hook_event_name,
+            self.transcript_path.as_deref(),
+            self.turn_id.is_some(),
+            self.timestamp.is_some(),
+        )
+    }
+
     /// Parses one hook input object.
     pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
         serde_json::from_slice(bytes)

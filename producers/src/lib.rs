@@ -26,4 +26,3 @@ pub enum Error {
 }
 pub mod replay;
 pub mod synthetic;
-pub mod transcript;

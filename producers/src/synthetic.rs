@@ -24,7 +24,7 @@ pub fn usage(used: u64) -> Value {
 /// let mut t = Writer::new(dir.path().join("s.jsonl"), "s", dir.path());
 /// t.prompt("Fix the parser").unwrap();
 /// t.tool("Bash", serde_json::json!({"command": "cargo test"}), "ok", false, 120_000, false).unwrap();
-/// let tail = interpulse::transcript::read_tail(t.path(), 1 << 20).unwrap();
+/// let tail = interband_hosts::tail::read_tail(t.path(), 1 << 20, interband_hosts::Host::Claude).unwrap();
 /// assert_eq!(tail.usage.unwrap().used_tokens, 120_000);
 /// ```
 #[derive(Debug)]

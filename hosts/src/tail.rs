@@ -1,30 +1,15 @@
-//! Reads a Claude Code session's current context usage from the end of its
-//! transcript.
+//! Reads a session's current context usage from the end of its transcript,
+//! whatever the host: the backward line scanner, and the types its readers fill.
 //!
 //! A transcript is JSONL (one JSON object a line) that only grows, to hundreds
 //! of MB, with lines of up to hundreds of KB. The figure that matters is near
 //! the end, so [`read_tail`] reads backwards from the end in chunks of
 //! [`CHUNK`] bytes, never more than `scan_cap` bytes, and stops as soon as the
-//! answer is decided. Its cost depends on how far back the answer lies, not on
-//! the file's size.
-//!
-//! Scanning backwards, the first line that decides the answer is:
-//!
-//! * an assistant line: `"type":"assistant"`, `isSidechain` not `true`, a
-//!   `message.usage` object and `message.model` not `"<synthetic>"`. The
-//!   context is `input_tokens + cache_creation_input_tokens +
-//!   cache_read_input_tokens` of that usage (a missing or non-integer number
-//!   counts as 0). One response is written as several lines with the same
-//!   `message.id` and the same usage; only the last one is taken, never a sum.
-//! * a compaction boundary: `"type":"system","subtype":"compact_boundary"`
-//!   (`isSidechain` not `true`). It comes after every assistant line of the
-//!   context it replaced, so the context is its `compactMetadata.postTokens`.
-//!   A boundary without an integer `postTokens` still ends the scan, with no
-//!   figure: the assistant lines before it describe a context that is gone.
-//!
-//! Every other line is skipped, as is any line that is not valid JSON (the last
-//! line may be half written). Only lines containing `"assistant"` or
-//! `compact_boundary` are parsed at all.
+//! host's reader has decided the answer. Its cost depends on how far back the
+//! answer lies, not on the file's size. Each host's reader (its `judge`) says
+//! which lines decide: see [`crate::claude`], [`crate::codex`] and
+//! [`crate::gemini`]. Any line that is not valid JSON is skipped (the last
+//! line may be half written).
 
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -32,13 +17,15 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::Host;
+
 /// Where a context figure in the transcript came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageKind {
-    /// The usage of the last qualifying assistant line.
+    /// The usage of the last model response.
     Assistant,
-    /// The `postTokens` of a compaction boundary later than any qualifying
-    /// assistant line.
+    /// A compaction's own figure (Claude Code's `postTokens`), later than
+    /// any response.
     CompactBoundary,
 }
 
@@ -51,6 +38,9 @@ pub struct TailUsage {
     pub kind: UsageKind,
     /// The model of the assistant line, if kind is Assistant.
     pub model: Option<String>,
+    /// The window the transcript says the model has, when it says (Codex's
+    /// `model_context_window`), tokens.
+    pub window: Option<u64>,
     /// Byte offset just past the line the figure came from: a position in the transcript,
     /// used to judge whether another observation is at least as recent.
     ///
@@ -97,20 +87,20 @@ const CHUNK: usize = 64 << 10;
 /// The length is taken when the file is opened; bytes appended while reading
 /// are not looked at. A file that shrinks while it is read gives an
 /// [`io::ErrorKind::UnexpectedEof`] error.
-pub fn read_tail(path: &Path, scan_cap: u64) -> io::Result<Tail> {
-    read_tail_counting(path, scan_cap).map(|(tail, _)| tail)
+pub fn read_tail(path: &Path, scan_cap: u64, host: Host) -> io::Result<Tail> {
+    read_tail_counting(path, scan_cap, host.judge()).map(|(tail, _)| tail)
 }
 
 /// The same on bytes already in memory (the whole "file"); used by read_tail's tests and by callers with a buffer.
 ///
 /// The result equals `read_tail(path, DEFAULT_SCAN_CAP)` on a file holding
 /// `bytes`: only the last [`DEFAULT_SCAN_CAP`] bytes are scanned.
-pub fn tail_of(bytes: &[u8]) -> Tail {
-    tail_of_with(bytes, DEFAULT_SCAN_CAP, CHUNK)
+pub fn tail_of(bytes: &[u8], host: Host) -> Tail {
+    tail_of_with(bytes, DEFAULT_SCAN_CAP, CHUNK, host.judge())
 }
 
-/// [`tail_of`] with any cap and chunk size.
-fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize) -> Tail {
+/// [`tail_of`] with any cap, chunk size and reader.
+pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, judge: Judge) -> Tail {
     let len = bytes.len() as u64;
     let read = |at: u64, buf: &mut [u8]| -> io::Result<()> {
         // `scan` asks only for ranges inside [0, len).
@@ -122,7 +112,7 @@ fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize) -> Tail {
         buf.copy_from_slice(src);
         Ok(())
     };
-    match scan(len, scan_cap, chunk, read) {
+    match scan(len, scan_cap, chunk, judge, read) {
         Ok((tail, _)) => tail,
         // Unreachable: the slice never shrinks.
         Err(_) => Tail {
@@ -133,7 +123,11 @@ fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize) -> Tail {
 }
 
 /// [`read_tail`], also returning how many bytes it read from the file.
-fn read_tail_counting(path: &Path, scan_cap: u64) -> io::Result<(Tail, u64)> {
+pub(crate) fn read_tail_counting(
+    path: &Path,
+    scan_cap: u64,
+    judge: Judge,
+) -> io::Result<(Tail, u64)> {
     // Never blocking on a FIFO, never reading a device: regular files only.
     let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
         .map_err(interband::Error::into_io)?;
@@ -146,13 +140,21 @@ fn read_tail_counting(path: &Path, scan_cap: u64) -> io::Result<(Tail, u64)> {
         ));
     }
     let len = meta.len;
-    scan(len, scan_cap, CHUNK, |at, buf| file.read_exact_at(buf, at))
+    scan(len, scan_cap, CHUNK, judge, |at, buf| {
+        file.read_exact_at(buf, at)
+    })
 }
 
 /// Scans the last `scan_cap` bytes of a `len`-byte source backwards, `chunk`
 /// bytes at a time, with `read(at, buf)` filling `buf` from offset `at`.
 /// Returns the tail and the number of bytes read.
-fn scan<R>(len: u64, scan_cap: u64, chunk: usize, mut read: R) -> io::Result<(Tail, u64)>
+fn scan<R>(
+    len: u64,
+    scan_cap: u64,
+    chunk: usize,
+    judge: Judge,
+    mut read: R,
+) -> io::Result<(Tail, u64)>
 where
     R: FnMut(u64, &mut [u8]) -> io::Result<()>,
 {
@@ -229,95 +231,18 @@ fn join(head: &[u8], pieces: &mut Vec<Vec<u8>>, out: &mut Vec<u8>) {
     pieces.clear();
 }
 
-/// Judges one line (without its `\n`) that ends at `offset`. Returns true if
-/// it decides the answer, which is then recorded in `tail`.
-/// The few fields of a transcript line that matter; serde skips the rest
-/// (message content can be large) without building it.
-#[derive(serde::Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    kind: Option<Value>,
-    subtype: Option<Value>,
-    #[serde(rename = "isSidechain")]
-    is_sidechain: Option<Value>,
-    message: Option<LineMessage>,
-    uuid: Option<Value>,
-    #[serde(rename = "compactMetadata")]
-    compact_metadata: Option<Value>,
-}
-
-#[derive(serde::Deserialize)]
-struct LineMessage {
-    model: Option<Value>,
-    usage: Option<Value>,
-}
-
-fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if !contains(line, b"\"assistant\"") && !contains(line, b"compact_boundary") {
-        return false;
-    }
-    let Ok(l) = serde_json::from_slice::<Line>(line) else {
-        return false;
-    };
-    if l.is_sidechain == Some(Value::Bool(true)) {
-        return false;
-    }
-    match l.kind.as_ref().and_then(Value::as_str) {
-        Some("assistant") => {
-            let Some(message) = l.message else {
-                return false;
-            };
-            let Some(Value::Object(usage)) = message.usage else {
-                return false;
-            };
-            let model = message.model.as_ref().and_then(Value::as_str);
-            if model == Some("<synthetic>") {
-                return false;
-            }
-            let used_tokens = [
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            ]
-            .iter()
-            .fold(0u64, |sum, key| sum.saturating_add(number(&usage, key)));
-            tail.usage = Some(TailUsage {
-                used_tokens,
-                kind: UsageKind::Assistant,
-                model: model.map(str::to_owned),
-                offset,
-            });
-            true
-        }
-        Some("system")
-            if l.subtype.as_ref().and_then(Value::as_str) == Some("compact_boundary") =>
-        {
-            tail.latest_boundary = l.uuid.as_ref().and_then(Value::as_str).map(str::to_owned);
-            tail.usage = l
-                .compact_metadata
-                .as_ref()
-                .and_then(|meta| meta.get("postTokens"))
-                .and_then(Value::as_u64)
-                .map(|used_tokens| TailUsage {
-                    used_tokens,
-                    kind: UsageKind::CompactBoundary,
-                    model: None,
-                    offset,
-                });
-            true
-        }
-        _ => false,
-    }
-}
+/// A host's reader: judges one line (without its `\n`) that ends at
+/// `offset`, going backwards; returns true when the answer is decided, which
+/// is then recorded in the tail.
+pub type Judge = fn(&[u8], u64, &mut Tail) -> bool;
 
 /// `obj[key]` as a u64; 0 if missing or not a non-negative integer.
-fn number(obj: &Map<String, Value>, key: &str) -> u64 {
+pub(crate) fn number(obj: &Map<String, Value>, key: &str) -> u64 {
     obj.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// Whether `needle` (not empty) occurs in `haystack`.
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     let Some((&first, rest)) = needle.split_first() else {
         return true;
     };
@@ -340,6 +265,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::{Seek, SeekFrom, Write};
+
+    // These tests read Claude Code's format.
+    fn tail_of(bytes: &[u8]) -> Tail {
+        super::tail_of(bytes, Host::Claude)
+    }
+    fn read_tail(path: &Path, cap: u64) -> io::Result<Tail> {
+        super::read_tail(path, cap, Host::Claude)
+    }
+    fn tail_of_with(bytes: &[u8], cap: u64, chunk: usize) -> Tail {
+        super::tail_of_with(bytes, cap, chunk, crate::claude::judge)
+    }
+    fn read_tail_counting(path: &Path, cap: u64) -> io::Result<(Tail, u64)> {
+        super::read_tail_counting(path, cap, crate::claude::judge)
+    }
 
     const FIXTURE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -1,0 +1,269 @@
+//! Codex CLI: its rollout file, its window and where it compacts.
+//!
+//! The transcript is the session's rollout,
+//! `$CODEX_HOME/sessions/<y>/<m>/<d>/rollout-<time>-<session>.jsonl`. Each line
+//! is `{timestamp, type, payload}`. Usage comes in two kinds of line:
+//!
+//! * `event_msg` lines whose `payload.type` is `token_count`, with
+//!   `payload.info.last_token_usage` (the last response's usage) and
+//!   `payload.info.model_context_window` (the effective window); `info` is
+//!   null before the first response;
+//! * `token_usage_record` lines, `payload.usage`, written before the hook
+//!   for the response that asked for the tool runs (its `token_count` comes
+//!   just after).
+//!
+//! `cached_input_tokens` is a part of `input_tokens`, never added to it.
+//! Scanning backwards, the first usage decides the figure; the window is the
+//! nearest `token_count`'s. A `compacted` line is a compaction: before any
+//! newer usage, it ends the scan with no figure (the context it replaced is
+//! gone).
+//!
+//! Codex compacts at `model_auto_compact_token_limit` when `config.toml`
+//! sets it, else at [`DEFAULT_COMPACT_SHARE`] of the effective window.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::tail::{Tail, TailUsage, UsageKind, contains, number};
+
+/// Where Codex compacts when nothing sets it, as a share of the effective
+/// window (observed: 185k of an effective 190k).
+pub const DEFAULT_COMPACT_SHARE: f64 = 0.95;
+
+#[derive(serde::Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    payload: Option<Value>,
+}
+
+/// The tokens in context after a response, from its usage: input (cached
+/// input is a part of it) and output.
+pub fn context_tokens(usage: &Value) -> Option<u64> {
+    let obj = usage.as_object()?;
+    obj.get("input_tokens")?.as_u64()?;
+    Some(number(obj, "input_tokens").saturating_add(number(obj, "output_tokens")))
+}
+
+/// Codex CLI's reader (see the module's documentation).
+pub(crate) fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let interesting = contains(line, b"token_count")
+        || contains(line, b"token_usage_record")
+        || contains(line, b"\"compacted\"")
+        || (tail.usage.is_some() && contains(line, b"turn_context"));
+    if !interesting {
+        return false;
+    }
+    let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        return false;
+    };
+    let payload = l.payload.unwrap_or_default();
+    let found = tail.usage.is_some();
+    match l.kind.as_ref().and_then(Value::as_str) {
+        Some("event_msg") if payload["type"] == "token_count" => {
+            let info = &payload["info"];
+            let window = info["model_context_window"].as_u64();
+            if let Some(u) = tail.usage.as_mut() {
+                // A newer usage record came first: this only says the window.
+                u.window = u.window.or(window);
+                return window.is_some();
+            }
+            let Some(used) = context_tokens(&info["last_token_usage"]) else {
+                return false;
+            };
+            tail.usage = Some(TailUsage {
+                used_tokens: used,
+                kind: UsageKind::Assistant,
+                model: None,
+                window,
+                offset,
+            });
+            window.is_some()
+        }
+        Some("token_usage_record") if !found => {
+            let Some(used) = context_tokens(&payload["usage"]) else {
+                return false;
+            };
+            tail.usage = Some(TailUsage {
+                used_tokens: used,
+                kind: UsageKind::Assistant,
+                model: None,
+                window: None,
+                offset,
+            });
+            // Go on for the window.
+            false
+        }
+        Some("turn_context") => {
+            if let (Some(u), Some(model)) = (tail.usage.as_mut(), payload["model"].as_str()) {
+                u.model.get_or_insert_with(|| model.to_owned());
+            }
+            false
+        }
+        // Older than a usage found: the window is not in this context's lines.
+        Some("compacted") if found => true,
+        Some("compacted") => {
+            tail.latest_boundary = Some(format!("compacted@{offset}"));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// What Codex's `config.toml` (`$CODEX_HOME`, else `~/.codex`) says of the
+/// window and the compaction point, when it says.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Config {
+    /// `model_context_window`.
+    pub window: Option<u64>,
+    /// `model_auto_compact_token_limit`.
+    pub compact_at: Option<u64>,
+}
+
+/// Reads `config.toml` from Codex's home folder (bounded, without blocking).
+pub fn config(codex_home: Option<&Path>) -> Config {
+    let Some(home) = codex_home else {
+        return Config::default();
+    };
+    let Ok(bytes) = interband::fsio::read_regular(&home.join("config.toml"), 1 << 20) else {
+        return Config::default();
+    };
+    let Ok(t) = toml::from_str::<toml::Table>(&String::from_utf8_lossy(&bytes)) else {
+        return Config::default();
+    };
+    let n = |k: &str| {
+        t.get(k)
+            .and_then(toml::Value::as_integer)
+            .filter(|v| *v > 0)
+            .map(|v| v as u64)
+    };
+    Config {
+        window: n("model_context_window"),
+        compact_at: n("model_auto_compact_token_limit"),
+    }
+}
+
+/// The window Codex reports (`model_context_window` in its token counts)
+/// for a configured one: it keeps a share back (190,000 for 200,000).
+pub fn effective_window(configured: u64) -> u64 {
+    (configured as f64 * EFFECTIVE_SHARE).floor() as u64
+}
+
+/// The share of a configured window Codex counts as usable.
+pub const EFFECTIVE_SHARE: f64 = 0.95;
+
+/// Where Codex compacts a window: the configured limit (within the window),
+/// else [`DEFAULT_COMPACT_SHARE`] of it.
+pub fn compaction_point(window: u64, config: &Config) -> u64 {
+    match config.compact_at {
+        Some(at) => at.min(window),
+        None => (window as f64 * DEFAULT_COMPACT_SHARE).floor() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Host;
+    use crate::tail::tail_of;
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/codex-0.171.0/rollout.at-PostToolUse.140k.jsonl"
+    );
+
+    fn line(kind: &str, payload: Value) -> String {
+        serde_json::json!({"timestamp": "2026-11-30T00:00:00Z", "type": kind, "payload": payload})
+            .to_string()
+    }
+
+    fn token_count(input: u64, output: u64, window: u64) -> String {
+        let usage = serde_json::json!({"input_tokens": input, "cached_input_tokens": input / 2,
+            "output_tokens": output, "reasoning_output_tokens": 0, "total_tokens": input + output});
+        line(
+            "event_msg",
+            serde_json::json!({"type": "token_count", "info": {"total_token_usage": usage,
+                "last_token_usage": usage, "model_context_window": window}}),
+        )
+    }
+
+    fn record(input: u64) -> String {
+        line(
+            "token_usage_record",
+            serde_json::json!({"usage": {"input_tokens": input, "cached_input_tokens": input, "output_tokens": 20}}),
+        )
+    }
+
+    fn file(lines: &[String]) -> Vec<u8> {
+        lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn the_real_rollout_at_post_tool_use_gives_the_record() {
+        let tail = tail_of(&std::fs::read(FIXTURE).unwrap(), Host::Codex);
+        let u = tail.usage.unwrap();
+        assert_eq!(
+            u.used_tokens, 140_020,
+            "input (cached is a part of it) and output"
+        );
+        assert_eq!(u.model.as_deref(), Some("gpt-5.1-codex"));
+    }
+
+    #[test]
+    fn the_nearest_usage_decides_and_the_nearest_token_count_gives_the_window() {
+        let bytes = file(&[
+            token_count(100_000, 10, 190_000),
+            line(
+                "turn_context",
+                serde_json::json!({"model": "gpt-5.1-codex"}),
+            ),
+            record(120_000),
+        ]);
+        let u = tail_of(&bytes, Host::Codex).usage.unwrap();
+        assert_eq!((u.used_tokens, u.window), (120_020, Some(190_000)));
+        assert_eq!(u.model.as_deref(), Some("gpt-5.1-codex"));
+        let bytes = file(&[record(120_000), token_count(130_000, 5, 190_000)]);
+        let u = tail_of(&bytes, Host::Codex).usage.unwrap();
+        assert_eq!((u.used_tokens, u.window), (130_005, Some(190_000)));
+    }
+
+    #[test]
+    fn a_compaction_ends_the_old_figures() {
+        let bytes = file(&[
+            token_count(180_000, 10, 190_000),
+            line("compacted", serde_json::json!({"message": "summary"})),
+        ]);
+        let tail = tail_of(&bytes, Host::Codex);
+        assert_eq!(tail.usage, None);
+        assert!(tail.latest_boundary.is_some());
+        let bytes = file(&[
+            token_count(180_000, 10, 190_000),
+            line("compacted", serde_json::json!({"message": "summary"})),
+            token_count(9_000, 10, 190_000),
+        ]);
+        assert_eq!(
+            tail_of(&bytes, Host::Codex).usage.unwrap().used_tokens,
+            9_010
+        );
+    }
+
+    #[test]
+    fn the_compaction_point_comes_from_config_toml() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(config(Some(home.path())), Config::default());
+        assert_eq!(compaction_point(190_000, &Config::default()), 180_500);
+        std::fs::write(
+            home.path().join("config.toml"),
+            "model_context_window = 200000\nmodel_auto_compact_token_limit = 150000\n",
+        )
+        .unwrap();
+        let c = config(Some(home.path()));
+        assert_eq!((c.window, c.compact_at), (Some(200_000), Some(150_000)));
+        assert_eq!(compaction_point(190_000, &c), 150_000);
+    }
+}

@@ -1,0 +1,384 @@
+//! # interband hosts
+//!
+//! One profile per agent host — Claude Code, Codex CLI, Gemini CLI — and
+//! everything that differs between them, in one place: the hook events and
+//! which one ends a turn, how to read the current usage and window from the
+//! host's transcript (from the end, bounded, flat in the file's size), where
+//! the host compacts and what the command is, its tool names, how a failed
+//! call looks, and how it wants a hook's output. The engine, the bus and the
+//! consumers are host-agnostic: they ask the profile.
+//!
+//! The hook picks the profile from its input — the event name, the
+//! transcript's shape, fields only one host sends — never from environment
+//! variables. Adding a host is one new module, its profile and its fixtures.
+//!
+//! ```
+//! use interband_hosts::Host;
+//! let gemini = Host::detect("AfterTool", Some("/h/.gemini/tmp/p/chats/session-2026-11-30T07-27-566ab2a4.jsonl"), false, false);
+//! assert_eq!(gemini, Host::Gemini);
+//! assert_eq!(gemini.profile().compact_command, "/compress");
+//! let codex = Host::detect("PostToolUse", Some("/h/.codex/sessions/2026/11/30/rollout-2026-11-30T07-24-45-01a2.jsonl"), true, false);
+//! assert_eq!(codex, Host::Codex);
+//! assert_eq!(Host::detect("PostToolUse", Some("/h/.claude/projects/-p/d6d5.jsonl"), false, false), Host::Claude);
+//! ```
+#![deny(missing_docs)]
+
+pub mod claude;
+pub mod codex;
+pub mod gemini;
+pub mod tail;
+
+use serde::{Deserialize, Serialize};
+
+/// An agent host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Host {
+    /// Claude Code.
+    Claude,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// Google's Gemini CLI.
+    Gemini,
+}
+
+/// What is host-specific, as data.
+#[derive(Debug)]
+pub struct Profile {
+    /// The host.
+    pub host: Host,
+    /// Its name for people.
+    pub name: &'static str,
+    /// The event after each tool call.
+    pub tool_event: &'static str,
+    /// The event at the end of a turn (the moment to write notes and act).
+    pub end_of_turn: &'static str,
+    /// The event before the context is compacted.
+    pub pre_compaction: &'static str,
+    /// Whether [`Profile::pre_compaction`] means a compaction will happen.
+    /// Gemini fires `PreCompress` at every model turn, before it checks any
+    /// threshold: alone, it says nothing.
+    pub pre_compaction_means_compaction: bool,
+    /// Whether `SessionStart` comes with `source: "compact"` after a
+    /// compaction (Gemini has no such source).
+    pub start_after_compaction: bool,
+    /// The command that compacts.
+    pub compact_command: &'static str,
+    /// Tools whose output is typically large (+1.5 pressure each).
+    pub heavy_tools: &'static [&'static str],
+    /// Tools that change files.
+    pub edit_tools: &'static [&'static str],
+    /// Tools that run a command.
+    pub shell_tools: &'static [&'static str],
+}
+
+/// Claude Code.
+pub const CLAUDE: Profile = Profile {
+    host: Host::Claude,
+    name: "Claude Code",
+    tool_event: "PostToolUse",
+    end_of_turn: "Stop",
+    pre_compaction: "PreCompact",
+    pre_compaction_means_compaction: true,
+    start_after_compaction: true,
+    compact_command: "/compact",
+    heavy_tools: &[
+        "Read",
+        "Grep",
+        "Glob",
+        "Task",
+        "Agent",
+        "WebFetch",
+        "WebSearch",
+    ],
+    edit_tools: &["Edit", "MultiEdit", "Write", "NotebookEdit"],
+    shell_tools: &["Bash"],
+};
+
+/// Codex CLI.
+pub const CODEX: Profile = Profile {
+    host: Host::Codex,
+    name: "Codex CLI",
+    tool_event: "PostToolUse",
+    end_of_turn: "Stop",
+    pre_compaction: "PreCompact",
+    pre_compaction_means_compaction: true,
+    start_after_compaction: true,
+    compact_command: "/compact",
+    heavy_tools: &["web_search", "view_image"],
+    edit_tools: &["apply_patch"],
+    shell_tools: &["Bash", "shell", "exec_command", "local_shell"],
+};
+
+/// Gemini CLI.
+pub const GEMINI: Profile = Profile {
+    host: Host::Gemini,
+    name: "Gemini CLI",
+    tool_event: "AfterTool",
+    end_of_turn: "AfterAgent",
+    pre_compaction: "PreCompress",
+    pre_compaction_means_compaction: false,
+    start_after_compaction: false,
+    compact_command: "/compress",
+    heavy_tools: &[
+        "read_file",
+        "read_many_files",
+        "glob",
+        "search_file_content",
+        "list_directory",
+        "web_fetch",
+        "google_web_search",
+    ],
+    edit_tools: &["write_file", "replace"],
+    shell_tools: &["run_shell_command"],
+};
+
+/// Events only Gemini CLI sends.
+const GEMINI_EVENTS: &[&str] = &[
+    "AfterTool",
+    "BeforeTool",
+    "AfterAgent",
+    "BeforeAgent",
+    "PreCompress",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "Notification",
+];
+
+impl Host {
+    /// Every host.
+    pub const ALL: [Host; 3] = [Host::Claude, Host::Codex, Host::Gemini];
+
+    /// Its profile.
+    pub fn profile(self) -> &'static Profile {
+        match self {
+            Host::Claude => &CLAUDE,
+            Host::Codex => &CODEX,
+            Host::Gemini => &GEMINI,
+        }
+    }
+
+    /// Its transcript reader.
+    pub fn judge(self) -> tail::Judge {
+        match self {
+            Host::Claude => claude::judge,
+            Host::Codex => codex::judge,
+            Host::Gemini => gemini::judge,
+        }
+    }
+
+    /// The host that sent a hook input: by its event name (Gemini's are
+    /// its own), then its transcript's shape (Codex writes
+    /// `rollout-<time>-<id>.jsonl`, Gemini `chats/session-<time>-<id8>.jsonl`),
+    /// then fields only one host sends (`turn_id`: Codex; a top-level
+    /// `timestamp`: Gemini). Claude Code otherwise.
+    pub fn detect(
+        event: &str,
+        transcript: Option<&str>,
+        has_turn_id: bool,
+        has_timestamp: bool,
+    ) -> Host {
+        if GEMINI_EVENTS.contains(&event) {
+            return Host::Gemini;
+        }
+        if let Some(host) = transcript.and_then(Host::of_transcript) {
+            return host;
+        }
+        if has_turn_id {
+            Host::Codex
+        } else if has_timestamp {
+            Host::Gemini
+        } else {
+            Host::Claude
+        }
+    }
+
+    /// The host a transcript's path says, when it says.
+    pub fn of_transcript(path: &str) -> Option<Host> {
+        let p = std::path::Path::new(path);
+        let name = p.file_name()?.to_str()?;
+        let parent = p
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str());
+        if name.starts_with("rollout-") && name.ends_with(".jsonl") {
+            Some(Host::Codex)
+        } else if name.starts_with("session-")
+            && (name.ends_with(".jsonl") || name.ends_with(".json"))
+            && parent == Some("chats")
+        {
+            Some(Host::Gemini)
+        } else if path.contains("/.claude/projects/") {
+            Some(Host::Claude)
+        } else {
+            None
+        }
+    }
+
+    /// The host named `name` (`claude`, `codex`, `gemini`).
+    pub fn from_name(name: &str) -> Option<Host> {
+        Host::ALL
+            .into_iter()
+            .find(|h| h.as_str().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Its short name: `claude`, `codex`, `gemini`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Host::Claude => "claude",
+            Host::Codex => "codex",
+            Host::Gemini => "gemini",
+        }
+    }
+}
+
+/// A window and the point where the host compacts it, tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The window.
+    pub window: u64,
+    /// Where the host compacts (summarizes) the context.
+    pub compact_at: u64,
+}
+
+/// What a session's window and compaction point are known from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Known<'a> {
+    /// The window this session's own figures say (the host's statusline,
+    /// Codex's `model_context_window`, Gemini's model's limit).
+    pub observed: Option<u64>,
+    /// The user's `[interpulse] window` (0: unset).
+    pub configured: u64,
+    /// The window a statusline reported for the model in other sessions.
+    pub learned: Option<u64>,
+    /// Tokens in context now.
+    pub used: u64,
+    /// The project folder (Gemini reads its `.gemini/settings.json`).
+    pub project: Option<&'a std::path::Path>,
+}
+
+impl Host {
+    /// The window and compaction point of a session, by the host's own rules.
+    ///
+    /// - Claude Code: the window observed, configured, learned or 200k
+    ///   (capped by `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, raised to 1M past
+    ///   200k); autocompact at the window less its output reserve and buffer,
+    ///   or `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, or never (`DISABLE_AUTO_COMPACT`).
+    /// - Codex CLI: the rollout's effective window, else `config.toml`'s
+    ///   (`$CODEX_HOME`, else `~/.codex`), else configured, learned or 200k;
+    ///   compaction at `model_auto_compact_token_limit` or a share of it.
+    /// - Gemini CLI: the model's limit (1,048,576), else configured;
+    ///   compression at `compressionThreshold` × the limit.
+    pub fn limits(self, k: &Known, env: &dyn interband::settings::Env) -> Limits {
+        use interband::context;
+        let path = |var: &str| {
+            env.var(var)
+                .filter(|v| !v.trim().is_empty())
+                .map(std::path::PathBuf::from)
+        };
+        let home = path("HOME");
+        match self {
+            Host::Claude => {
+                let window = context::window(k.observed, k.configured, env, k.learned, k.used);
+                Limits {
+                    window,
+                    compact_at: context::autocompact_at(window, env),
+                }
+            }
+            Host::Codex => {
+                let codex_home = path("CODEX_HOME").or_else(|| home.map(|h| h.join(".codex")));
+                let cfg = codex::config(codex_home.as_deref());
+                let window = k
+                    .observed
+                    .or(cfg.window.map(codex::effective_window))
+                    .or((k.configured > 0).then_some(k.configured))
+                    .or(k.learned)
+                    .unwrap_or(context::DEFAULT_WINDOW);
+                Limits {
+                    window,
+                    compact_at: codex::compaction_point(window, &cfg),
+                }
+            }
+            Host::Gemini => {
+                let window = k
+                    .observed
+                    .or((k.configured > 0).then_some(k.configured))
+                    .unwrap_or(gemini::DEFAULT_LIMIT);
+                let threshold = gemini::compression_threshold(home.as_deref(), k.project);
+                Limits {
+                    window,
+                    compact_at: gemini::compression_point(window, threshold),
+                }
+            }
+        }
+    }
+}
+
+impl Profile {
+    /// True for a tool whose output is typically large.
+    pub fn is_heavy(&self, tool: &str) -> bool {
+        self.heavy_tools.contains(&tool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(host: &str, name: &str) -> serde_json::Value {
+        let dir = match host {
+            "claude" => "claude-code-2.1.332",
+            "codex" => "codex-0.171.0",
+            _ => "gemini-cli-0.61.0",
+        };
+        let path = format!(
+            "{}/../tests/fixtures/{dir}/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+            .unwrap()
+    }
+
+    fn detect(v: &serde_json::Value) -> Host {
+        Host::detect(
+            v["hook_event_name"].as_str().unwrap_or(""),
+            v["transcript_path"].as_str(),
+            v.get("turn_id").is_some(),
+            v["timestamp"].is_string(),
+        )
+    }
+
+    #[test]
+    fn every_captured_input_is_told_apart() {
+        for name in [
+            "PostToolUse.input.json",
+            "Stop.input.json",
+            "PreCompact.auto.input.json",
+            "SessionStart.compact.input.json",
+            "SessionEnd.input.json",
+            "statusLine.input.json",
+        ] {
+            assert_eq!(detect(&fixture("claude", name)), Host::Claude, "{name}");
+        }
+        for name in [
+            "PostToolUse.input.json",
+            "PostToolUse.ephemeral.input.json",
+            "Stop.input.json",
+            "PreCompact.auto.input.json",
+            "SessionStart.compact.input.json",
+            "SessionStart.startup.input.json",
+            "SessionEnd.input.json",
+        ] {
+            assert_eq!(detect(&fixture("codex", name)), Host::Codex, "{name}");
+        }
+        for name in [
+            "AfterTool.run_shell_command.input.json",
+            "PreCompress.auto.input.json",
+            "SessionStart.startup.input.json",
+            "SessionEnd.exit.input.json",
+        ] {
+            assert_eq!(detect(&fixture("gemini", name)), Host::Gemini, "{name}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Codex CLI and Gemini CLI through the real binary, with their real captured
+//! inputs and transcripts in their own formats: the hook reads each host's
+//! real figure, against its real window and compaction point.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::{Value, json};
+
+fn capture_of(host: &str, name: &str) -> Value {
+    let path = repo().join("tests/fixtures").join(host).join(name);
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// A Codex rollout whose last response put `used` tokens in context, in an
+/// effective window of `window`, named as Codex names it.
+fn codex_rollout(dir: &Path, session: &str, used: u64, window: u64) -> PathBuf {
+    let folder = dir.join(".codex/sessions/2026/11/30");
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!("rollout-2026-11-30T07-24-45-{session}.jsonl"));
+    let real = std::fs::read_to_string(
+        repo().join("tests/fixtures/codex-0.171.0/rollout.at-PostToolUse.140k.jsonl"),
+    )
+    .unwrap();
+    let usage = json!({"input_tokens": used - 20, "cached_input_tokens": used / 2, "output_tokens": 20,
+        "reasoning_output_tokens": 0, "total_tokens": used});
+    let count = json!({"timestamp": "2026-11-30T07:28:33.100Z", "type": "event_msg", "payload": {"type": "token_count",
+        "info": {"total_token_usage": usage, "last_token_usage": usage, "model_context_window": window}}});
+    std::fs::write(&path, format!("{real}{count}\n")).unwrap();
+    path
+}
+
+/// A Gemini chat recording whose last reply had `input` prompt tokens.
+fn gemini_chat(dir: &Path, session: &str, input: u64) -> PathBuf {
+    let folder = dir.join(".gemini/tmp/proj/chats");
+    std::fs::create_dir_all(&folder).unwrap();
+    let short: String = session.chars().take(8).collect();
+    let path = folder.join(format!("session-2026-11-30T07-27-{short}.jsonl"));
+    let reply = json!({"id": "r1", "timestamp": "2026-11-30T07:27:18.625Z", "type": "gemini", "content": "",
+        "tokens": {"input": input, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": input + 20},
+        "model": "gemini-2.5-flash"});
+    let real = std::fs::read_to_string(
+        repo().join("tests/fixtures/gemini-cli-0.61.0/transcript.session.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(&path, format!("{real}{reply}\n")).unwrap();
+    path
+}
+
+fn hook(w: &World, input: &Value) -> Value {
+    let o = w.run_with_stdin(&["hook"], &serde_json::to_vec(input).unwrap());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        o.stderr.is_empty(),
+        "stderr stays empty (Gemini reads it): {}",
+        stderr(&o)
+    );
+    let out = stdout(&o);
+    if out.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&out).unwrap()
+    }
+}
+
+fn pressure(w: &World, session: &str) -> Value {
+    w.bus()
+        .read("interpulse", "pressure", session)
+        .unwrap()
+        .envelope
+        .payload
+}
+
+#[test]
+fn codex_figures_come_from_its_rollout_against_its_window() {
+    let w = World::new();
+    let mut input = capture_of("codex-0.171.0", "PostToolUse.input.json");
+    let session = input["session_id"].as_str().unwrap().to_owned();
+    // 140k of an effective 190k window: yellow, from the rollout.
+    let rollout = codex_rollout(w.dir.path(), &session, 140_000, 190_000);
+    input["transcript_path"] = json!(rollout);
+    input["cwd"] = json!(w.dir.path());
+    let out = hook(&w, &input);
+    let p = pressure(&w, &session);
+    assert_eq!(p["source"], "transcript", "{p}");
+    assert_eq!(p["used_tokens"], 140_000);
+    assert_eq!(p["window"], 190_000);
+    assert_eq!(p["level"], "yellow", "{p}");
+    let said = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or("");
+    assert!(said.contains("Context YELLOW"), "{out}");
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    // 185k: red, and the way out is Codex's `/compact`.
+    let rollout = codex_rollout(w.dir.path(), &session, 185_000, 190_000);
+    input["transcript_path"] = json!(rollout);
+    hook(&w, &input);
+    assert_eq!(pressure(&w, &session)["level"], "red");
+}
+
+#[test]
+fn codex_output_carries_no_field_it_would_reject() {
+    let w = World::new();
+    let mut input = capture_of("codex-0.171.0", "PostToolUse.input.json");
+    let session = input["session_id"].as_str().unwrap().to_owned();
+    input["transcript_path"] = json!(codex_rollout(w.dir.path(), &session, 185_000, 190_000));
+    input["cwd"] = json!(w.dir.path());
+    let out = hook(&w, &input);
+    let accepted = capture_of("codex-0.171.0", "interband.PostToolUse.output.json");
+    let keys = |v: &Value| -> Vec<String> {
+        let mut k: Vec<String> = v["hookSpecificOutput"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&out), keys(&accepted), "{out}");
+    assert_eq!(out.as_object().unwrap().len(), 1, "{out}");
+}
+
+#[test]
+fn gemini_figures_come_from_its_chat_against_its_compression_point() {
+    let w = World::new();
+    let mut input = capture_of(
+        "gemini-cli-0.61.0",
+        "AfterTool.run_shell_command.input.json",
+    );
+    let session = input["session_id"].as_str().unwrap().to_owned();
+    input["cwd"] = json!(w.dir.path());
+    // 190k of 1,048,576 compressing at half of it: green.
+    input["transcript_path"] = json!(gemini_chat(w.dir.path(), &session, 190_000));
+    assert_eq!(hook(&w, &input), Value::Null, "green says nothing");
+    let p = pressure(&w, &session);
+    assert_eq!(
+        (p["used_tokens"].clone(), p["window"].clone()),
+        (json!(190_000), json!(1_048_576))
+    );
+    assert_eq!(p["level"], "green", "{p}");
+    // 500k: past 90% of the 524,288 compression point: red.
+    input["transcript_path"] = json!(gemini_chat(w.dir.path(), &session, 500_000));
+    let out = hook(&w, &input);
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("Context RED"),
+        "{out}"
+    );
+    // The user's compressionThreshold moves the point.
+    std::fs::create_dir_all(w.home().join(".gemini")).unwrap();
+    std::fs::write(
+        w.home().join(".gemini/settings.json"),
+        r#"{"model": {"compressionThreshold": 0.9}}"#,
+    )
+    .unwrap();
+    let w2_session = "0b8c94aa-1932-4084-84fc-a27eed6c8978";
+    input["session_id"] = json!(w2_session);
+    input["transcript_path"] = json!(gemini_chat(w.dir.path(), w2_session, 500_000));
+    hook(&w, &input);
+    assert_eq!(pressure(&w, w2_session)["level"], "green");
+}
