@@ -12,14 +12,18 @@
 //!   for the response that asked for the tool runs (its `token_count` comes
 //!   just after).
 //!
-//! `cached_input_tokens` is a part of `input_tokens`, never added to it.
-//! Scanning backwards, the first usage decides the figure; the window is the
-//! nearest `token_count`'s. A `compacted` line is a compaction: before any
-//! newer usage, it ends the scan with no figure (the context it replaced is
-//! gone).
+//! The tokens in context are the usage's `total_tokens`, as Codex counts
+//! them itself (`cached_input_tokens` is a part of `input_tokens`, never
+//! added again; output and reasoning count). Scanning backwards, the first
+//! usage decides the figure; the window is the nearest `token_count`'s. A
+//! `compacted` line is a compaction: before any newer usage, it ends the scan
+//! with no figure (the context it replaced is gone); the `token_count` Codex
+//! writes after it carries the new context's estimate.
 //!
-//! Codex compacts at `model_auto_compact_token_limit` when `config.toml`
-//! sets it, else at [`DEFAULT_COMPACT_SHARE`] of the effective window.
+//! The window Codex reports is an effective one, 95% of the model's (190,000
+//! for 200,000). It compacts at `model_auto_compact_token_limit` when
+//! `config.toml` sets it, but never past 90% of the model's window, which is
+//! also the point when nothing sets it.
 
 use std::path::Path;
 
@@ -27,9 +31,12 @@ use serde_json::Value;
 
 use crate::tail::{Tail, TailUsage, UsageKind, contains, number};
 
-/// Where Codex compacts when nothing sets it, as a share of the effective
-/// window (observed: 185k of an effective 190k).
-pub const DEFAULT_COMPACT_SHARE: f64 = 0.95;
+/// Where Codex compacts when nothing sets it, and at most: this share of the
+/// model's (not the effective) window.
+pub const COMPACT_SHARE: f64 = 0.90;
+
+/// The window of a model Codex knows nothing of: 272,000 (258,400 effective).
+pub const DEFAULT_MODEL_WINDOW: u64 = 272_000;
 
 #[derive(serde::Deserialize)]
 struct Line {
@@ -38,10 +45,13 @@ struct Line {
     payload: Option<Value>,
 }
 
-/// The tokens in context after a response, from its usage: input (cached
-/// input is a part of it) and output.
+/// The tokens in context after a response, from its usage: its
+/// `total_tokens`, else input (cached input is a part of it) and output.
 pub fn context_tokens(usage: &Value) -> Option<u64> {
     let obj = usage.as_object()?;
+    if let Some(total) = obj.get("total_tokens").and_then(Value::as_u64) {
+        return Some(total);
+    }
     obj.get("input_tokens")?.as_u64()?;
     Some(number(obj, "input_tokens").saturating_add(number(obj, "output_tokens")))
 }
@@ -146,21 +156,31 @@ pub fn config(codex_home: Option<&Path>) -> Config {
 }
 
 /// The window Codex reports (`model_context_window` in its token counts)
-/// for a configured one: it keeps a share back (190,000 for 200,000).
-pub fn effective_window(configured: u64) -> u64 {
-    (configured as f64 * EFFECTIVE_SHARE).floor() as u64
+/// for a model's: it keeps a share back (190,000 for 200,000).
+pub fn effective_window(model_window: u64) -> u64 {
+    (model_window as f64 * EFFECTIVE_SHARE).round() as u64
 }
 
-/// The share of a configured window Codex counts as usable.
+/// The share of a model's window Codex counts as its effective window.
 pub const EFFECTIVE_SHARE: f64 = 0.95;
 
-/// Where Codex compacts a window: the configured limit (within the window),
-/// else [`DEFAULT_COMPACT_SHARE`] of it.
-pub fn compaction_point(window: u64, config: &Config) -> u64 {
-    match config.compact_at {
-        Some(at) => at.min(window),
-        None => (window as f64 * DEFAULT_COMPACT_SHARE).floor() as u64,
-    }
+/// Where Codex compacts, given the effective window it reports: the
+/// configured limit, at most [`COMPACT_SHARE`] of the model's window (the
+/// effective one over [`EFFECTIVE_SHARE`]), which is also the point when
+/// nothing is configured.
+///
+/// ```
+/// use interband_hosts::codex::{compaction_point, Config};
+/// assert_eq!(compaction_point(190_000, &Config::default()), 180_000);
+/// let low = Config { compact_at: Some(150_000), ..Default::default() };
+/// assert_eq!(compaction_point(190_000, &low), 150_000);
+/// let high = Config { compact_at: Some(195_000), ..Default::default() };
+/// assert_eq!(compaction_point(190_000, &high), 180_000);
+/// ```
+pub fn compaction_point(effective: u64, config: &Config) -> u64 {
+    let model_window = (effective as f64 / EFFECTIVE_SHARE).round();
+    let cap = (model_window * COMPACT_SHARE).floor() as u64;
+    config.compact_at.map_or(cap, |at| at.min(cap))
 }
 
 #[cfg(test)]
@@ -209,7 +229,7 @@ mod tests {
         let u = tail.usage.unwrap();
         assert_eq!(
             u.used_tokens, 140_020,
-            "input (cached is a part of it) and output"
+            "total_tokens: input (cached is a part of it) and output"
         );
         assert_eq!(u.model.as_deref(), Some("gpt-5.1-codex"));
     }
@@ -256,7 +276,7 @@ mod tests {
     fn the_compaction_point_comes_from_config_toml() {
         let home = tempfile::tempdir().unwrap();
         assert_eq!(config(Some(home.path())), Config::default());
-        assert_eq!(compaction_point(190_000, &Config::default()), 180_500);
+        assert_eq!(compaction_point(190_000, &Config::default()), 180_000);
         std::fs::write(
             home.path().join("config.toml"),
             "model_context_window = 200000\nmodel_auto_compact_token_limit = 150000\n",

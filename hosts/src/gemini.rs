@@ -9,10 +9,13 @@
 //! scanning backwards, the first `gemini` record with a `tokens.input` decides.
 //! `$set` lines only update metadata.
 //!
-//! Gemini compresses the history when the prompt passes `compressionThreshold`
-//! × the model's token limit (0.5 by default; `model.compressionThreshold` in
-//! `~/.gemini/settings.json`, then the project's `.gemini/settings.json`).
-//! A compression leaves no mark in the transcript: the next figure drops.
+//! Gemini compresses the history when the last prompt reaches
+//! `compressionThreshold` × the model's token limit (0.5 by default;
+//! `model.compressionThreshold` in `~/.gemini/settings.json`, then the
+//! project's `.gemini/settings.json`). A compression rewrites the recording's
+//! whole message list (`{"$set":{"messages":[...]}}`): scanning backwards,
+//! such a line before any newer reply ends the scan with no figure (the
+//! context it replaced is gone), and the next reply's figure is the new one.
 
 use std::path::Path;
 
@@ -34,9 +37,31 @@ struct Line {
     tokens: Option<Value>,
 }
 
+/// Only whether a `$set` line replaces the message list.
+#[derive(serde::Deserialize)]
+struct SetLine {
+    #[serde(rename = "$set")]
+    set: Option<SetMessages>,
+}
+
+#[derive(serde::Deserialize)]
+struct SetMessages {
+    messages: Option<serde::de::IgnoredAny>,
+}
+
 /// Gemini CLI's reader (see the module's documentation).
 pub(crate) fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.starts_with(b"{\"$set\"") && contains(line, b"\"messages\"") {
+        let rewritten = serde_json::from_slice::<SetLine>(line)
+            .is_ok_and(|l| l.set.is_some_and(|s| s.messages.is_some()));
+        if rewritten {
+            // A compression (or a session's first history): no figure yet.
+            tail.latest_boundary = Some(format!("messages@{offset}"));
+            return true;
+        }
+        return false;
+    }
     if !contains(line, b"\"gemini\"") {
         return false;
     }
@@ -64,11 +89,11 @@ pub(crate) fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
 ///
 /// ```
 /// assert_eq!(interband_hosts::gemini::limit("gemini-2.5-flash"), 1_048_576);
-/// assert_eq!(interband_hosts::gemini::limit("gemini-1.5-pro"), 2_097_152);
+/// assert_eq!(interband_hosts::gemini::limit("gemma-4-31b-it"), 256_000);
 /// ```
 pub fn limit(model: &str) -> u64 {
-    if model.contains("gemini-1.5-pro") {
-        2_097_152
+    if model.starts_with("gemma-4") {
+        256_000
     } else {
         DEFAULT_LIMIT
     }
@@ -133,6 +158,29 @@ mod tests {
         assert_eq!(
             (u.used_tokens, u.model.as_deref()),
             (1000, Some("gemini-2.5-pro"))
+        );
+    }
+
+    #[test]
+    fn a_rewritten_message_list_is_a_compression() {
+        let reply = |input: u64| {
+            format!(
+                r#"{{"id":"a","type":"gemini","tokens":{{"input":{input}}},"model":"gemini-2.5-flash"}}"#
+            )
+        };
+        let set = r#"{"$set":{"messages":[{"id":"s","type":"user","content":[{"text":"<state_snapshot>"}]}]}}"#;
+        let meta = r#"{"$set":{"lastUpdated":"x"}}"#;
+        let bytes = format!("{}\n{set}\n{meta}\n", reply(600_000));
+        let tail = tail_of(bytes.as_bytes(), Host::Gemini);
+        assert_eq!(tail.usage, None);
+        assert!(tail.latest_boundary.is_some());
+        let bytes = format!("{}\n{set}\n{}\n", reply(600_000), reply(9_000));
+        assert_eq!(
+            tail_of(bytes.as_bytes(), Host::Gemini)
+                .usage
+                .unwrap()
+                .used_tokens,
+            9_000
         );
     }
 

@@ -294,7 +294,7 @@ impl Host {
                     .or(cfg.window.map(codex::effective_window))
                     .or((k.configured > 0).then_some(k.configured))
                     .or(k.learned)
-                    .unwrap_or(context::DEFAULT_WINDOW);
+                    .unwrap_or(codex::effective_window(codex::DEFAULT_MODEL_WINDOW));
                 Limits {
                     window,
                     compact_at: codex::compaction_point(window, &cfg),
