@@ -165,3 +165,175 @@ fn gemini_figures_come_from_its_chat_against_its_compression_point() {
     hook(&w, &input);
     assert_eq!(pressure(&w, w2_session)["level"], "green");
 }
+
+/// Appends lines to a file.
+fn append(path: &Path, lines: &[Value]) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+}
+
+fn gemini_event(name: &str, session: &str, chat: &Path, cwd: &Path, extra: Value) -> Value {
+    let mut v = json!({"session_id": session, "transcript_path": chat, "cwd": cwd,
+        "hook_event_name": name, "timestamp": "2026-11-30T07:27:19.000Z"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+fn notes(w: &World) -> Vec<String> {
+    files_under(&w.root().join("intermem/notes"))
+        .into_iter()
+        .filter(|f| {
+            f.ends_with(".md") && !f.ends_with("latest.md") && !f.contains("session-summary")
+        })
+        .collect()
+}
+
+#[test]
+fn gemini_turns_end_at_after_agent_and_a_compression_brings_the_note_back() {
+    let w = World::new();
+    let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let chat = gemini_chat(w.dir.path(), session, 190_000);
+    let mut tool = capture_of(
+        "gemini-cli-0.61.0",
+        "AfterTool.run_shell_command.input.json",
+    );
+    tool["session_id"] = json!(session);
+    tool["transcript_path"] = json!(chat);
+    tool["cwd"] = json!(cwd);
+    hook(&w, &tool);
+
+    // Low usage: PreCompress at every turn, and no note for any of them.
+    let pre = gemini_event(
+        "PreCompress",
+        session,
+        &chat,
+        &cwd,
+        json!({"trigger": "auto"}),
+    );
+    for _ in 0..3 {
+        assert_eq!(hook(&w, &pre), Value::Null);
+    }
+    let end = gemini_event(
+        "AfterAgent",
+        session,
+        &chat,
+        &cwd,
+        json!({"prompt": "go", "prompt_response": "ok", "stop_hook_active": false}),
+    );
+    assert_eq!(hook(&w, &end), Value::Null, "green: the turn just ends");
+    assert_eq!(
+        notes(&w),
+        Vec::<String>::new(),
+        "a low-usage run writes no note"
+    );
+
+    // Near the compression point: red, a checkpoint; AfterAgent writes its
+    // note and advises Gemini's own command.
+    append(
+        &chat,
+        &[
+            json!({"id": "r2", "type": "gemini", "tokens": {"input": 500_000, "output": 9},
+        "model": "gemini-2.5-flash"}),
+        ],
+    );
+    hook(&w, &tool);
+    let out = hook(&w, &end);
+    assert_eq!(out["decision"], "block", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("/compress") && !reason.contains("/compact"),
+        "{reason}"
+    );
+    assert_eq!(notes(&w).len(), 1, "the checkpoint's note: {:?}", notes(&w));
+    // Where it will compress, PreCompress saves a last note.
+    hook(&w, &pre);
+    assert_eq!(notes(&w).len(), 2, "{:?}", notes(&w));
+
+    // Gemini compresses: the history is rewritten, the next figure is small.
+    append(
+        &chat,
+        &[
+            json!({"$set": {"messages": [{"id": "s", "type": "user", "content": [{"text": "<state_snapshot>"}]}]}}),
+            json!({"id": "r3", "type": "gemini", "tokens": {"input": 9_000, "output": 9}, "model": "gemini-2.5-flash"}),
+        ],
+    );
+    let out = hook(&w, &tool);
+    let said = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        said.contains("<interband-memory-note") && said.contains("before it was compacted"),
+        "{out}"
+    );
+    assert_eq!(pressure(&w, session)["level"], "green");
+    assert_eq!(hook(&w, &tool), Value::Null, "once");
+}
+
+#[test]
+fn gemini_brings_the_note_back_before_the_next_turn_when_no_tool_ran() {
+    let w = World::new();
+    let session = "8c94aa9e-1932-4084-84fc-a27eed6c8978";
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let chat = gemini_chat(w.dir.path(), session, 500_000);
+    let mut tool = capture_of("gemini-cli-0.61.0", "AfterTool.read_file.error.input.json");
+    tool["transcript_path"] = json!(chat);
+    tool["cwd"] = json!(cwd);
+    hook(&w, &tool);
+    let pre = gemini_event(
+        "PreCompress",
+        session,
+        &chat,
+        &cwd,
+        json!({"trigger": "auto"}),
+    );
+    hook(&w, &pre);
+    assert_eq!(notes(&w).len(), 1);
+    let before = gemini_event(
+        "BeforeAgent",
+        session,
+        &chat,
+        &cwd,
+        json!({"prompt": "next"}),
+    );
+    assert_eq!(hook(&w, &before), Value::Null, "no compression yet");
+    append(
+        &chat,
+        &[
+            json!({"$set": {"messages": []}}),
+            json!({"id": "r9", "type": "gemini", "tokens": {"input": 8_000, "output": 9}, "model": "gemini-2.5-flash"}),
+        ],
+    );
+    let out = hook(&w, &before);
+    assert_eq!(
+        out["hookSpecificOutput"]["hookEventName"], "BeforeAgent",
+        "{out}"
+    );
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("<interband-memory-note")
+    );
+    assert_eq!(hook(&w, &before), Value::Null, "once");
+}
+
+#[test]
+fn codex_session_end_writes_the_final_note() {
+    let w = World::new();
+    let mut input = capture_of("codex-0.171.0", "SessionEnd.input.json");
+    let session = input["session_id"].as_str().unwrap().to_owned();
+    input["transcript_path"] = json!(codex_rollout(w.dir.path(), &session, 50_000, 190_000));
+    input["cwd"] = json!(w.dir.path());
+    assert_eq!(hook(&w, &input), Value::Null);
+    let notes = notes(&w);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].ends_with("session_end.md"), "{notes:?}");
+}

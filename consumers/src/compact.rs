@@ -182,9 +182,10 @@ pub fn act(
     let focus = focus(&note.1);
     let path = &note.0.path;
     // Whatever fails on the way, the user still hears that it is time to compact.
+    let command = info.host.profile().compact_command;
     let advise = |why: &str| {
         Acted::Block(format!(
-            "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `/compact {focus}` now (the note will be brought back after the compaction), and do not start new work."
+            "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `{command} {focus}` now (the note will be brought back after the compaction), and do not start new work."
         ))
     };
     let failed = |e: Error, why: String| match at {
@@ -198,7 +199,7 @@ pub fn act(
         _ if already => advise(&watch_failure.unwrap_or_default()),
         Strategy::Advise | Strategy::Off => advise(""),
         Strategy::Tmux => match with_state(bus, &info.session, |s| s.pane.clone())? {
-            Some(pane) => match type_compact(&pane, &focus) {
+            Some(pane) => match type_compact(&pane, command, &focus) {
                 Ok(()) => Acted::Tmux(pane),
                 Err(e) => {
                     let why = format!(" and typing /compact into tmux pane {pane} failed ({e})");
@@ -367,7 +368,7 @@ pub fn typeable(text: &str) -> String {
 /// pane's foreground program (never into a shell): the text literally
 /// (`send-keys -l`, so no key name or `;` is interpreted), restricted to
 /// [`typeable`] characters, then `Enter` as its own key.
-fn type_compact(pane: &str, focus: &str) -> Result<(), Error> {
+fn type_compact(pane: &str, command: &str, focus: &str) -> Result<(), Error> {
     if !is_pane(pane) {
         return Err(Error::Command {
             command: "tmux".into(),
@@ -404,7 +405,7 @@ fn type_compact(pane: &str, focus: &str) -> Result<(), Error> {
             ),
         });
     }
-    let text = format!("/compact {}", typeable(focus));
+    let text = format!("{command} {}", typeable(focus));
     run(
         &tmux(&["send-keys", "-t", pane, "-l", "--", text.trim_end()]),
         &[],

@@ -12,6 +12,7 @@ use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
 use interband::payloads::{Payload, Pressure};
 use interband::settings::{Env, Files, Layered, load_from};
+use interband_hosts::Host;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -89,6 +90,22 @@ pub struct Input {
     pub stop_hook_active: bool,
     /// Set inside subagents.
     pub agent_id: Option<String>,
+    /// Codex CLI's turn (only Codex sends it).
+    pub turn_id: Option<String>,
+    /// Gemini CLI's event time (only Gemini sends it at the top level).
+    pub timestamp: Option<String>,
+}
+
+impl Input {
+    /// The host that sent it (see [`Host::detect`]).
+    pub fn host(&self) -> Host {
+        Host::detect(
+            &self.hook_event_name,
+            self.transcript_path.as_deref(),
+            self.turn_id.is_some(),
+            self.timestamp.is_some(),
+        )
+    }
 }
 
 /// What the consumers need from outside.
@@ -107,12 +124,15 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn info(&self, i: &Input) -> SessionInfo {
-        SessionInfo::resolve(
-            self.bus,
-            &i.session_id,
-            i.transcript_path.clone(),
-            i.cwd.clone(),
-        )
+        SessionInfo {
+            host: i.host(),
+            ..SessionInfo::resolve(
+                self.bus,
+                &i.session_id,
+                i.transcript_path.clone(),
+                i.cwd.clone(),
+            )
+        }
     }
     /// intermem for this hook's own session, with the host's paths.
     fn intermem(&self, i: &Input) -> Intermem {
@@ -129,13 +149,24 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     if input.session_id.trim().is_empty() {
         return Ok(None);
     }
-    if matches!(input.hook_event_name.as_str(), "Stop" | "SessionEnd") {
+    let profile = input.host().profile();
+    let event = input.hook_event_name.as_str();
+    if event == profile.end_of_turn || event == "SessionEnd" {
         // Crashed writers' temp files in every folder under the root, at most daily.
         interband::retention::sweep_internal(ctx.bus, false);
     }
-    match input.hook_event_name.as_str() {
-        "Stop" => stop(ctx, input),
-        "PreCompact" | "PreCompress" => pre_compact(ctx, input).map(|_| None),
+    match event {
+        // Claude Code's and Codex's Stop, Gemini's AfterAgent: the same
+        // answer (`decision: block` with a reason) makes the agent go on.
+        e if e == profile.end_of_turn => stop(ctx, input),
+        e if e == profile.pre_compaction => {
+            // Gemini's PreCompress comes before every model turn: a note
+            // only when the session is where it will compress.
+            if profile.pre_compaction_means_compaction || about_to_compress(ctx, input) {
+                pre_compact(ctx, input)?;
+            }
+            Ok(None)
+        }
         "SessionStart" => session_start(ctx, input),
         "SessionEnd" => session_end(ctx, input).map(|_| None),
         _ => Ok(None),
@@ -198,16 +229,49 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
     Ok(())
 }
 
+/// True when the session's last published figure is within 5% of where
+/// the host compacts (usable context left ≤ 5%): a compaction attempt now
+/// will compact.
+fn about_to_compress(ctx: &Ctx, input: &Input) -> bool {
+    ctx.bus
+        .read_typed::<Pressure>(&input.session_id)
+        .ok()
+        .and_then(|p| p.payload.context_usable)
+        .is_some_and(|usable| usable <= 5.0)
+}
+
 fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     if let Some(pane) = ctx.env.var("TMUX_PANE").filter(|p| compact::is_pane(p)) {
         compact::with_state(ctx.bus, &input.session_id, |s| s.pane = Some(pane))?;
     }
-    if !matches!(
-        input.source.as_deref(),
-        Some("compact" | "resume" | "clear")
-    ) {
-        return Ok(None);
-    }
+    let how = match input.source.as_deref() {
+        Some("compact") => Fresh::Compacted,
+        Some("resume") => Fresh::Resumed,
+        Some("clear") => Fresh::Cleared,
+        _ => return Ok(None),
+    };
+    Ok(after_compaction(ctx, input, how)?.map(|context| {
+        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
+            .to_string()
+    }))
+}
+
+/// How a session's context came to be fresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fresh {
+    /// The host compacted it (`SessionStart` compact, or a figure that
+    /// dropped when the host says nothing: Gemini).
+    Compacted,
+    /// The session was resumed: its conversation may already hold the note.
+    Resumed,
+    /// The user cleared it.
+    Cleared,
+}
+
+/// A new context: a new compaction cycle starts, and the session's latest
+/// note comes back, framed as a record (once per note after a resume).
+/// Returns the additional context to give the agent, if any.
+pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<String>, Error> {
     compact::new_cycle(ctx.bus, &input.session_id)?;
     let Some((note, text)) = intermem::latest_note(ctx.bus, &input.session_id) else {
         return Ok(None);
@@ -215,7 +279,7 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     // A resume restores the conversation, which may already hold this note:
     // inject it only if it is not the one injected last. A compaction or a
     // clear starts an empty context: always.
-    let resumed = input.source.as_deref() == Some("resume");
+    let resumed = how == Fresh::Resumed;
     let already = compact::with_state(ctx.bus, &input.session_id, |s| {
         let same = s.injected.as_deref() == Some(note.path.as_str());
         s.injected = Some(note.path.clone());
@@ -239,15 +303,17 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         body.truncate(end);
         body += "\n[... note truncated]";
     }
-    let what = if input.source.as_deref() == Some("compact") {
+    let what = if how == Fresh::Compacted {
         "compacted"
     } else {
         "reset"
     };
-    let context = crate::framing::record(what, &input.session_id, &note.path, &body);
-    Ok(Some(
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}).to_string(),
-    ))
+    Ok(Some(crate::framing::record(
+        what,
+        &input.session_id,
+        &note.path,
+        &body,
+    )))
 }
 
 fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {

@@ -15,6 +15,7 @@ use interband::lock::{DEFAULT_WAIT, lock_name, with_lock};
 use interband::paths::safe_key;
 use interband::payloads::{MemoryNote, Pressure};
 use interband::{Bus, Message};
+use interband_hosts::Host;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -47,11 +48,24 @@ impl Default for Settings {
     }
 }
 
+impl Default for SessionInfo {
+    fn default() -> Self {
+        SessionInfo {
+            session: String::new(),
+            host: Host::Claude,
+            transcript: None,
+            cwd: None,
+        }
+    }
+}
+
 /// Where a session's things are.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionInfo {
     /// The session id.
     pub session: String,
+    /// Its host (how to read its transcript, its compaction command).
+    pub host: Host,
     /// Its transcript.
     pub transcript: Option<PathBuf>,
     /// Its project folder.
@@ -83,8 +97,13 @@ impl SessionInfo {
                 cwd = cwd.or_else(|| given(p.cwd));
             }
         }
+        let host = transcript
+            .as_deref()
+            .and_then(|t| Host::of_transcript(&t.to_string_lossy()))
+            .unwrap_or(Host::Claude);
         SessionInfo {
             session: session.to_owned(),
+            host,
             transcript,
             cwd,
         }

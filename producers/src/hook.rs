@@ -37,13 +37,25 @@ pub struct Hook<'a> {
 /// What to print, and what went wrong on the way without stopping the call.
 #[derive(Debug, Default)]
 pub struct Reply {
-    /// The host response, when there is something to say.
-    pub stdout: Option<String>,
+    /// What the agent is told after this call (warnings, directives), each
+    /// one paragraph of the host's additional context.
+    pub said: Vec<String>,
+    /// This call's figure is a new context's: the host compacted since the
+    /// last call without saying so at `SessionStart` (Gemini CLI). The note
+    /// is to be brought back now.
+    pub new_context: bool,
     /// Non-fatal problems of this call (a publish that failed), for the log.
     pub problems: Vec<String>,
     /// Problems with the settings and directive files (the same on every
     /// call until the files change), for the log, once.
     pub settings: Vec<String>,
+}
+
+impl Reply {
+    /// The host response for `event`, when there is something to say.
+    pub fn stdout(&self, event: &str) -> Option<String> {
+        (!self.said.is_empty()).then(|| additional_context(event, &self.said.join("\n\n")))
+    }
 }
 
 /// The folder of the sessions' state files: `<root>/.state/interpulse/`.
@@ -203,11 +215,13 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     };
 
     let dir = state_dir(h.bus, true)?;
+    let mut fresh = false;
     // Pressure is published under the session's state lock, so concurrent
     // calls publish in the order they counted: the channel never goes back.
     let (out, published): (Outcome, _) =
         update_json(&dir, &state_file(session), DEFAULT_WAIT, |s: &mut State| {
             let o = engine::step(s, &call, &obs, cfg);
+            fresh = o.state.compactions > s.compactions;
             *s = o.state.clone();
             let published = publish_pressure(h, input, &o, cfg);
             (o, published)
@@ -257,12 +271,8 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             }
         }
     }
-    if !said.is_empty() {
-        reply.stdout = Some(additional_context(
-            &input.hook_event_name,
-            &said.join("\n\n"),
-        ));
-    }
+    reply.said = said;
+    reply.new_context = fresh;
     Ok(reply)
 }
 
@@ -336,6 +346,30 @@ fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(),
         body.to_string().as_bytes(),
         true,
     )
+}
+
+/// Whether the host compacted since the last tool call without saying so
+/// (Gemini CLI has no `SessionStart` after a compression): the transcript's
+/// figure now is below half the last one. Then the context starts over, as
+/// [`new_context`] does, and this returns true.
+pub fn compacted_silently(h: &Hook, input: &HookInput) -> Result<bool, Error> {
+    let session = input.session_id.trim();
+    if session.is_empty() {
+        return Ok(false);
+    }
+    let dir = state_dir(h.bus, true)?;
+    let last = interband::lock::read_json_or_default::<State>(&dir, &state_file(session)).last_used;
+    let Some(last) = last else {
+        return Ok(false);
+    };
+    let cfg = Config::load(project_dir(input, h.env).as_deref(), h.env).value;
+    let now = observe(h, input, &cfg, input.host()).map(|f| f.used_tokens);
+    let dropped =
+        now.is_some_and(|used| (used as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT);
+    if dropped {
+        new_context(h, input)?;
+    }
+    Ok(dropped)
 }
 
 /// A new context (after a compaction, a resume or a clear): the session's

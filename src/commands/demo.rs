@@ -468,7 +468,7 @@ impl Demo {
         let info = intermem::SessionInfo {
             session: SESSION.into(),
             cwd: Some(w.project.clone()),
-            transcript: None,
+            ..Default::default()
         };
         let count = intermem::open_notes(&bus, &info, false)
             .and_then(|d| d.file_names(".md"))
