@@ -349,7 +349,7 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     let o = w.run(&["install", "--host", "codex"]);
     ok(&o);
     assert!(
-        stdout(&o).contains("codex_hooks = true") && stdout(&o).contains("/hooks"),
+        stdout(&o).contains("--trust") && stdout(&o).contains("/hooks"),
         "{}",
         stdout(&o)
     );
@@ -363,11 +363,22 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
         s["hooks"]["PostToolUse"],
         json!([{"hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5}]}])
     );
-    for e in ["PostToolUse", "Stop", "PreCompact", "SessionStart"] {
+    for e in [
+        "PostToolUse",
+        "Stop",
+        "PreCompact",
+        "SessionStart",
+        "SessionEnd",
+    ] {
         assert_eq!(interband_hooks(&s, e).len(), 1, "{e}");
     }
+    assert!(
+        interband_hooks(&s, "SessionEnd")[0]["timeout"].as_u64() <= Some(3),
+        "Codex clamps it"
+    );
     assert!(s.get("statusLine").is_none());
-    assert!(!w.home().join(".codex/config.toml").exists());
+    let config = w.home().join(".codex/config.toml");
+    assert!(!config.exists(), "trust only when asked");
 
     let text = std::fs::read_to_string(&path).unwrap();
     let o = w.run(&["install", "--host", "codex"]);
@@ -375,8 +386,33 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     assert!(stdout(&o).contains("already installed"));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 
+    // Asked for: trust entries as Codex's own review writes them, one per hook.
+    std::fs::write(&config, "model = \"gpt-5.1-codex\"\n").unwrap();
+    let o = w.run(&["install", "--host", "codex", "--trust"]);
+    ok(&o);
+    assert!(stdout(&o).contains("trusted 5 hook(s)"), "{}", stdout(&o));
+    let trusted: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let state = trusted["hooks"]["state"].as_table().unwrap();
+    assert_eq!(state.len(), 5);
+    let stop = format!("{}:stop:0:0", path.display());
+    assert!(
+        state[&stop]["trusted_hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(trusted["model"].as_str(), Some("gpt-5.1-codex"));
+
     ok(&w.run(&["uninstall", "--host", "codex"]));
     assert_eq!(read(&path), original);
+    let left: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert!(
+        left.get("hooks")
+            .and_then(|h| h.get("state"))
+            .is_none_or(|s| s.as_table().unwrap().is_empty()),
+        "uninstall takes its trust out: {left:?}"
+    );
+    assert_eq!(left["model"].as_str(), Some("gpt-5.1-codex"));
 }
 
 #[test]
@@ -397,7 +433,14 @@ fn gemini_hooks_use_its_event_names_and_milliseconds() {
         s["hooks"]["AfterTool"],
         json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5000}]}])
     );
-    for e in ["AfterTool", "PreCompress", "SessionStart", "SessionEnd"] {
+    for e in [
+        "AfterTool",
+        "AfterAgent",
+        "BeforeAgent",
+        "PreCompress",
+        "SessionStart",
+        "SessionEnd",
+    ] {
         let h = interband_hooks(&s, e);
         assert_eq!(h.len(), 1, "{e}");
         assert!(h[0]["timeout"].as_u64().unwrap() >= 1000, "{e}");

@@ -15,6 +15,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use similar::TextDiff;
 
+use super::codex_trust;
 use crate::exit;
 
 /// `interband install`
@@ -22,6 +23,11 @@ use crate::exit;
 pub struct Install {
     #[command(flatten)]
     target: Target,
+    /// Codex CLI: also trust the hooks installed, as Codex's own `/hooks`
+    /// review would (entries in its config.toml); Codex skips a hook nobody
+    /// trusted. Only when you ask for it.
+    #[arg(long)]
+    trust: bool,
 }
 
 /// `interband uninstall`
@@ -102,14 +108,20 @@ impl Host {
             ev("SessionStart", None, 5),
             ev("SessionEnd", None, 10),
         ];
+        // Codex clamps a SessionEnd hook's timeout to 3 s.
         const CODEX: &[Event] = &[
             ev("PostToolUse", None, 5),
             ev("Stop", None, 10),
             ev("PreCompact", None, 10),
             ev("SessionStart", None, 5),
+            ev("SessionEnd", None, 3),
         ];
+        // AfterAgent ends a turn (Gemini's Stop); BeforeAgent brings the
+        // note back after a compression Gemini does not announce.
         const GEMINI: &[Event] = &[
             ev("AfterTool", Some("*"), 5000),
+            ev("AfterAgent", None, 10000),
+            ev("BeforeAgent", None, 5000),
             ev("PreCompress", None, 10000),
             ev("SessionStart", None, 5000),
             ev("SessionEnd", None, 10000),
@@ -335,6 +347,7 @@ impl Install {
                 "interband is already installed in {}",
                 interband::text::terminal(&path.display().to_string())
             );
+            self.trust_codex(&path, &settings, &ours, &mut out)?;
             print_notes(&mut out, &notes);
             say_part!("{out}");
             return Ok(exit::OK);
@@ -397,9 +410,38 @@ impl Install {
             );
         }
         let _ = writeln!(out, "undo with: interband uninstall{}", t.flags());
+        self.trust_codex(&path, &settings, &ours, &mut out)?;
         print_notes(&mut out, &notes);
         say_part!("{out}");
         Ok(exit::OK)
+    }
+
+    /// With `--trust` for Codex: trusts interband's hooks in `config.toml`.
+    fn trust_codex(
+        &self,
+        path: &Path,
+        settings: &Value,
+        ours: &Ours,
+        out: &mut String,
+    ) -> Result<()> {
+        let t = &self.target;
+        if !self.trust || t.dry_run {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            t.host == Host::Codex,
+            "--trust is for Codex CLI (--host codex)"
+        );
+        let entries = codex_trust::entries(path, settings, &ours.hook);
+        let config = codex_trust::config_file(path);
+        let changed = codex_trust::trust(&config, &entries)?;
+        let _ = writeln!(
+            out,
+            "trusted {} hook(s) in {} ({changed} new)",
+            entries.len(),
+            interband::text::terminal(&config.display().to_string())
+        );
+        Ok(())
     }
 }
 
@@ -459,6 +501,14 @@ impl Uninstall {
         match &after {
             Some(text) => write_file(&path, text.as_bytes(), Some(original.mode))?,
             None => remove_file(&path)?,
+        }
+        if host == Host::Codex {
+            // The trust entries that still trust exactly the hooks taken out.
+            let program = record
+                .as_ref()
+                .map_or_else(|| t.program(), |r| Ok(r.program.clone()))?;
+            let entries = codex_trust::entries(&path, &original.json, &Ours::new(program).hook);
+            codex_trust::untrust(&codex_trust::config_file(&path), &entries)?;
         }
         if record.is_some() {
             remove_file(&files.record)?;
@@ -525,15 +575,19 @@ fn host_notes(host: Host, settings: &Value, notes: &mut Vec<String>) {
             }
         }
         Host::Codex => notes.push(
-            "Codex CLI: older versions run hooks only with `[features] codex_hooks = true` in config.toml, \
-             and Codex asks you to trust new hooks (`/hooks`) before they run"
+            "Codex CLI runs a hook only once you trust it: review them with `/hooks` in Codex, \
+             or run `interband install --host codex --trust` to trust interband's"
                 .into(),
         ),
         Host::Gemini => {
-            let enabled = settings.pointer("/hooksConfig/enabled");
-            if enabled.and_then(Value::as_bool) != Some(true) {
+            // On by default since 0.26; a user may have turned them off.
+            if settings
+                .pointer("/hooksConfig/enabled")
+                .and_then(Value::as_bool)
+                == Some(false)
+            {
                 notes.push(
-                    "Gemini CLI releases where hooks are still experimental also need `\"hooksConfig\": {\"enabled\": true}` in settings.json".into(),
+                    "Gemini CLI hooks are turned off here (`hooksConfig.enabled: false`): interband's will not run".into(),
                 );
             }
         }

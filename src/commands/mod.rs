@@ -1,6 +1,7 @@
 //! One module per group of subcommands.
 
 pub mod bus;
+pub mod codex_trust;
 pub mod config;
 pub mod demo;
 pub mod hook;
