@@ -1,4 +1,6 @@
-//! What a memory note needs from a Claude Code transcript, read cheaply.
+//! What a memory note needs from a session's transcript, read cheaply:
+//! Claude Code's transcript, Codex CLI's rollout or Gemini CLI's chat
+//! recording (each host's own lines; see [`Host`]).
 //!
 //! A memory note is written for a session just before its context is
 //! compacted. The session's transcript is JSONL (one JSON object a line) and
@@ -24,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use interband_hosts::Host;
 use serde_json::Value;
 
 /// One todo item.
@@ -133,6 +136,12 @@ impl Default for Limits {
 /// Errors only when the file cannot be opened or read; its content, whatever
 /// it is, gives a [`Digest`] (an empty one for an empty or garbage file).
 pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
+    let host = Host::of_transcript(&path.to_string_lossy()).unwrap_or(Host::Claude);
+    digest_file_as(path, limits, host)
+}
+
+/// [`digest_file`] of a transcript in `host`'s format.
+pub fn digest_file_as(path: &Path, limits: &Limits, host: Host) -> io::Result<Digest> {
     // Never blocking on a FIFO, never reading a device: regular files only.
     let (mut file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
         .map_err(interband::Error::into_io)?;
@@ -145,7 +154,7 @@ pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
         ));
     }
     let len = meta.len;
-    digest_reader(&mut file, len, limits)
+    digest_reader(&mut file, len, limits, host)
 }
 
 /// The same on bytes in memory (the whole file).
@@ -153,29 +162,39 @@ pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
 /// Uses the same head and tail windows as [`digest_file`], so both give the
 /// same result for the same content.
 pub fn digest(bytes: &[u8], limits: &Limits) -> Digest {
+    digest_as(bytes, limits, Host::Claude)
+}
+
+/// [`digest`] of a transcript in `host`'s format.
+pub fn digest_as(bytes: &[u8], limits: &Limits, host: Host) -> Digest {
     let len = bytes.len() as u64;
     if len <= limits.head_cap.saturating_add(limits.tail_cap) {
-        return from_whole(bytes, limits);
+        return from_whole(bytes, limits, host);
     }
     // Here head_cap < len and tail_cap < len, and len fits in usize.
     let head_end = usize::try_from(limits.head_cap).unwrap_or(bytes.len());
     let tail_start = usize::try_from(len - limits.tail_cap).unwrap_or(0);
     let head = bytes.get(..head_end).unwrap_or(bytes);
     let tail = bytes.get(tail_start..).unwrap_or(&[]);
-    from_split(head, tail, limits)
+    from_split(head, tail, limits, host)
 }
 
 /// [`digest_file`] on any seekable reader of `len` bytes.
-fn digest_reader<R: Read + Seek>(reader: &mut R, len: u64, limits: &Limits) -> io::Result<Digest> {
+fn digest_reader<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    limits: &Limits,
+    host: Host,
+) -> io::Result<Digest> {
     let both = limits.head_cap.saturating_add(limits.tail_cap);
     if len <= both {
         // Bounded even if the file grew since its length was taken.
         let bytes = read_window(reader, 0, both)?;
-        return Ok(from_whole(&bytes, limits));
+        return Ok(from_whole(&bytes, limits, host));
     }
     let head = read_window(reader, 0, limits.head_cap)?;
     let tail = read_window(reader, len - limits.tail_cap, limits.tail_cap)?;
-    Ok(from_split(&head, &tail, limits))
+    Ok(from_split(&head, &tail, limits, host))
 }
 
 /// Up to `cap` bytes from `offset`.
@@ -187,8 +206,8 @@ fn read_window<R: Read + Seek>(reader: &mut R, offset: u64, cap: u64) -> io::Res
 }
 
 /// The digest of a whole file.
-fn from_whole(bytes: &[u8], limits: &Limits) -> Digest {
-    let mut scan = Scan::new(limits);
+fn from_whole(bytes: &[u8], limits: &Limits, host: Host) -> Digest {
+    let mut scan = Scan::new(limits, host);
     for line in lines(bytes, false, false) {
         scan.line(line);
     }
@@ -197,12 +216,12 @@ fn from_whole(bytes: &[u8], limits: &Limits) -> Digest {
 }
 
 /// The digest of a file from its head and tail windows (which do not meet).
-fn from_split(head: &[u8], tail: &[u8], limits: &Limits) -> Digest {
-    let mut head_scan = Scan::new(limits);
+fn from_split(head: &[u8], tail: &[u8], limits: &Limits, host: Host) -> Digest {
+    let mut head_scan = Scan::new(limits, host);
     for line in lines(head, false, true) {
         head_scan.line(line);
     }
-    let mut tail_scan = Scan::new(limits);
+    let mut tail_scan = Scan::new(limits, host);
     for line in lines(tail, true, false) {
         tail_scan.line(line);
     }
@@ -265,6 +284,7 @@ const FILE_TOOLS: &[(&str, &str)] = &[
 /// What one window yields, line by line.
 struct Scan<'a> {
     limits: &'a Limits,
+    host: Host,
     first_prompt: Option<String>,
     latest_prompt: Option<String>,
     last_prompt_record: Option<String>,
@@ -286,9 +306,10 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(limits: &'a Limits) -> Self {
+    fn new(limits: &'a Limits, host: Host) -> Self {
         Scan {
             limits,
+            host,
             first_prompt: None,
             latest_prompt: None,
             last_prompt_record: None,
@@ -310,6 +331,268 @@ impl<'a> Scan<'a> {
         let Ok(Value::Object(line)) = serde_json::from_slice::<Value>(raw) else {
             return;
         };
+        match self.host {
+            Host::Claude => self.claude_line(line),
+            Host::Codex => self.codex_line(&line),
+            Host::Gemini => self.gemini_line(&line),
+        }
+    }
+
+    /// A Codex rollout line: `{timestamp, type, payload}`.
+    fn codex_line(&mut self, line: &serde_json::Map<String, Value>) {
+        let p = line.get("payload").unwrap_or(&Value::Null);
+        let text = |key: &str| p.get(key).and_then(Value::as_str);
+        match line.get("type").and_then(Value::as_str) {
+            Some("turn_context") | Some("session_meta") => {
+                if let Some(cwd) = text("cwd") {
+                    self.cwd = Some(cwd.to_owned());
+                }
+                if let Some(branch) = p.pointer("/git/branch").and_then(Value::as_str) {
+                    self.git_branch = Some(branch.to_owned());
+                }
+            }
+            Some("compacted") => {
+                if let Some(summary) = text("message") {
+                    self.compaction_summary = Some(summary.to_owned());
+                }
+            }
+            Some("response_item") => match text("type") {
+                Some("message") => {
+                    let parts: Vec<&str> = p
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|i| i.get("text").and_then(Value::as_str))
+                        .collect();
+                    let joined = parts.join("\n");
+                    match text("role") {
+                        Some("user") => {
+                            // Codex's own context (environment, instructions) opens with a tag.
+                            if let Some(prompt) = prompt_from_str(&joined)
+                                .filter(|t| !t.starts_with('<') && !t.starts_with("# AGENTS.md"))
+                            {
+                                let prompt = self.cut(prompt);
+                                self.first_prompt.get_or_insert_with(|| prompt.clone());
+                                self.latest_prompt = Some(prompt);
+                            }
+                        }
+                        Some("assistant") if !joined.trim().is_empty() => {
+                            self.last_assistant = Some(self.cut(&joined));
+                        }
+                        _ => {}
+                    }
+                }
+                Some("function_call") | Some("custom_tool_call") => {
+                    let name = text("name").unwrap_or_default().to_owned();
+                    let id = text("call_id").map(str::to_owned);
+                    if let Some(id) = &id {
+                        self.tool_names.insert(id.clone(), name.clone());
+                    }
+                    // Arguments come as a JSON string; a custom tool's as its input.
+                    let args: Value = text("arguments")
+                        .and_then(|a| serde_json::from_str(a).ok())
+                        .unwrap_or_default();
+                    match name.as_str() {
+                        "exec_command" | "shell" | "local_shell" | "Bash" => {
+                            let command = match args.get("cmd").or(args.get("command")) {
+                                Some(Value::String(c)) => Some(c.clone()),
+                                Some(Value::Array(a)) => Some(
+                                    a.iter()
+                                        .filter_map(Value::as_str)
+                                        .collect::<Vec<_>>()
+                                        .join(" "),
+                                ),
+                                _ => None,
+                            };
+                            if let Some(c) = command {
+                                let c = self.cut(&c);
+                                self.commands.push((id, c));
+                            }
+                        }
+                        "apply_patch" => {
+                            let patch = text("input")
+                                .or_else(|| args.get("input").and_then(Value::as_str))
+                                .unwrap_or_default();
+                            for l in patch.lines() {
+                                for head in
+                                    ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
+                                {
+                                    if let Some(path) = l.strip_prefix(head) {
+                                        self.files.push(path.trim().to_owned());
+                                    }
+                                }
+                            }
+                        }
+                        "update_plan" => {
+                            if let Some(plan) = args.get("plan").and_then(Value::as_array) {
+                                let todos = plan
+                                    .iter()
+                                    .filter_map(|t| {
+                                        let step = t.get("step").and_then(Value::as_str)?;
+                                        let status =
+                                            t.get("status").and_then(Value::as_str).unwrap_or("");
+                                        Some(Todo {
+                                            content: self.cut(step),
+                                            status: status.to_owned(),
+                                        })
+                                    })
+                                    .collect();
+                                self.todos = Some(todos);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Some("function_call_output") | Some("custom_tool_call_output") => {
+                    let output = match p.get("output") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(v) => v
+                            .get("output")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        None => String::new(),
+                    };
+                    let failed = output.lines().any(|l| {
+                        l.trim()
+                            .strip_prefix("Process exited with code ")
+                            .is_some_and(|c| c.trim() != "0")
+                    });
+                    if failed {
+                        let id = text("call_id").map(str::to_owned);
+                        let message = output
+                            .lines()
+                            .map(str::trim)
+                            .filter(|l| !l.is_empty() && !l.starts_with("Chunk ID"))
+                            .find(|l| !l.starts_with("Wall time"))
+                            .unwrap_or("")
+                            .to_owned();
+                        if let Some(id) = &id {
+                            self.failed_ids.insert(id.clone());
+                        }
+                        let message = self.cut(&message);
+                        self.errors.push((id, message));
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    /// A Gemini chat recording line: a message record, or `$set` metadata.
+    fn gemini_line(&mut self, line: &serde_json::Map<String, Value>) {
+        if let Some(messages) = line
+            .get("$set")
+            .and_then(|s| s.get("messages"))
+            .and_then(Value::as_array)
+        {
+            // A compression rewrote the history: its state snapshot is the summary.
+            for m in messages {
+                let text = m
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.get("text").and_then(Value::as_str))
+                    .find(|t| t.trim_start().starts_with("<state_snapshot>"));
+                if let Some(t) = text {
+                    self.compaction_summary = Some(t.to_owned());
+                }
+            }
+            return;
+        }
+        match line.get("type").and_then(Value::as_str) {
+            Some("user") => {
+                let content = line.get("content").and_then(Value::as_array);
+                for part in content.into_iter().flatten() {
+                    if let Some(r) = part.get("functionResponse") {
+                        if let Some(err) = r.pointer("/response/error") {
+                            let id = r.get("id").and_then(Value::as_str).map(str::to_owned);
+                            let message = err
+                                .as_str()
+                                .map(str::to_owned)
+                                .unwrap_or_else(|| err.to_string());
+                            if let Some(id) = &id {
+                                self.failed_ids.insert(id.clone());
+                            }
+                            let message = self.cut(first_line(&message));
+                            self.errors.push((id, message));
+                        }
+                    } else if let Some(text) = part.get("text").and_then(Value::as_str)
+                        && let Some(prompt) = prompt_from_str(text).filter(|t| !t.starts_with('<'))
+                    {
+                        let prompt = self.cut(prompt);
+                        self.first_prompt.get_or_insert_with(|| prompt.clone());
+                        self.latest_prompt = Some(prompt);
+                    }
+                }
+            }
+            Some("gemini") => {
+                if let Some(text) = line.get("content").and_then(Value::as_str)
+                    && !text.trim().is_empty()
+                {
+                    self.last_assistant = Some(self.cut(text));
+                }
+                let calls = line.get("toolCalls").and_then(Value::as_array);
+                for call in calls.into_iter().flatten() {
+                    let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+                    let id = call.get("id").and_then(Value::as_str).map(str::to_owned);
+                    // The same message is written again when its calls are
+                    // added: each call once.
+                    if id.as_ref().is_some_and(|i| self.tool_names.contains_key(i)) {
+                        continue;
+                    }
+                    if let Some(id) = &id {
+                        self.tool_names.insert(id.clone(), name.to_owned());
+                    }
+                    let args = call.get("args").unwrap_or(&Value::Null);
+                    let arg = |k: &str| args.get(k).and_then(Value::as_str);
+                    match name {
+                        "run_shell_command" => {
+                            if let Some(c) = arg("command") {
+                                let c = self.cut(c);
+                                self.commands.push((id.clone(), c));
+                            }
+                        }
+                        "write_file" | "replace" => {
+                            if let Some(path) = arg("file_path").filter(|p| !p.is_empty()) {
+                                self.files.push(path.to_owned());
+                            }
+                        }
+                        "write_todos" => {
+                            if let Some(todos) = args.get("todos").and_then(Value::as_array) {
+                                let todos = todos
+                                    .iter()
+                                    .filter_map(|t| {
+                                        let what = t.get("description").and_then(Value::as_str)?;
+                                        let status =
+                                            t.get("status").and_then(Value::as_str).unwrap_or("");
+                                        Some(Todo {
+                                            content: self.cut(what),
+                                            status: status.to_owned(),
+                                        })
+                                    })
+                                    .collect();
+                                self.todos = Some(todos);
+                            }
+                        }
+                        _ => {}
+                    }
+                    if call.get("status").and_then(Value::as_str) == Some("error")
+                        && let Some(id) = &id
+                    {
+                        self.failed_ids.insert(id.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A Claude Code transcript line.
+    fn claude_line(&mut self, line: serde_json::Map<String, Value>) {
         if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return;
         }
@@ -706,6 +989,48 @@ mod tests {
     }
 
     #[test]
+    fn codex_and_gemini_transcripts_give_their_prompts_commands_and_replies() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
+        let codex = std::fs::read(format!(
+            "{dir}/codex-0.171.0/rollout.at-PostToolUse.140k.jsonl"
+        ))
+        .unwrap();
+        let d = digest_as(&codex, &Limits::default(), Host::Codex);
+        assert_eq!(d.first_prompt.as_deref(), Some("run echo please"), "{d:?}");
+        assert_eq!(d.commands.len(), 1, "{d:?}");
+        assert_eq!(d.commands[0].command, "echo hello-from-mock");
+        assert_eq!(d.cwd.as_deref(), Some("/home/user/proj"));
+        let gemini =
+            std::fs::read(format!("{dir}/gemini-cli-0.61.0/transcript.session.jsonl")).unwrap();
+        let d = digest_as(&gemini, &Limits::default(), Host::Gemini);
+        assert_eq!(
+            d.first_prompt.as_deref(),
+            Some("List the files in this folder, then say done."),
+            "{d:?}"
+        );
+        assert_eq!(
+            d.last_assistant.as_deref(),
+            Some("Mock done: saw 1 tool result(s).")
+        );
+        // Synthetic Codex lines: a failed command, a patch, a plan.
+        let lines = [
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+                "arguments": "{\"cmd\": \"cargo test\"}", "call_id": "c1"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1",
+                "output": "Chunk ID: x\nProcess exited with code 101\nOutput:\nerror[E0308]: mismatched types"}}),
+            json!({"type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2",
+                "input": "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n*** End Patch"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "update_plan", "call_id": "c3",
+                "arguments": "{\"plan\": [{\"step\": \"fix types\", \"status\": \"in_progress\"}]}"}}),
+        ];
+        let d = digest_as(&jsonl(&lines), &Limits::default(), Host::Codex);
+        assert!(d.commands[0].failed, "{d:?}");
+        assert_eq!(d.tool_errors[0].tool, "exec_command");
+        assert_eq!(d.files_changed, ["src/lib.rs"]);
+        assert_eq!(d.todos[0].content, "fix types");
+    }
+
+    #[test]
     fn real_fixture_tail_only() {
         // A tail window that starts after the first prompt and the Bash call
         // still finds what lies within it; the prompt comes from the head.
@@ -727,7 +1052,8 @@ mod tests {
             inner: Cursor::new(&bytes),
             read: 0,
         };
-        let from_reader = digest_reader(&mut counting, bytes.len() as u64, &limits).unwrap();
+        let from_reader =
+            digest_reader(&mut counting, bytes.len() as u64, &limits, Host::Claude).unwrap();
         assert_eq!(from_reader, d);
         assert!(counting.read <= limits.head_cap + limits.tail_cap);
     }
@@ -1014,7 +1340,7 @@ mod tests {
             inner: File::open(&path).unwrap(),
             read: 0,
         };
-        let d = digest_reader(&mut counting, len, &limits).unwrap();
+        let d = digest_reader(&mut counting, len, &limits, Host::Claude).unwrap();
         assert!(
             counting.read <= limits.head_cap + limits.tail_cap,
             "read {} bytes",
@@ -1183,7 +1509,7 @@ mod tests {
             let d = digest(&bytes, &Limits::default());
             check_invariants(&d, &Limits::default());
             let mut cursor = Counting { inner: Cursor::new(&bytes), read: 0 };
-            let from_reader = digest_reader(&mut cursor, bytes.len() as u64, &limits).unwrap();
+            let from_reader = digest_reader(&mut cursor, bytes.len() as u64, &limits, Host::Claude).unwrap();
             prop_assert_eq!(from_reader, digest(&bytes, &limits));
             prop_assert!(cursor.read <= limits.head_cap + limits.tail_cap);
         }

@@ -258,7 +258,7 @@ pub fn write_note(
         let digest = info
             .transcript
             .as_deref()
-            .and_then(|t| digest::digest_file(t, &Limits::default()).ok())
+            .and_then(|t| digest::digest_file_as(t, &Limits::default(), info.host).ok())
             .unwrap_or_default();
         let text = Journal::new(bus, &info.session).with_claimed(|records| {
             let text = render(info, trigger, &digest, records, settings.max_bytes);
