@@ -12,14 +12,12 @@
 mod common;
 mod e2e;
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use e2e::{Kind, MockApi, Request, bash, text};
+use e2e::{Kind, MockApi, Request, bash, run_timed, text};
 use serde_json::Value;
 
 /// Usage at which a 200k window is orange: usable context (167k) less than 20% left.
@@ -29,80 +27,19 @@ const TIME_BOX: Duration = Duration::from_secs(120);
 /// A main-loop answer's delay, as a real model's (Claude Code flushes its transcript lazily).
 const LATENCY: Duration = Duration::from_millis(300);
 
-struct Ran {
-    /// None: killed at the time limit.
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-/// Runs `cmd` in its own process group; kills the whole group after `limit`.
-fn run_timed(mut cmd: Command, limit: Duration) -> std::io::Result<Ran> {
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if start.elapsed() > limit {
-            // SAFETY: kill(2) on the group this child leads; no memory is involved.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Ok(Ran {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-        took: start.elapsed(),
-    })
-}
-
 /// The Claude Code release the fixtures and host contracts were captured from
 /// (`.ci/run` installs the same one).
 const CLAUDE_CODE_VERSION: &str = "2.1.332";
 
 /// The CLI to drive, installing it into the cache folder when needed; None when that fails.
 fn claude_bin() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("INTERBAND_E2E_CLAUDE_BIN").filter(|b| !b.is_empty()) {
-        return Some(bin.into());
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|c| !c.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
-        .join(format!("interband-e2e-{CLAUDE_CODE_VERSION}"));
-    let bin = cache.join("node_modules/.bin/claude");
-    if !bin.exists() {
-        std::fs::create_dir_all(&cache).ok()?;
-        let mut npm = Command::new("npm");
-        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&cache)
-            .arg(format!("@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"));
-        let ran = run_timed(npm, Duration::from_secs(600)).ok()?;
-        if !ran.status.is_some_and(|s| s.success()) {
-            println!("npm install failed:\n{}", ran.stderr);
-            return None;
-        }
-    }
-    bin.exists().then_some(bin)
+    e2e::npm_cli(
+        "@anthropic-ai/claude-code",
+        CLAUDE_CODE_VERSION,
+        "claude",
+        &format!("interband-e2e-{CLAUDE_CODE_VERSION}"),
+        "INTERBAND_E2E_CLAUDE_BIN",
+    )
 }
 
 /// A private world for claude: home, temp and runtime folders, a project, the mock API.

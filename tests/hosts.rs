@@ -252,7 +252,17 @@ fn gemini_turns_end_at_after_agent_and_a_compression_brings_the_note_back() {
         "{reason}"
     );
     assert_eq!(notes(&w).len(), 1, "the checkpoint's note: {:?}", notes(&w));
-    // Where it will compress, PreCompress saves a last note.
+    // Below the compression point (524,288), a PreCompress still writes nothing.
+    hook(&w, &pre);
+    assert_eq!(notes(&w).len(), 1, "{:?}", notes(&w));
+    // Where Gemini will compress, PreCompress saves a last note.
+    append(
+        &chat,
+        &[
+            json!({"id": "r2b", "type": "gemini", "tokens": {"input": 530_000, "output": 9},
+        "model": "gemini-2.5-flash"}),
+        ],
+    );
     hook(&w, &pre);
     assert_eq!(notes(&w).len(), 2, "{:?}", notes(&w));
 
@@ -282,7 +292,7 @@ fn gemini_brings_the_note_back_before_the_next_turn_when_no_tool_ran() {
     let session = "8c94aa9e-1932-4084-84fc-a27eed6c8978";
     let cwd = w.dir.path().join("proj");
     std::fs::create_dir_all(&cwd).unwrap();
-    let chat = gemini_chat(w.dir.path(), session, 500_000);
+    let chat = gemini_chat(w.dir.path(), session, 530_000);
     let mut tool = capture_of("gemini-cli-0.61.0", "AfterTool.read_file.error.input.json");
     tool["transcript_path"] = json!(chat);
     tool["cwd"] = json!(cwd);

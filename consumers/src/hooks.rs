@@ -12,7 +12,7 @@ use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
 use interband::payloads::{Payload, Pressure};
 use interband::settings::{Env, Files, Layered, load_from};
-use interband_hosts::Host;
+use interband_hosts::{Host, tail};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -229,15 +229,35 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
     Ok(())
 }
 
-/// True when the session's last published figure is within 5% of where
-/// the host compacts (usable context left ≤ 5%): a compaction attempt now
-/// will compact.
+/// True when the host will compress at this attempt: the transcript's last
+/// figure (the last prompt's size, read now) has reached the host's
+/// compaction point — exactly the test Gemini makes after its PreCompress.
 fn about_to_compress(ctx: &Ctx, input: &Input) -> bool {
-    ctx.bus
-        .read_typed::<Pressure>(&input.session_id)
-        .ok()
-        .and_then(|p| p.payload.context_usable)
-        .is_some_and(|usable| usable <= 5.0)
+    let host = input.host();
+    let Some(usage) = input
+        .transcript_path
+        .as_deref()
+        .and_then(|t| tail::read_tail(std::path::Path::new(t), tail::DEFAULT_SCAN_CAP, host).ok())
+        .and_then(|t| t.usage)
+    else {
+        return false;
+    };
+    let project = ctx
+        .env
+        .var("CLAUDE_PROJECT_DIR")
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| input.cwd.clone())
+        .map(PathBuf::from);
+    let limits = host.limits(
+        &interband_hosts::Known {
+            observed: usage.window,
+            used: usage.used_tokens,
+            project: project.as_deref(),
+            ..Default::default()
+        },
+        ctx.env,
+    );
+    usage.used_tokens >= limits.compact_at
 }
 
 fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {

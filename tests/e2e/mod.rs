@@ -1,9 +1,17 @@
-//! A mock Anthropic Messages API, just enough to drive the real Claude Code offline.
+//! What the end-to-end tests share: a minimal loopback HTTP server, running a
+//! CLI time-boxed in its own process group, installing a pinned CLI with npm
+//! into a versioned cache — and the mock Anthropic Messages API, just enough
+//! to drive the real Claude Code offline (`codex` and `gemini` hold the
+//! others' mocks).
 //!
 //! One thread per connection, minimal HTTP/1.1 (request line, headers, a `Content-Length` body),
 //! every answer `Connection: close`. `POST /v1/messages` answers with server-sent events; the main
 //! loop's requests (those offering the `Bash` tool) follow a script of turns, the compaction request
 //! gets a `<summary>`, anything else a short text. Every request is recorded for assertions.
+#![allow(dead_code)]
+
+pub mod codex;
+pub mod gemini;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -74,24 +82,38 @@ pub struct MockApi {
     state: Arc<Mutex<State>>,
 }
 
+/// What a handler answers: status line, content type, body.
+pub type Answer = (&'static str, &'static str, String);
+
+/// A request handler: method, path, body.
+pub type Handler = Arc<dyn Fn(&str, &str, &[u8]) -> Answer + Send + Sync>;
+
+/// Listens on 127.0.0.1 (a free port) and answers every request with `handler`,
+/// one thread per connection, for as long as the test process lives. Returns the port.
+pub fn listen(handler: Handler) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let handler = handler.clone();
+            std::thread::spawn(move || {
+                let _ = serve(stream, &*handler);
+            });
+        }
+    });
+    port
+}
+
 impl MockApi {
     /// Listens on 127.0.0.1 (a free port); each main-loop answer is delayed by `latency`, as a real
     /// model's would be (Claude Code writes its transcript lazily: without a delay the hooks
     /// see an older usage).
     pub fn start(latency: Duration) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State::default()));
         let shared = state.clone();
-        // The accepting thread lives as long as the test process.
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let state = shared.clone();
-                std::thread::spawn(move || {
-                    let _ = serve(stream, &state, latency);
-                });
-            }
-        });
+        let port = listen(Arc::new(move |method, path, body| {
+            answer(method, path, body, &shared, latency)
+        }));
         MockApi { port, state }
     }
 
@@ -109,7 +131,10 @@ impl MockApi {
     }
 }
 
-fn serve(stream: TcpStream, state: &Mutex<State>, latency: Duration) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    handler: &(dyn Fn(&str, &str, &[u8]) -> Answer + Send + Sync),
+) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -132,7 +157,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>, latency: Duration) -> std::io:
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
 
-    let (status, content_type, out) = answer(&method, &path, &body, state, latency);
+    let (status, content_type, out) = handler(&method, &path, &body);
     let mut w = stream;
     write!(
         w,
@@ -244,4 +269,91 @@ fn events(turn: &Turn, n: usize, model: &str) -> String {
     .iter()
     .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
     .collect()
+}
+
+/// What a time-boxed run gave.
+pub struct Ran {
+    /// None: killed at the time limit.
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+/// Runs `cmd` in its own process group; kills the whole group after `limit`.
+pub fn run_timed(mut cmd: std::process::Command, limit: Duration) -> std::io::Result<Ran> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let start = std::time::Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            // SAFETY: kill(2) on the group this child leads; no memory is involved.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // A grandchild left holding the pipes (a daemon the CLI started) is killed with the group.
+    // SAFETY: as above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    Ok(Ran {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        took: start.elapsed(),
+    })
+}
+
+/// A pinned CLI, installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e-<name>-<version>`
+/// when missing (the folder `.ci/run` fills too); `None` when that fails. `bin_var` names an
+/// environment variable that gives the CLI's path instead.
+pub fn npm_cli(
+    package: &str,
+    version: &str,
+    bin: &str,
+    cache: &str,
+    bin_var: &str,
+) -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if let Some(b) = std::env::var_os(bin_var).filter(|b| !b.is_empty()) {
+        return Some(b.into());
+    }
+    let folder = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+        .join(cache);
+    let path = folder.join("node_modules/.bin").join(bin);
+    if !path.exists() {
+        std::fs::create_dir_all(&folder).ok()?;
+        let mut npm = std::process::Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&folder)
+            .arg(format!("{package}@{version}"));
+        let ran = run_timed(npm, Duration::from_secs(600)).ok()?;
+        if !ran.status.is_some_and(|s| s.success()) {
+            println!("npm install {package}@{version} failed:\n{}", ran.stderr);
+            return None;
+        }
+    }
+    path.exists().then_some(path)
 }

@@ -1,0 +1,211 @@
+//! Opt-in end-to-end test: the real Gemini CLI, headless (`gemini -p`) and
+//! offline against a mock Gemini API (`tests/e2e/gemini.rs`), with interband's
+//! hooks installed by `interband install --host gemini`.
+//!
+//! Runs only with `INTERBAND_E2E_GEMINI=1`. The CLI is `INTERBAND_E2E_GEMINI_BIN`, else
+//! `@google/gemini-cli@0.61.0` installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e-gemini-0.61.0`
+//! (`.ci/run` fills it). Infrastructure trouble (no npm, no network) skips; it never fails.
+//!
+//! It proves from what the mock receives and what interband publishes that the hook reads
+//! Gemini's real figure from its chat recording against its real limit and compression point,
+//! that the warning reaches the model inside the tool's result, that a run of several turns at
+//! low usage (a PreCompress before each) writes no note, and that AfterAgent, the end of
+//! Gemini's turn, writes the note and its advice to `/compress` reaches the model.
+
+mod common;
+mod e2e;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use e2e::gemini::{Mock, command, text};
+use e2e::run_timed;
+use serde_json::json;
+
+const GEMINI_VERSION: &str = "0.61.0";
+const TIME_BOX: Duration = Duration::from_secs(120);
+
+fn gemini_bin() -> Option<PathBuf> {
+    e2e::npm_cli(
+        "@google/gemini-cli",
+        GEMINI_VERSION,
+        "gemini",
+        &format!("interband-e2e-gemini-{GEMINI_VERSION}"),
+        "INTERBAND_E2E_GEMINI_BIN",
+    )
+}
+
+fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) {
+    let interband_dir = Path::new(BIN).parent().unwrap();
+    let mut path = std::ffi::OsString::from(interband_dir);
+    if let Some(p) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(p);
+    }
+    let mut c = Command::new(bin);
+    c.args(["-m", "gemini-2.5-flash", "-p", prompt, "--yolo"])
+        .current_dir(project)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", w.home())
+        .env("GEMINI_API_KEY", "test-interband-e2e")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .env("GOOGLE_GEMINI_BASE_URL", mock.url())
+        .env("INTERBAND_ROOT", w.root())
+        .env("INTERBAND_LOG", w.dir.path().join("interband.log"));
+    let ran = run_timed(c, TIME_BOX).unwrap();
+    let log = std::fs::read_to_string(w.dir.path().join("interband.log"));
+    let why = format!(
+        "gemini -p {prompt:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
+        ran.stdout, ran.stderr
+    );
+    let status = ran
+        .status
+        .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
+    assert!(status.success(), "{status}: {why}");
+    println!("e2e: gemini -p took {:.1} s", ran.took.as_secs_f64());
+}
+
+/// Whether a request carries one of interband's warnings.
+fn warned(body: &str) -> bool {
+    ["Context YELLOW", "Context ORANGE", "Context RED"]
+        .iter()
+        .any(|w| body.contains(w))
+}
+
+fn notes(w: &World) -> Vec<String> {
+    files_under(&w.root().join("intermem/notes"))
+        .into_iter()
+        .filter(|f| {
+            f.ends_with(".md") && !f.ends_with("latest.md") && !f.contains("session-summary")
+        })
+        .collect()
+}
+
+#[test]
+fn the_real_gemini_cli_reads_its_real_figures_offline() {
+    if std::env::var("INTERBAND_E2E_GEMINI").as_deref() != Ok("1") {
+        println!("skipped: set INTERBAND_E2E_GEMINI=1");
+        return;
+    }
+    let Some(bin) = gemini_bin() else {
+        println!("skipped: cannot install gemini");
+        return;
+    };
+    let version = run_timed(
+        {
+            let mut c = Command::new(&bin);
+            c.arg("--version");
+            c
+        },
+        Duration::from_secs(60),
+    );
+    let Some(version) = version
+        .ok()
+        .filter(|v| v.status.is_some_and(|s| s.success()))
+    else {
+        println!("skipped: cannot run {}", bin.display());
+        return;
+    };
+    println!("e2e: driving {} ({})", bin.display(), version.stdout.trim());
+
+    let w = World::new();
+    let mock = Mock::start();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let settings = w.home().join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    // Headless with a base URL needs the API-key auth chosen in the settings.
+    std::fs::write(
+        &settings,
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    let o = w.run(&[
+        "install",
+        "--host",
+        "gemini",
+        "--settings",
+        settings.to_str().unwrap(),
+        "--command",
+        BIN,
+    ]);
+    assert_eq!(code(&o), 0, "interband install: {}", stderr(&o));
+
+    // 1. Several turns at low usage: a PreCompress before each, no note.
+    mock.script([command(20_000), command(21_000), text(22_000, "Done.")]);
+    run(&bin, &w, &mock, &project, "run echo twice");
+    let sessions = w.bus().keys("interpulse", "pressure").unwrap();
+    assert_eq!(sessions.len(), 1, "the hooks ran: {sessions:?}");
+    let p = w
+        .bus()
+        .read("interpulse", "pressure", &sessions[0])
+        .unwrap()
+        .envelope
+        .payload;
+    assert_eq!(
+        p["source"], "transcript",
+        "a real figure, not the heuristic: {p}"
+    );
+    assert_eq!(p["window"], 1_048_576, "{p}");
+    assert_eq!(p["level"], "green", "{p}");
+    assert!(
+        notes(&w).iter().all(|n| n.ends_with("session_end.md")),
+        "no note but SessionEnd's: {:?}",
+        notes(&w)
+    );
+    assert!(mock.requests().iter().all(|r| !warned(&r.body)));
+
+    // 2. Near the compression point (0.5 × 1,048,576): red, warned inside the
+    //    tool's result, and AfterAgent writes the note and advises /compress.
+    let before = mock.requests().len();
+    mock.script([
+        command(500_000),
+        text(501_000, "Done."),
+        text(501_500, "Noted."),
+    ]);
+    run(&bin, &w, &mock, &project, "run echo once");
+    let run2: Vec<_> = mock
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .filter(|r| r.main)
+        .collect();
+    let session = w
+        .bus()
+        .keys("interpulse", "pressure")
+        .unwrap()
+        .into_iter()
+        .find(|s| !sessions.contains(s))
+        .expect("a second session");
+    let p = w
+        .bus()
+        .read("interpulse", "pressure", &session)
+        .unwrap()
+        .envelope
+        .payload;
+    assert_eq!(p["level"], "red", "{p}");
+    let used = p["used_tokens"].as_u64().unwrap() as f64;
+    assert!(
+        (used - 500_000.0).abs() <= 5_000.0 || (used - 501_000.0).abs() <= 5_010.0,
+        "{p}"
+    );
+    assert!(
+        run2.iter()
+            .any(|r| r.body.contains("hook_context") && r.body.contains("Context RED")),
+        "the warning reached the model in the tool's result"
+    );
+    assert!(
+        run2.iter()
+            .any(|r| r.body.contains("Context is nearly full") && r.body.contains("/compress")),
+        "AfterAgent's advice reached the model"
+    );
+    let all = notes(&w);
+    assert!(
+        all.iter().any(|n| !n.ends_with("session_end.md")),
+        "the end-of-turn note: {all:?}"
+    );
+    println!("e2e: gemini passed; {} notes", all.len());
+}
