@@ -131,6 +131,74 @@ fn make_transcript(path: &Path, filler: u64) -> std::io::Result<()> {
     f.flush()
 }
 
+/// A transcript in another host's format: its real captured lines, `filler`
+/// bytes more of them, then a usage line (yellow for that host). Named as
+/// the host names it, so the hook reads it with that host's reader.
+fn make_host_transcript(
+    dir: &Path,
+    host: &str,
+    session: &str,
+    filler: u64,
+) -> std::io::Result<PathBuf> {
+    let (folder, fixture, name, last) = match host {
+        "codex" => (
+            dir.join(format!("codex-{filler}/sessions/2026/11/30")),
+            "../codex-0.171.0/rollout.at-PostToolUse.140k.jsonl",
+            format!("rollout-2026-11-30T07-24-45-{session}.jsonl"),
+            serde_json::json!({"timestamp": "2026-11-30T07:28:33Z", "type": "event_msg", "payload": {"type": "token_count",
+                "info": {"total_token_usage": {"total_tokens": 120_000}, "last_token_usage": {"input_tokens": 119_980,
+                "cached_input_tokens": 0, "output_tokens": 20, "total_tokens": 120_000}, "model_context_window": 190_000}}}),
+        ),
+        _ => (
+            dir.join(format!("gemini-{filler}/tmp/proj/chats")),
+            "../gemini-cli-0.61.0/transcript.session.jsonl",
+            format!("session-2026-11-30T07-27-{}.jsonl", &session[..8]),
+            serde_json::json!({"id": "last", "type": "gemini", "content": "", "model": "gemini-2.5-flash",
+                "tokens": {"input": 350_000, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 350_020}}),
+        ),
+    };
+    std::fs::create_dir_all(&folder)?;
+    let path = folder.join(name);
+    let real = std::fs::read_to_string(Path::new(FIXTURES).join(fixture))?;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    let mut written = 0u64;
+    loop {
+        for l in real.lines() {
+            f.write_all(l.as_bytes())?;
+            f.write_all(b"\n")?;
+            written += l.len() as u64 + 1;
+        }
+        if written >= filler {
+            break;
+        }
+    }
+    writeln!(f, "{last}")?;
+    f.flush()?;
+    Ok(path)
+}
+
+/// One other host's transcripts: small and big, with their sessions.
+struct HostFiles {
+    host: &'static str,
+    session: String,
+    small: PathBuf,
+    session_big: String,
+    big: PathBuf,
+}
+
+/// A host's real captured tool-call input for `session` with `transcript`.
+fn host_input(host: &str, session: &str, transcript: &Path) -> Vec<u8> {
+    let file = match host {
+        "codex" => "../codex-0.171.0/PostToolUse.input.json",
+        _ => "../gemini-cli-0.61.0/AfterTool.run_shell_command.input.json",
+    };
+    let real = std::fs::read(Path::new(FIXTURES).join(file)).expect("fixture");
+    let mut v: serde_json::Value = serde_json::from_slice(&real).expect("fixture is JSON");
+    v["session_id"] = serde_json::json!(session);
+    v["transcript_path"] = serde_json::json!(transcript);
+    serde_json::to_vec(&v).expect("serializes")
+}
+
 /// The real PostToolUse input for `session` with `transcript`.
 fn hook_input(session: &str, transcript: &Path) -> Vec<u8> {
     let real = std::fs::read(Path::new(FIXTURES).join("PostToolUse.input.json")).expect("fixture");
@@ -147,6 +215,7 @@ fn cases(
     baseline: Option<&str>,
     small: &Path,
     big: &Path,
+    hosts: &[HostFiles],
 ) -> Vec<Case> {
     let mut cases = vec![Case::new("floor", &["/bin/true"])];
     let mut builds = vec![];
@@ -189,6 +258,19 @@ fn cases(
         cases.push(
             Case::new(format!("statusline{suffix}"), &[bin, "statusline"]).with_stdin(&statusline),
         );
+        if suffix.is_empty() || static_bin.is_none() && suffix == " (dynamic)" {
+            // The other hosts' formats, for the build we ship.
+            for h in hosts {
+                cases.push(
+                    Case::new(format!("hook, {}{suffix}", h.host), &[bin, "hook"])
+                        .with_stdin(&host_input(h.host, &h.session, &h.small)),
+                );
+                cases.push(
+                    Case::new(format!("hook, {}, 500 MB{suffix}", h.host), &[bin, "hook"])
+                        .with_stdin(&host_input(h.host, &h.session_big, &h.big)),
+                );
+            }
+        }
     }
     if let Some(cmd) = peer {
         cases.push(Case::new("peer", &["sh", "-c", cmd]));
@@ -263,12 +345,29 @@ fn bench() -> Result<(), String> {
     make_transcript(&small, 0).map_err(|e| format!("cannot write a transcript: {e}"))?;
     make_transcript(&big, big_mb << 20).map_err(|e| format!("cannot write a transcript: {e}"))?;
     let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
+    let mut hosts = Vec::new();
+    for (host, n) in [("codex", 1), ("gemini", 2)] {
+        let session = format!("{n}0a22b57-8342-7ec3-a13e-3f0ced12dfe6");
+        let session_big = format!("{n}1a22b57-8342-7ec3-a13e-3f0ced12dfe6");
+        let write = |session: &str, filler| {
+            make_host_transcript(tmp.path(), host, session, filler)
+                .map_err(|e| format!("cannot write a {host} transcript: {e}"))
+        };
+        hosts.push(HostFiles {
+            host,
+            small: write(&session, 0)?,
+            big: write(&session_big, big_mb << 20)?,
+            session,
+            session_big,
+        });
+    }
     let cases = cases(
         peer.as_deref(),
         static_bin.as_deref(),
         baseline.as_deref(),
         &small,
         &big,
+        &hosts,
     );
 
     // Seed the message `read` reads (the publish case writes the same one), then warm up.
