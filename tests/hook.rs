@@ -465,14 +465,18 @@ fn the_statusline_bridge_wins_when_it_saw_the_transcript_at_least_as_far() {
 
 #[test]
 fn codex_input_without_a_transcript_falls_back_to_the_labelled_heuristic() {
+    // The real input of `codex exec --ephemeral`: no transcript to read.
     let w = World::new();
-    let v = json!({"session_id": "cx", "transcript_path": null, "cwd": w.dir.path(), "hook_event_name": "PostToolUse",
-                   "turn_id": "t1", "model": "gpt-5", "tool_name": "shell", "tool_input": {"command": ["ls"]},
-                   "tool_response": "x".repeat(800_000)});
+    let path = repo().join("tests/fixtures/codex-0.171.0/PostToolUse.ephemeral.input.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert!(v["transcript_path"].is_null() && v["tool_name"] == "Bash");
+    v["cwd"] = json!(w.dir.path());
+    v["tool_response"] = json!("x".repeat(800_000));
+    let session = v["session_id"].as_str().unwrap().to_owned();
     let o = hook(&w, &serde_json::to_vec(&v).unwrap());
     let said = context_of(&o, "PostToolUse").expect("200k estimated tokens is red");
     assert!(said.contains("estimate"), "{said}");
-    assert_eq!(pressure(&w, "cx")["source"], "heuristic");
+    assert_eq!(pressure(&w, &session)["source"], "heuristic");
 }
 
 #[test]
