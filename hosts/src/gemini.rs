@@ -12,10 +12,11 @@
 //! Gemini compresses the history when the last prompt reaches
 //! `compressionThreshold` × the model's token limit (0.5 by default;
 //! `model.compressionThreshold` in `~/.gemini/settings.json`, then the
-//! project's `.gemini/settings.json`). A compression rewrites the recording's
-//! whole message list (`{"$set":{"messages":[...]}}`): scanning backwards,
-//! such a line before any newer reply ends the scan with no figure (the
-//! context it replaced is gone), and the next reply's figure is the new one.
+//! project's `.gemini/settings.json` where Gemini trusts the folder). A
+//! compression rewrites the recording's whole message list
+//! (`{"$set":{"messages":[...]}}`): scanning backwards, such a line before
+//! any newer reply ends the scan with no figure (the context it replaced is
+//! gone), and the next reply's figure is the new one.
 
 use std::path::Path;
 
@@ -100,22 +101,90 @@ pub fn limit(model: &str) -> u64 {
 }
 
 /// `model.compressionThreshold` from Gemini's settings: the project's
-/// `.gemini/settings.json` over the user's `~/.gemini/settings.json`, else
+/// `.gemini/settings.json` (only where Gemini trusts the folder, see
+/// [`trusts`]) over the user's `~/.gemini/settings.json`, else
 /// [`DEFAULT_THRESHOLD`]. Files are read bounded and without blocking; a
 /// value outside (0, 1] is ignored.
-pub fn compression_threshold(home: Option<&Path>, project: Option<&Path>) -> f64 {
+pub fn compression_threshold(
+    home: Option<&Path>,
+    project: Option<&Path>,
+    env: &dyn interband::settings::Env,
+) -> f64 {
     let read = |dir: &Path| -> Option<f64> {
-        let bytes =
-            interband::fsio::read_regular(&dir.join(".gemini/settings.json"), 1 << 20).ok()?;
-        let v: Value = serde_json::from_slice(&bytes).ok()?;
-        v["model"]["compressionThreshold"]
+        settings(dir)?["model"]["compressionThreshold"]
             .as_f64()
             .filter(|t| *t > 0.0 && *t <= 1.0)
     };
     project
+        .filter(|p| trusts(home, p, env))
         .and_then(read)
         .or_else(|| home.and_then(read))
         .unwrap_or(DEFAULT_THRESHOLD)
+}
+
+/// `<dir>/.gemini/settings.json`, read bounded and without blocking.
+fn settings(dir: &Path) -> Option<Value> {
+    let bytes = interband::fsio::read_regular(&dir.join(".gemini/settings.json"), 1 << 20).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Whether Gemini CLI trusts `folder`, so reads its project settings.
+///
+/// Gemini's rules: `GEMINI_RESTRICTED_MODE=true` or
+/// `GEMINI_CLI_TRUST_WORKSPACE=false` distrust, `GEMINI_CLI_TRUST_WORKSPACE=true`
+/// trusts; with folder trust turned off in the user's settings
+/// (`security.folderTrust.enabled: false`) every folder is trusted; otherwise
+/// the longest rule of `trustedFolders.json` (`$GEMINI_CLI_TRUSTED_FOLDERS_PATH`,
+/// else `~/.gemini/trustedFolders.json`) covering the folder decides
+/// (`TRUST_FOLDER`, `TRUST_PARENT` for the rule's parent, `DO_NOT_TRUST`),
+/// and a folder no rule covers is not trusted. An unreadable rules file
+/// trusts nothing.
+pub fn trusts(home: Option<&Path>, folder: &Path, env: &dyn interband::settings::Env) -> bool {
+    let is = |var: &str, value: &str| env.var(var).is_some_and(|v| v == value);
+    if is("GEMINI_RESTRICTED_MODE", "true") || is("GEMINI_CLI_TRUST_WORKSPACE", "false") {
+        return false;
+    }
+    if is("GEMINI_CLI_TRUST_WORKSPACE", "true") {
+        return true;
+    }
+    let user = home.and_then(settings);
+    if user
+        .as_ref()
+        .and_then(|u| u["security"]["folderTrust"]["enabled"].as_bool())
+        == Some(false)
+    {
+        return true;
+    }
+    let rules_file = env
+        .var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".gemini/trustedFolders.json")));
+    let Some(rules) = rules_file
+        .and_then(|f| interband::fsio::read_regular(&f, 1 << 20).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Map<String, Value>>(&b).ok())
+    else {
+        return false;
+    };
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let folder = real(folder);
+    let mut best: Option<(usize, &str)> = None;
+    for (rule, level) in &rules {
+        let Some(level) = level.as_str() else {
+            return false;
+        };
+        let covered = match level {
+            "TRUST_PARENT" => Path::new(rule).parent().map(real),
+            "TRUST_FOLDER" | "DO_NOT_TRUST" => Some(real(Path::new(rule))),
+            _ => return false,
+        };
+        if covered.is_some_and(|c| folder.starts_with(&c))
+            && best.is_none_or(|(len, _)| rule.len() > len)
+        {
+            best = Some((rule.len(), level));
+        }
+    }
+    matches!(best, Some((_, "TRUST_FOLDER" | "TRUST_PARENT")))
 }
 
 /// Where Gemini compresses a window of `limit` tokens: `threshold × limit`.
@@ -185,33 +254,99 @@ mod tests {
     }
 
     #[test]
-    fn the_threshold_comes_from_the_project_then_the_user() {
+    fn the_threshold_comes_from_a_trusted_project_then_the_user() {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
-        assert_eq!(
-            compression_threshold(Some(home.path()), Some(project.path())),
-            0.5
-        );
-        std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+        let (h, p) = (home.path(), project.path());
+        let no_env = |_: &str| None::<String>;
+        let trust_env = |v: &str| (v == "GEMINI_CLI_TRUST_WORKSPACE").then(|| "true".to_string());
+        assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.5);
+        std::fs::create_dir_all(h.join(".gemini")).unwrap();
         std::fs::write(
-            home.path().join(".gemini/settings.json"),
+            h.join(".gemini/settings.json"),
             r#"{"model":{"compressionThreshold":0.7}}"#,
         )
         .unwrap();
-        assert_eq!(
-            compression_threshold(Some(home.path()), Some(project.path())),
-            0.7
-        );
-        std::fs::create_dir_all(project.path().join(".gemini")).unwrap();
+        assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.7);
+        std::fs::create_dir_all(p.join(".gemini")).unwrap();
         std::fs::write(
-            project.path().join(".gemini/settings.json"),
+            p.join(".gemini/settings.json"),
             r#"{"model":{"compressionThreshold":0.3}}"#,
         )
         .unwrap();
-        assert_eq!(
-            compression_threshold(Some(home.path()), Some(project.path())),
-            0.3
-        );
+        // A cloned repository's settings do not count until Gemini trusts it.
+        assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.7);
+        assert_eq!(compression_threshold(Some(h), Some(p), &trust_env), 0.3);
+        let rules =
+            |json: String| std::fs::write(h.join(".gemini/trustedFolders.json"), json).unwrap();
+        rules(format!(r#"{{"{}":"TRUST_FOLDER"}}"#, p.display()));
+        assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.3);
         assert_eq!(compression_point(DEFAULT_LIMIT, 0.5), 524_288);
+    }
+
+    #[test]
+    fn folder_trust_follows_geminis_rules() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        std::fs::create_dir_all(h.join(".gemini")).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let (a, b) = (root.path().join("a"), root.path().join("a/b"));
+        std::fs::create_dir_all(&b).unwrap();
+        let none = |_: &str| None::<String>;
+        let env = |k: &'static str, v: &'static str| move |n: &str| (n == k).then(|| v.to_string());
+        let rules =
+            |json: String| std::fs::write(h.join(".gemini/trustedFolders.json"), json).unwrap();
+        // No rules file: nothing is trusted.
+        assert!(!trusts(Some(h), &b, &none));
+        assert!(trusts(
+            Some(h),
+            &b,
+            &env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        ));
+        rules(format!(r#"{{"{}":"TRUST_FOLDER"}}"#, a.display()));
+        assert!(trusts(Some(h), &a, &none));
+        assert!(
+            trusts(Some(h), &b, &none),
+            "a subfolder of a trusted folder"
+        );
+        assert!(!trusts(Some(h), root.path(), &none), "its parent is not");
+        assert!(!trusts(
+            Some(h),
+            &b,
+            &env("GEMINI_CLI_TRUST_WORKSPACE", "false")
+        ));
+        assert!(!trusts(Some(h), &b, &env("GEMINI_RESTRICTED_MODE", "true")));
+        // The longest rule wins.
+        rules(format!(
+            r#"{{"{}":"TRUST_FOLDER","{}":"DO_NOT_TRUST"}}"#,
+            a.display(),
+            b.display()
+        ));
+        assert!(trusts(Some(h), &a, &none));
+        assert!(!trusts(Some(h), &b, &none));
+        // TRUST_PARENT trusts the rule's parent and everything under it.
+        rules(format!(r#"{{"{}":"TRUST_PARENT"}}"#, b.display()));
+        assert!(trusts(Some(h), &a, &none));
+        // A malformed file trusts nothing (Gemini refuses to start on it).
+        rules(format!(r#"{{"{}":"TRUST_EVERYTHING"}}"#, a.display()));
+        assert!(!trusts(Some(h), &a, &none));
+        // The file may live elsewhere.
+        let elsewhere = root.path().join("rules.json");
+        std::fs::write(
+            &elsewhere,
+            format!(r#"{{"{}":"TRUST_FOLDER"}}"#, a.display()),
+        )
+        .unwrap();
+        let moved = move |n: &str| {
+            (n == "GEMINI_CLI_TRUSTED_FOLDERS_PATH").then(|| elsewhere.display().to_string())
+        };
+        assert!(trusts(Some(h), &a, &moved));
+        // Folder trust turned off by the user: every folder is trusted.
+        std::fs::write(
+            h.join(".gemini/settings.json"),
+            r#"{"security":{"folderTrust":{"enabled":false}}}"#,
+        )
+        .unwrap();
+        assert!(trusts(Some(h), root.path(), &none));
     }
 }

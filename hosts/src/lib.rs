@@ -269,7 +269,8 @@ impl Host {
     ///   (`$CODEX_HOME`, else `~/.codex`), else configured, learned or 200k;
     ///   compaction at `model_auto_compact_token_limit` or a share of it.
     /// - Gemini CLI: the model's limit (1,048,576), else configured;
-    ///   compression at `compressionThreshold` × the limit.
+    ///   compression at `compressionThreshold` × the limit (the project's
+    ///   setting only where Gemini trusts the folder).
     pub fn limits(self, k: &Known, env: &dyn interband::settings::Env) -> Limits {
         use interband::context;
         let path = |var: &str| {
@@ -305,7 +306,7 @@ impl Host {
                     .observed
                     .or((k.configured > 0).then_some(k.configured))
                     .unwrap_or(gemini::DEFAULT_LIMIT);
-                let threshold = gemini::compression_threshold(home.as_deref(), k.project);
+                let threshold = gemini::compression_threshold(home.as_deref(), k.project, env);
                 Limits {
                     window,
                     compact_at: gemini::compression_point(window, threshold),
