@@ -150,6 +150,7 @@ fn engine_warnings(pcts: &[u64]) -> [u64; 4] {
             subagent: false,
         };
         let obs = Observation {
+            compaction: None,
             figures: Some(figures),
             directives: false,
         };

@@ -1,25 +1,26 @@
-//! Claude Code: its transcript's usage, as Claude Code itself computes it.
+//! Claude Code: its transcript's usage, as Claude Code itself computes it
+//! (the rule is [`crate::usage`]'s; this says what each line means).
 //!
-//! Scanning backwards, the first line that decides the answer is:
+//! * An assistant line (`"type":"assistant"`, `isSidechain` not `true`, a
+//!   `message.usage` object, `message.model` not `"<synthetic>"`) is a
+//!   response's usage: `input_tokens + cache_creation_input_tokens +
+//!   cache_read_input_tokens` (a missing or non-integer number counts as 0),
+//!   under its `message.id`. One response is written as several lines with
+//!   one id: the largest counts, never a sum.
+//! * A compaction boundary (`"type":"system","subtype":"compact_boundary"`,
+//!   not a sidechain's) starts the context over at its
+//!   `compactMetadata.postTokens`, or with no figure when it has none (no
+//!   real boundary seen so far has it).
+//! * A main-thread `user` line (a prompt, a tool's result) comes between
+//!   two responses.
 //!
-//! * an assistant line: `"type":"assistant"`, `isSidechain` not `true`, a
-//!   `message.usage` object and `message.model` not `"<synthetic>"`. The
-//!   context is `input_tokens + cache_creation_input_tokens +
-//!   cache_read_input_tokens` of that usage (a missing or non-integer number
-//!   counts as 0). One response is written as several lines with the same
-//!   `message.id` and the same usage; only the last one is taken, never a sum.
-//! * a compaction boundary: `"type":"system","subtype":"compact_boundary"`
-//!   (`isSidechain` not `true`). It comes after every assistant line of the
-//!   context it replaced, so the context is its `compactMetadata.postTokens`.
-//!   A boundary without an integer `postTokens` still ends the scan, with no
-//!   figure: the assistant lines before it describe a context that is gone.
-//!
-//! Every other line is skipped. Only lines containing `"assistant"` or
-//! `compact_boundary` are parsed at all.
+//! Every other line says nothing. Only lines containing `"assistant"`,
+//! `compact_boundary` or `"user"` are parsed at all.
 
 use serde_json::Value;
 
-use crate::tail::{Tail, TailUsage, UsageKind, contains, number};
+use crate::tail::{contains, number};
+use crate::usage::Fact;
 
 /// The few fields of a transcript line that matter; serde skips the rest
 /// (message content can be large) without building it.
@@ -38,68 +39,70 @@ struct Line {
 
 #[derive(serde::Deserialize)]
 struct LineMessage {
+    id: Option<Value>,
     model: Option<Value>,
     usage: Option<Value>,
 }
 
 /// Claude Code's reader (see the module's documentation).
-pub(crate) fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
+pub(crate) fn fact(line: &[u8], _offset: u64) -> Option<Fact> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if !contains(line, b"\"assistant\"") && !contains(line, b"compact_boundary") {
-        return false;
+    if !contains(line, b"\"assistant\"")
+        && !contains(line, b"compact_boundary")
+        && !contains(line, b"\"user\"")
+    {
+        return None;
     }
-    let Ok(l) = serde_json::from_slice::<Line>(line) else {
-        return false;
-    };
+    let l = serde_json::from_slice::<Line>(line).ok()?;
     if l.is_sidechain == Some(Value::Bool(true)) {
-        return false;
+        return None;
     }
     match l.kind.as_ref().and_then(Value::as_str) {
         Some("assistant") => {
-            let Some(message) = l.message else {
-                return false;
-            };
+            let message = l.message?;
             let Some(Value::Object(usage)) = message.usage else {
-                return false;
+                return None;
             };
             let model = message.model.as_ref().and_then(Value::as_str);
             if model == Some("<synthetic>") {
-                return false;
+                return None;
             }
-            let used_tokens = [
+            let tokens = [
                 "input_tokens",
                 "cache_creation_input_tokens",
                 "cache_read_input_tokens",
             ]
             .iter()
             .fold(0u64, |sum, key| sum.saturating_add(number(&usage, key)));
-            tail.usage = Some(TailUsage {
-                used_tokens,
-                kind: UsageKind::Assistant,
+            Some(Fact::Usage {
+                message: message
+                    .id
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                tokens,
                 model: model.map(str::to_owned),
                 window: None,
-                offset,
-            });
-            true
+            })
         }
+        Some("user") => Some(Fact::Break),
         Some("system")
             if l.subtype.as_ref().and_then(Value::as_str) == Some("compact_boundary") =>
         {
-            tail.latest_boundary = l.uuid.as_ref().and_then(Value::as_str).map(str::to_owned);
-            tail.usage = l
-                .compact_metadata
-                .as_ref()
-                .and_then(|meta| meta.get("postTokens"))
-                .and_then(Value::as_u64)
-                .map(|used_tokens| TailUsage {
-                    used_tokens,
-                    kind: UsageKind::CompactBoundary,
-                    model: None,
-                    window: None,
-                    offset,
-                });
-            true
+            Some(Fact::Compaction {
+                mark: l
+                    .uuid
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .unwrap_or("compact_boundary")
+                    .to_owned(),
+                tokens: l
+                    .compact_metadata
+                    .as_ref()
+                    .and_then(|meta| meta.get("postTokens"))
+                    .and_then(Value::as_u64),
+            })
         }
-        _ => false,
+        _ => None,
     }
 }

@@ -14,11 +14,12 @@
 //!
 //! The tokens in context are the usage's `total_tokens`, as Codex counts
 //! them itself (`cached_input_tokens` is a part of `input_tokens`, never
-//! added again; output and reasoning count). Scanning backwards, the first
-//! usage decides the figure; the window is the nearest `token_count`'s. A
-//! `compacted` line is a compaction: before any newer usage, it ends the scan
-//! with no figure (the context it replaced is gone); the `token_count` Codex
-//! writes after it carries the new context's estimate.
+//! added again; output and reasoning count). The latest usage is the
+//! figure; the window is the latest `token_count`'s, the model the latest
+//! `turn_context`'s (the rule is [`crate::usage`]'s). A `compacted` line is
+//! a compaction: no figure until the next usage (the context it replaced is
+//! gone); the `token_count` Codex writes after it carries the new context's
+//! estimate.
 //!
 //! The window Codex reports is an effective one, 95% of the model's (190,000
 //! for 200,000). It compacts at `model_auto_compact_token_limit` when
@@ -29,7 +30,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::tail::{Tail, TailUsage, UsageKind, contains, number};
+use crate::tail::{contains, number};
+use crate::usage::Fact;
 
 /// Where Codex compacts when nothing sets it, and at most: this share of the
 /// model's (not the effective) window.
@@ -57,68 +59,40 @@ pub fn context_tokens(usage: &Value) -> Option<u64> {
 }
 
 /// Codex CLI's reader (see the module's documentation).
-pub(crate) fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
+pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let interesting = contains(line, b"token_count")
         || contains(line, b"token_usage_record")
         || contains(line, b"\"compacted\"")
-        || (tail.usage.is_some() && contains(line, b"turn_context"));
+        || contains(line, b"turn_context");
     if !interesting {
-        return false;
+        return None;
     }
-    let Ok(l) = serde_json::from_slice::<Line>(line) else {
-        return false;
-    };
+    let l = serde_json::from_slice::<Line>(line).ok()?;
     let payload = l.payload.unwrap_or_default();
-    let found = tail.usage.is_some();
+    let usage = |usage: &Value, window: Option<u64>| {
+        Some(Fact::Usage {
+            message: None,
+            tokens: context_tokens(usage)?,
+            model: None,
+            window,
+        })
+    };
     match l.kind.as_ref().and_then(Value::as_str) {
         Some("event_msg") if payload["type"] == "token_count" => {
             let info = &payload["info"];
-            let window = info["model_context_window"].as_u64();
-            if let Some(u) = tail.usage.as_mut() {
-                // A newer usage record came first: this only says the window.
-                u.window = u.window.or(window);
-                return window.is_some();
-            }
-            let Some(used) = context_tokens(&info["last_token_usage"]) else {
-                return false;
-            };
-            tail.usage = Some(TailUsage {
-                used_tokens: used,
-                kind: UsageKind::Assistant,
-                model: None,
-                window,
-                offset,
-            });
-            window.is_some()
+            usage(
+                &info["last_token_usage"],
+                info["model_context_window"].as_u64(),
+            )
         }
-        Some("token_usage_record") if !found => {
-            let Some(used) = context_tokens(&payload["usage"]) else {
-                return false;
-            };
-            tail.usage = Some(TailUsage {
-                used_tokens: used,
-                kind: UsageKind::Assistant,
-                model: None,
-                window: None,
-                offset,
-            });
-            // Go on for the window.
-            false
-        }
-        Some("turn_context") => {
-            if let (Some(u), Some(model)) = (tail.usage.as_mut(), payload["model"].as_str()) {
-                u.model.get_or_insert_with(|| model.to_owned());
-            }
-            false
-        }
-        // Older than a usage found: the window is not in this context's lines.
-        Some("compacted") if found => true,
-        Some("compacted") => {
-            tail.latest_boundary = Some(format!("compacted@{offset}"));
-            true
-        }
-        _ => false,
+        Some("token_usage_record") => usage(&payload["usage"], None),
+        Some("turn_context") => payload["model"].as_str().map(|m| Fact::Model(m.to_owned())),
+        Some("compacted") => Some(Fact::Compaction {
+            mark: format!("compacted@{offset}"),
+            tokens: None,
+        }),
+        _ => None,
     }
 }
 

@@ -5,24 +5,25 @@
 //! `model` and `tokens: {input, output, cached, thoughts, tool, total}`;
 //! `tokens.input` is the API's `promptTokenCount` (cached tokens included),
 //! the figure Gemini itself compares with its limit. The same message id is
-//! appended again when its tool calls are added, with the same tokens:
-//! scanning backwards, the first `gemini` record with a `tokens.input` decides.
-//! `$set` lines only update metadata.
+//! appended again when its tool calls are added, with the same tokens: the
+//! latest reply's (the largest of its records') `tokens.input` is the figure,
+//! by [`crate::usage`]'s rule; a `user` record comes between replies. `$set`
+//! lines only update metadata.
 //!
 //! Gemini compresses the history when the last prompt reaches
 //! `compressionThreshold` × the model's token limit (0.5 by default;
 //! `model.compressionThreshold` in `~/.gemini/settings.json`, then the
 //! project's `.gemini/settings.json` where Gemini trusts the folder). A
 //! compression rewrites the recording's whole message list
-//! (`{"$set":{"messages":[...]}}`): scanning backwards, such a line before
-//! any newer reply ends the scan with no figure (the context it replaced is
-//! gone), and the next reply's figure is the new one.
+//! (`{"$set":{"messages":[...]}}`): a compaction, with no figure until the
+//! next reply (the context it replaced is gone).
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::tail::{Tail, TailUsage, UsageKind, contains};
+use crate::tail::contains;
+use crate::usage::Fact;
 
 /// The token limit of current Gemini models: 1,048,576.
 pub const DEFAULT_LIMIT: u64 = 1_048_576;
@@ -34,6 +35,7 @@ pub const DEFAULT_THRESHOLD: f64 = 0.5;
 struct Line {
     #[serde(rename = "type")]
     kind: Option<Value>,
+    id: Option<Value>,
     model: Option<Value>,
     tokens: Option<Value>,
 }
@@ -51,39 +53,35 @@ struct SetMessages {
 }
 
 /// Gemini CLI's reader (see the module's documentation).
-pub(crate) fn judge(line: &[u8], offset: u64, tail: &mut Tail) -> bool {
+pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.starts_with(b"{\"$set\"") && contains(line, b"\"messages\"") {
         let rewritten = serde_json::from_slice::<SetLine>(line)
             .is_ok_and(|l| l.set.is_some_and(|s| s.messages.is_some()));
-        if rewritten {
-            // A compression (or a session's first history): no figure yet.
-            tail.latest_boundary = Some(format!("messages@{offset}"));
-            return true;
+        // A compression (or a session's first history): no figure yet.
+        return rewritten.then(|| Fact::Compaction {
+            mark: format!("messages@{offset}"),
+            tokens: None,
+        });
+    }
+    if !contains(line, b"\"gemini\"") && !contains(line, b"\"user\"") {
+        return None;
+    }
+    let l = serde_json::from_slice::<Line>(line).ok()?;
+    match l.kind.as_ref().and_then(Value::as_str) {
+        Some("user") => Some(Fact::Break),
+        Some("gemini") => {
+            let tokens = l.tokens.as_ref().and_then(|t| t.get("input")?.as_u64())?;
+            let model = l.model.as_ref().and_then(Value::as_str).map(str::to_owned);
+            Some(Fact::Usage {
+                message: l.id.as_ref().and_then(Value::as_str).map(str::to_owned),
+                tokens,
+                window: model.as_deref().map(limit),
+                model,
+            })
         }
-        return false;
+        _ => None,
     }
-    if !contains(line, b"\"gemini\"") {
-        return false;
-    }
-    let Ok(l) = serde_json::from_slice::<Line>(line) else {
-        return false;
-    };
-    if l.kind.as_ref().and_then(Value::as_str) != Some("gemini") {
-        return false;
-    }
-    let Some(input) = l.tokens.as_ref().and_then(|t| t.get("input")?.as_u64()) else {
-        return false;
-    };
-    let model = l.model.as_ref().and_then(Value::as_str).map(str::to_owned);
-    tail.usage = Some(TailUsage {
-        used_tokens: input,
-        kind: UsageKind::Assistant,
-        window: model.as_deref().map(limit),
-        model,
-        offset,
-    });
-    true
 }
 
 /// The token limit of a model, as Gemini CLI counts it.

@@ -27,6 +27,7 @@ pub mod claude;
 pub mod codex;
 pub mod gemini;
 pub mod tail;
+pub mod usage;
 
 use serde::{Deserialize, Serialize};
 
@@ -159,13 +160,36 @@ impl Host {
         }
     }
 
-    /// Its transcript reader.
-    pub fn judge(self) -> tail::Judge {
+    /// Its transcript's line reader (what each line means for the context).
+    pub fn reader(self) -> usage::LineReader {
         match self {
-            Host::Claude => claude::judge,
-            Host::Codex => codex::judge,
-            Host::Gemini => gemini::judge,
+            Host::Claude => claude::fact,
+            Host::Codex => codex::fact,
+            Host::Gemini => gemini::fact,
         }
+    }
+
+    /// Whether its transcript states the window and the model on lines of
+    /// their own (Codex's `token_count` and `turn_context`), so a reader
+    /// from the end looks for them.
+    pub fn states_window(self) -> bool {
+        self == Host::Codex
+    }
+
+    /// Folds a whole transcript forward, line by line, into its current
+    /// figure: what [`tail::read_tail`] finds from the end.
+    pub fn read_forward(self, transcript: &[u8]) -> usage::Reading {
+        let reader = self.reader();
+        let mut r = usage::Reading::default();
+        let mut offset = 0u64;
+        for line in transcript.split_inclusive(|&b| b == b'\n') {
+            offset += line.len() as u64;
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            if let Some(fact) = reader(body, offset) {
+                r.apply(fact, offset);
+            }
+        }
+        r
     }
 
     /// The host that sent a hook input: by its event name (Gemini's are

@@ -1,15 +1,16 @@
 //! Reads a session's current context usage from the end of its transcript,
-//! whatever the host: the backward line scanner, and the types its readers fill.
+//! whatever the host: the backward line scanner.
 //!
 //! A transcript is JSONL (one JSON object a line) that only grows, to hundreds
 //! of MB, with lines of up to hundreds of KB. The figure that matters is near
 //! the end, so [`read_tail`] reads backwards from the end in chunks of
-//! [`CHUNK`] bytes, never more than `scan_cap` bytes, and stops as soon as the
-//! host's reader has decided the answer. Its cost depends on how far back the
-//! answer lies, not on the file's size. Each host's reader (its `judge`) says
-//! which lines decide: see [`crate::claude`], [`crate::codex`] and
-//! [`crate::gemini`]. Any line that is not valid JSON is skipped (the last
-//! line may be half written).
+//! [`CHUNK`] bytes, never more than `scan_cap` bytes, and stops as soon as
+//! older lines can no longer change the answer. Its cost depends on how far
+//! back the answer lies, not on the file's size. Each host's reader says
+//! what a line means ([`crate::claude`], [`crate::codex`], [`crate::gemini`]);
+//! the rule that makes a figure of them is [`crate::usage`]'s, the same one
+//! a forward reading uses. Any line that is not valid JSON is skipped (the
+//! last line may be half written).
 
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -18,56 +19,30 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::Host;
-
-/// Where a context figure in the transcript came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageKind {
-    /// The usage of the last model response.
-    Assistant,
-    /// A compaction's own figure (Claude Code's `postTokens`), later than
-    /// any response.
-    CompactBoundary,
-}
-
-/// The session's context as the transcript's tail shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TailUsage {
-    /// Tokens in context now.
-    pub used_tokens: u64,
-    /// From an assistant line's usage, or a compaction boundary's postTokens.
-    pub kind: UsageKind,
-    /// The model of the assistant line, if kind is Assistant.
-    pub model: Option<String>,
-    /// The window the transcript says the model has, when it says (Codex's
-    /// `model_context_window`), tokens.
-    pub window: Option<u64>,
-    /// Byte offset just past the line the figure came from: a position in the transcript,
-    /// used to judge whether another observation is at least as recent.
-    ///
-    /// That is just past the line's `\n`, i.e. where the next line starts; for
-    /// a last line without `\n` (complete JSON, newline not yet written) it is
-    /// the file's length.
-    pub offset: u64,
-}
+use crate::usage::{Backward, Reading};
+pub use crate::usage::{TailUsage, UsageKind};
 
 /// What one tail read found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tail {
     /// The context figure, if one was found within the scan cap.
     pub usage: Option<TailUsage>,
-    /// The uuid of the latest compact_boundary line seen while scanning (the last one in the
-    /// file within what was scanned), to notice a new compaction.
-    ///
-    /// Scanning stops at the first deciding line met going backwards, so this
-    /// is only about boundaries after the usage line in file order: it is
-    /// `Some` exactly when the scan stopped at a boundary (the answer itself,
-    /// `kind` [`UsageKind::CompactBoundary`], or a boundary without
-    /// `postTokens`, which leaves `usage` `None`) and that boundary has a
-    /// string `uuid`. When a later assistant line decides the answer, an
-    /// earlier boundary is not looked for and this is `None`.
+    /// The mark of the latest compaction, when no response came after it
+    /// (Claude Code's boundary uuid; where Codex's `compacted` or Gemini's
+    /// rewrite is): a new context, with `usage` its own figure or `None`.
     pub latest_boundary: Option<String>,
     /// The file's length when read.
     pub len: u64,
+}
+
+impl Tail {
+    fn of(reading: Reading, len: u64) -> Self {
+        Tail {
+            usage: reading.usage,
+            latest_boundary: reading.latest_boundary,
+            len,
+        }
+    }
 }
 
 /// Default cap on bytes scanned from the end: 8 MiB.
@@ -88,7 +63,7 @@ const CHUNK: usize = 64 << 10;
 /// are not looked at. A file that shrinks while it is read gives an
 /// [`io::ErrorKind::UnexpectedEof`] error.
 pub fn read_tail(path: &Path, scan_cap: u64, host: Host) -> io::Result<Tail> {
-    read_tail_counting(path, scan_cap, host.judge()).map(|(tail, _)| tail)
+    read_tail_counting(path, scan_cap, host).map(|(tail, _)| tail)
 }
 
 /// The same on bytes already in memory (the whole "file"); used by read_tail's tests and by callers with a buffer.
@@ -96,11 +71,11 @@ pub fn read_tail(path: &Path, scan_cap: u64, host: Host) -> io::Result<Tail> {
 /// The result equals `read_tail(path, DEFAULT_SCAN_CAP)` on a file holding
 /// `bytes`: only the last [`DEFAULT_SCAN_CAP`] bytes are scanned.
 pub fn tail_of(bytes: &[u8], host: Host) -> Tail {
-    tail_of_with(bytes, DEFAULT_SCAN_CAP, CHUNK, host.judge())
+    tail_of_with(bytes, DEFAULT_SCAN_CAP, CHUNK, host)
 }
 
 /// [`tail_of`] with any cap, chunk size and reader.
-pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, judge: Judge) -> Tail {
+pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, host: Host) -> Tail {
     let len = bytes.len() as u64;
     let read = |at: u64, buf: &mut [u8]| -> io::Result<()> {
         // `scan` asks only for ranges inside [0, len).
@@ -112,7 +87,7 @@ pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, judge: Jud
         buf.copy_from_slice(src);
         Ok(())
     };
-    match scan(len, scan_cap, chunk, judge, read) {
+    match scan(len, scan_cap, chunk, host, read) {
         Ok((tail, _)) => tail,
         // Unreachable: the slice never shrinks.
         Err(_) => Tail {
@@ -126,7 +101,7 @@ pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, judge: Jud
 pub(crate) fn read_tail_counting(
     path: &Path,
     scan_cap: u64,
-    judge: Judge,
+    host: Host,
 ) -> io::Result<(Tail, u64)> {
     // Never blocking on a FIFO, never reading a device: regular files only.
     let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
@@ -140,7 +115,7 @@ pub(crate) fn read_tail_counting(
         ));
     }
     let len = meta.len;
-    scan(len, scan_cap, CHUNK, judge, |at, buf| {
+    scan(len, scan_cap, CHUNK, host, |at, buf| {
         file.read_exact_at(buf, at)
     })
 }
@@ -152,16 +127,17 @@ fn scan<R>(
     len: u64,
     scan_cap: u64,
     chunk: usize,
-    judge: Judge,
+    host: Host,
     mut read: R,
 ) -> io::Result<(Tail, u64)>
 where
     R: FnMut(u64, &mut [u8]) -> io::Result<()>,
 {
-    let mut tail = Tail {
-        usage: None,
-        latest_boundary: None,
-        len,
+    let reader = host.reader();
+    let mut back = Backward::new(host.states_window());
+    let mut judge = |line: &[u8], offset: u64| match reader(line, offset) {
+        Some(fact) => back.take(fact, offset),
+        None => false,
     };
     let window_start = len.saturating_sub(scan_cap);
     let chunk = chunk.max(1) as u64;
@@ -189,13 +165,13 @@ where
         while let Some(nl) = buf[..end].iter().rposition(|&b| b == b'\n') {
             let offset = offset_past(line_end, len);
             let decided = if pieces.is_empty() {
-                judge(&buf[nl + 1..end], offset, &mut tail)
+                judge(&buf[nl + 1..end], offset)
             } else {
                 join(&buf[nl + 1..end], &mut pieces, &mut joined);
-                judge(&joined, offset, &mut tail)
+                judge(&joined, offset)
             };
             if decided {
-                return Ok((tail, bytes_read));
+                return Ok((Tail::of(back.reading(), len), bytes_read));
             }
             end = nl;
             line_end = start + nl as u64;
@@ -211,9 +187,9 @@ where
     // by the window's start is not judged.
     if window_start == 0 && line_end > 0 {
         join(&[], &mut pieces, &mut joined);
-        judge(&joined, offset_past(line_end, len), &mut tail);
+        judge(&joined, offset_past(line_end, len));
     }
-    Ok((tail, bytes_read))
+    Ok((Tail::of(back.reading(), len), bytes_read))
 }
 
 /// The offset just past a line ending at `line_end` (its `\n`, or `len`).
@@ -230,11 +206,6 @@ fn join(head: &[u8], pieces: &mut Vec<Vec<u8>>, out: &mut Vec<u8>) {
     }
     pieces.clear();
 }
-
-/// A host's reader: judges one line (without its `\n`) that ends at
-/// `offset`, going backwards; returns true when the answer is decided, which
-/// is then recorded in the tail.
-pub type Judge = fn(&[u8], u64, &mut Tail) -> bool;
 
 /// `obj[key]` as a u64; 0 if missing or not a non-negative integer.
 pub(crate) fn number(obj: &Map<String, Value>, key: &str) -> u64 {
@@ -274,10 +245,10 @@ mod tests {
         super::read_tail(path, cap, Host::Claude)
     }
     fn tail_of_with(bytes: &[u8], cap: u64, chunk: usize) -> Tail {
-        super::tail_of_with(bytes, cap, chunk, crate::claude::judge)
+        super::tail_of_with(bytes, cap, chunk, Host::Claude)
     }
     fn read_tail_counting(path: &Path, cap: u64) -> io::Result<(Tail, u64)> {
-        super::read_tail_counting(path, cap, crate::claude::judge)
+        super::read_tail_counting(path, cap, Host::Claude)
     }
 
     const FIXTURE: &str = concat!(

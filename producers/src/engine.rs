@@ -50,6 +50,9 @@ pub struct State {
     pub last_checkpoint_trigger: Option<String>,
     /// The last figures, for the dashboard.
     pub figures: Option<Figures>,
+    /// The latest compaction seen in the transcript (its mark), so each
+    /// starts one new context, once. Kept across contexts.
+    pub compaction_seen: Option<String>,
 }
 
 impl State {
@@ -89,6 +92,9 @@ pub struct Call {
 pub struct Observation {
     /// The real usage, when any source knows it.
     pub figures: Option<Figures>,
+    /// A compaction the transcript shows with no response after it (its
+    /// mark): the context started over, at `figures` or at an unknown figure.
+    pub compaction: Option<String>,
     /// Directive files exist to re-inject.
     pub directives: bool,
 }
@@ -142,7 +148,13 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         };
     }
 
-    if let (Some(f), Some(last)) = (obs.figures, prev.last_used)
+    if let Some(mark) = &obs.compaction
+        && s.compaction_seen.as_ref() != Some(mark)
+    {
+        // A compaction not seen yet: the figure before it is gone.
+        s.compaction_seen = Some(mark.clone());
+        s.new_context();
+    } else if let (Some(f), Some(last)) = (obs.figures, prev.last_used)
         && (f.used_tokens as f64) < last as f64 * SHRINK_IS_NEW_CONTEXT
     {
         s.new_context();
@@ -267,6 +279,7 @@ mod tests {
     /// Figures at `used_pct` of a 200k window.
     fn at(used_pct: f64) -> Observation {
         Observation {
+            compaction: None,
             figures: Some(Figures {
                 used_tokens: (used_pct * 2000.0) as u64,
                 window: 200_000,
@@ -288,6 +301,28 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn a_compaction_without_a_figure_starts_one_new_context_once() {
+        let c = cfg();
+        let red = step(&State::default(), &call(1.0, "Bash"), &at(90.0), &c);
+        assert_eq!(red.level, Level::Red);
+        let after = Observation {
+            compaction: Some("b-1".into()),
+            figures: None,
+            directives: false,
+        };
+        let o = step(&red.state, &call(2.0, "Bash"), &after, &c);
+        assert_eq!(o.level, Level::Green, "the old figure is gone");
+        assert_eq!((o.state.compactions, o.state.figures), (1, None));
+        // The same boundary again (no response yet): no second new context.
+        let o = step(&o.state, &call(3.0, "Bash"), &after, &c);
+        assert_eq!(o.state.compactions, 1);
+        assert_eq!(o.state.calls_since_warning, 2, "the context goes on");
+        // A response's figure afterwards is the new context's.
+        let o = step(&o.state, &call(4.0, "Bash"), &at(10.0), &c);
+        assert_eq!((o.level, o.state.compactions), (Level::Green, 1));
     }
 
     #[test]
@@ -564,6 +599,7 @@ mod tests {
                 &s,
                 &call(i as f64, "Bash"),
                 &Observation {
+                    compaction: None,
                     figures: None,
                     directives: true,
                 },
@@ -588,6 +624,7 @@ mod tests {
             s = step(&s, &call(i as f64, "Bash"), &with, &c).state;
         }
         let without = Observation {
+            compaction: None,
             figures: None,
             directives: true,
         };
@@ -611,6 +648,7 @@ mod tests {
             for (gap, tool, bytes, used, sub) in steps {
                 now += gap as f64;
                 let obs = Observation {
+                    compaction: None,
                     figures: used.map(|u| Figures { used_tokens: u, window: 200_000, autocompact_at: 167_000, source: Source::Transcript }),
                     directives: true,
                 };

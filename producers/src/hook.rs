@@ -76,12 +76,23 @@ pub fn project_dir(input: &HookInput, env: &dyn Env) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// What the hook sees of the context: the best figures available, and a
+/// compaction the transcript shows with no response after it yet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// The figures, when any source knows them.
+    pub figures: Option<Figures>,
+    /// The latest compaction's mark, while no response came after it: the
+    /// context started over (with `figures` from the compaction, or none).
+    pub compaction: Option<String>,
+}
+
 /// The best context figures available, best source first: `context_window`
 /// in the hook input (no host sends it today), the host's transcript read
 /// from its end by the host's own reader, and (Claude Code) the statusline
 /// bridge, fresher when it saw the transcript as far; the window and the
 /// compaction point by the host's rules.
-pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Option<Figures> {
+pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observed {
     // Only Claude Code runs our statusline.
     let bridge = (host == Host::Claude)
         .then(|| h.bus.read_typed::<ContextWindow>(&input.session_id).ok())
@@ -90,6 +101,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Option<
         .filter(|b| b.transcript_path.is_none() || b.transcript_path == input.transcript_path);
     let mut model = None;
     let mut tail_window = None;
+    let mut compaction = None;
     let (used, source, window) = if let Some((used, w)) = input
         .context_window
         .as_ref()
@@ -100,15 +112,22 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Option<
         let tail = input
             .transcript_path
             .as_deref()
-            .and_then(|p| tail::read_tail(Path::new(p), tail::DEFAULT_SCAN_CAP, host).ok())
-            .and_then(|t| t.usage);
+            .and_then(|p| tail::read_tail(Path::new(p), tail::DEFAULT_SCAN_CAP, host).ok());
+        compaction = tail.as_ref().and_then(|t| t.latest_boundary.clone());
+        // What the transcript has been read to: a figure's line, else (after
+        // a compaction without one) all of it.
+        let read_to = tail
+            .as_ref()
+            .map(|t| t.usage.as_ref().map_or(t.len, |u| u.offset));
+        let tail = tail.and_then(|t| t.usage);
         model = tail.as_ref().and_then(|t| t.model.clone());
         tail_window = tail.as_ref().and_then(|t| t.window);
         let bridge_used = bridge
             .as_ref()
             .and_then(|b| Some((b.used_tokens?, b.transcript_bytes.unwrap_or(0))));
+        // The statusline saw the transcript at least as far: as fresh or fresher.
+        let fresher = |seen: u64| compaction.is_none() || read_to.is_some_and(|r| seen >= r);
         match (tail, bridge_used) {
-            // The statusline saw the transcript at least as far as our line: it is as fresh or fresher.
             (Some(t), Some((b, seen))) if seen >= t.offset => (b, Source::Statusline, None),
             (Some(t), _) => {
                 let source = match t.kind {
@@ -117,8 +136,13 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Option<
                 };
                 (t.used_tokens, source, None)
             }
-            (None, Some((b, _))) => (b, Source::Statusline, None),
-            (None, None) => return None,
+            (None, Some((b, seen))) if fresher(seen) => (b, Source::Statusline, None),
+            (None, _) => {
+                return Observed {
+                    figures: None,
+                    compaction,
+                };
+            }
         }
     };
     // What a statusline of another session reported for the same model: the
@@ -140,12 +164,15 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Option<
         },
         h.env,
     );
-    Some(Figures {
-        used_tokens: used,
-        window: limits.window,
-        autocompact_at: limits.compact_at,
-        source,
-    })
+    Observed {
+        figures: Some(Figures {
+            used_tokens: used,
+            window: limits.window,
+            autocompact_at: limits.compact_at,
+            source,
+        }),
+        compaction,
+    }
 }
 
 /// The project's directive files, each resolved inside the project (no
@@ -193,8 +220,8 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     };
 
     let subagent = input.in_subagent();
-    let figures = if subagent {
-        None
+    let seen = if subagent {
+        Observed::default()
     } else {
         observe(h, input, cfg, input.host())
     };
@@ -210,7 +237,8 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         subagent,
     };
     let obs = Observation {
-        figures,
+        figures: seen.figures,
+        compaction: seen.compaction,
         directives: directives.is_some(),
     };
 
@@ -363,7 +391,9 @@ pub fn compacted_silently(h: &Hook, input: &HookInput) -> Result<bool, Error> {
         return Ok(false);
     };
     let cfg = Config::load(project_dir(input, h.env).as_deref(), h.env).value;
-    let now = observe(h, input, &cfg, input.host()).map(|f| f.used_tokens);
+    let now = observe(h, input, &cfg, input.host())
+        .figures
+        .map(|f| f.used_tokens);
     let dropped =
         now.is_some_and(|used| (used as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT);
     if dropped {
@@ -385,12 +415,22 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         settings: settings.problems.clone(),
         ..Default::default()
     };
+    // The compaction this new context follows, as the transcript shows it:
+    // the next tool call must not start yet another one for it.
+    let mark = input.transcript_path.as_deref().and_then(|p| {
+        tail::read_tail(Path::new(p), tail::DEFAULT_SCAN_CAP, input.host())
+            .ok()?
+            .latest_boundary
+    });
     let published = update_json(
         &state_dir(h.bus, true)?,
         &state_file(session),
         DEFAULT_WAIT,
         |s: &mut State| {
             s.new_context();
+            if mark.is_some() {
+                s.compaction_seen.clone_from(&mark);
+            }
             let fresh = Outcome {
                 state: s.clone(),
                 level: Level::Green,

@@ -770,6 +770,7 @@ impl Sim<'_> {
             subagent: p.subagent,
         };
         let obs = Observation {
+            compaction: None,
             figures,
             directives: false,
         };

@@ -1,0 +1,224 @@
+//! The usage rule, read from the end (the hook) and forward (the replay),
+//! against a reader written here from the hosts' documented formats, on
+//! generated transcripts of every host: split responses, compactions with
+//! and without a figure, noise, torn last lines, any chunking.
+
+use interband_hosts::Host;
+use interband_hosts::tail::tail_of;
+use proptest::prelude::*;
+use serde_json::json;
+
+/// One thing a transcript records, in host-neutral terms.
+#[derive(Debug, Clone)]
+enum Ev {
+    /// A response written as one line per part, each with its own figure.
+    Response { id: u8, parts: Vec<u64> },
+    /// A prompt or a tool's result.
+    User,
+    /// A compaction, with the new context's figure when the host states one.
+    Compaction { post: Option<u64> },
+    /// Lines that say nothing of the main context.
+    Noise(u8),
+}
+
+fn ev() -> impl Strategy<Value = Ev> {
+    prop_oneof![
+        4 => (0u8..3, proptest::collection::vec(0u64..300_000, 1..4))
+            .prop_map(|(id, parts)| Ev::Response { id, parts }),
+        3 => Just(Ev::User),
+        1 => proptest::option::of(0u64..50_000).prop_map(|post| Ev::Compaction { post }),
+        2 => (0u8..4).prop_map(Ev::Noise),
+    ]
+}
+
+/// The lines of `evs` in Claude Code's format.
+fn claude(evs: &[Ev]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (n, e) in evs.iter().enumerate() {
+        match e {
+            Ev::Response { id, parts } => {
+                for t in parts {
+                    out.push(json!({"type": "assistant", "isSidechain": false, "uuid": format!("u{n}"),
+                        "message": {"id": format!("msg_{id}"), "model": "claude-x", "role": "assistant",
+                        "usage": {"input_tokens": t / 4, "cache_creation_input_tokens": t / 4, "cache_read_input_tokens": t - 2 * (t / 4), "output_tokens": 9}}}).to_string());
+                }
+            }
+            Ev::User => out.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "\"assistant\""}]}}).to_string()),
+            Ev::Compaction { post } => {
+                let mut meta = json!({"trigger": "auto", "preTokens": 170_000});
+                if let Some(p) = post {
+                    meta["postTokens"] = json!(p);
+                }
+                out.push(json!({"type": "system", "subtype": "compact_boundary", "uuid": format!("b{n}"), "compactMetadata": meta}).to_string());
+            }
+            Ev::Noise(k) => out.push(match k {
+                0 => json!({"type": "assistant", "message": {"id": "syn", "model": "<synthetic>", "usage": {"input_tokens": 0}}}).to_string(),
+                1 => json!({"type": "assistant", "isSidechain": true, "message": {"id": "side", "model": "m", "usage": {"input_tokens": 999_999}}}).to_string(),
+                2 => json!({"type": "system", "subtype": "stop_hook_summary"}).to_string(),
+                _ => json!({"type": "attachment", "attachment": {"type": "date"}}).to_string(),
+            }),
+        }
+    }
+    out
+}
+
+/// The lines of `evs` in Codex's rollout format (no message ids: each part
+/// is a usage record, then the response's `token_count`).
+fn codex(evs: &[Ev]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in evs {
+        match e {
+            Ev::Response { parts, .. } => {
+                for t in parts {
+                    out.push(json!({"type": "token_usage_record", "payload": {"usage": {"input_tokens": t, "output_tokens": 0, "total_tokens": t}}}).to_string());
+                }
+                let last = parts.last().copied().unwrap_or(0);
+                out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": last}, "model_context_window": 258_400}}}).to_string());
+            }
+            Ev::User => out.push(json!({"type": "response_item", "payload": {"type": "function_call_output", "output": "token_count"}}).to_string()),
+            Ev::Compaction { .. } => out.push(json!({"type": "compacted", "payload": {"message": "s"}}).to_string()),
+            Ev::Noise(k) => out.push(match k {
+                0 => json!({"type": "turn_context", "payload": {"model": "gpt-x"}}).to_string(),
+                1 => json!({"type": "event_msg", "payload": {"type": "token_count", "info": null}}).to_string(),
+                _ => json!({"type": "event_msg", "payload": {"type": "agent_message", "message": "hi"}}).to_string(),
+            }),
+        }
+    }
+    out
+}
+
+/// The lines of `evs` in Gemini's chat-recording format.
+fn gemini(evs: &[Ev]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in evs {
+        match e {
+            Ev::Response { id, parts } => {
+                for t in parts {
+                    out.push(json!({"id": format!("g{id}"), "type": "gemini", "model": "gemini-2.5-pro", "content": "",
+                        "tokens": {"input": t, "output": 3, "total": t + 3}}).to_string());
+                }
+            }
+            Ev::User => out.push(
+                json!({"id": "u", "type": "user", "content": [{"text": "\"gemini\""}]}).to_string(),
+            ),
+            Ev::Compaction { .. } => out.push(json!({"$set": {"messages": []}}).to_string()),
+            Ev::Noise(_) => {
+                out.push(json!({"$set": {"lastUpdated": "2026-11-30T00:00:00Z"}}).to_string())
+            }
+        }
+    }
+    out
+}
+
+/// What the context holds after `evs`, by the hosts' documented rule, for
+/// a host that writes message ids (`ids`) and states a compaction's figure
+/// (`post`): the largest part of the latest response, a response's parts
+/// merged only while nothing came between; a compaction's figure or none.
+fn expected(evs: &[Ev], ids: bool, post: bool) -> Option<u64> {
+    let mut used = None;
+    let mut open: Option<u8> = None;
+    for e in evs {
+        match e {
+            Ev::Response { id, parts } => {
+                let max = parts.iter().copied().max().unwrap_or(0);
+                let last = parts.last().copied().unwrap_or(0);
+                used = Some(match (ids, open == Some(*id), used) {
+                    (true, true, Some(u)) => max.max(u),
+                    (true, _, _) => max,
+                    // Codex: every record replaces the last; the token_count is the last part.
+                    (false, _, _) => last,
+                });
+                open = Some(*id);
+            }
+            Ev::User => open = None,
+            Ev::Compaction { post: p } => {
+                used = if post { *p } else { None };
+                open = None;
+            }
+            Ev::Noise(_) => {}
+        }
+    }
+    used
+}
+
+fn bytes(lines: &[String], crlf: bool) -> Vec<u8> {
+    let sep = if crlf { "\r\n" } else { "\n" };
+    lines
+        .iter()
+        .map(|l| format!("{l}{sep}"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn the_end_and_the_start_read_the_same_figure(
+        evs in proptest::collection::vec(ev(), 0..24),
+        crlf in any::<bool>(),
+        torn in any::<prop::sample::Index>(),
+    ) {
+        let cases: [(Host, Vec<String>, bool, bool); 3] = [
+            (Host::Claude, claude(&evs), true, true),
+            (Host::Codex, codex(&evs), false, false),
+            (Host::Gemini, gemini(&evs), true, false),
+        ];
+        for (host, lines, ids, post) in cases {
+            let mut b = bytes(&lines, crlf);
+            let want = expected(&evs, ids, post);
+            let back = tail_of(&b, host);
+            let fwd = host.read_forward(&b);
+            prop_assert_eq!(back.usage.as_ref().map(|u| u.used_tokens), want, "{:?} from the end", host);
+            prop_assert_eq!(fwd.used(), want, "{:?} forward", host);
+            prop_assert_eq!(&back.usage, &fwd.usage, "{:?}", host);
+            prop_assert_eq!(&back.latest_boundary, &fwd.latest_boundary, "{:?}", host);
+            // A half-written line at the end changes nothing.
+            if let Some(last) = lines.last() {
+                let cut = torn.index(last.len().max(1));
+                b.extend_from_slice(&last.as_bytes()[..cut.min(last.len().saturating_sub(1))]);
+                prop_assert_eq!(tail_of(&b, host).usage.map(|u| u.used_tokens), want, "{:?} torn", host);
+            }
+        }
+    }
+}
+
+#[test]
+fn one_response_split_over_lines_counts_its_largest_line() {
+    // Seen with a non-Anthropic backend: the whole prompt on the first line,
+    // a tiny figure on the last, one message id.
+    let evs = [
+        Ev::User,
+        Ev::Response {
+            id: 1,
+            parts: vec![108_000, 2_000, 111],
+        },
+    ];
+    let b = bytes(&claude(&evs), false);
+    assert_eq!(
+        tail_of(&b, Host::Claude).usage.unwrap().used_tokens,
+        108_000
+    );
+    assert_eq!(Host::Claude.read_forward(&b).used(), Some(108_000));
+}
+
+#[test]
+fn a_compaction_without_a_figure_leaves_none() {
+    let evs = [
+        Ev::Response {
+            id: 1,
+            parts: vec![166_896],
+        },
+        Ev::Compaction { post: None },
+        Ev::User,
+    ];
+    for (host, lines) in [
+        (Host::Claude, claude(&evs)),
+        (Host::Codex, codex(&evs)),
+        (Host::Gemini, gemini(&evs)),
+    ] {
+        let t = tail_of(&bytes(&lines, false), host);
+        assert_eq!(t.usage, None, "{host:?}");
+        assert!(t.latest_boundary.is_some(), "{host:?}");
+    }
+}
