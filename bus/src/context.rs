@@ -76,6 +76,64 @@ impl Figures {
     }
 }
 
+/// A share as shown anywhere (warning, statusline, note, `pressure`,
+/// replay): whole percent, rounded down, as levels are judged on the exact
+/// value (19.98% of the usable room left is orange, and shows as 19%).
+///
+/// ```
+/// assert_eq!(interband::context::pct_text(19.98), "19%");
+/// assert_eq!(interband::context::pct_text(-3.0), "0%");
+/// ```
+pub fn pct_text(pct: f64) -> String {
+    format!("{}%", pct.clamp(0.0, 100.0).floor() as u64)
+}
+
+/// A share of the usable room as carried on the bus (`context_usable`):
+/// rounded down to a tenth, so that [`pct_text`] of it shows what it shows
+/// of the exact value.
+pub fn pct_tenths(pct: f64) -> f64 {
+    (pct.clamp(0.0, 100.0) * 10.0).floor() / 10.0
+}
+
+/// Tokens as shown anywhere: thousands, rounded (`140k`); below a thousand, exact.
+///
+/// ```
+/// assert_eq!(interband::context::tokens_text(139_600), "140k");
+/// assert_eq!(interband::context::tokens_text(850), "850");
+/// ```
+pub fn tokens_text(tokens: u64) -> String {
+    if tokens < 1000 {
+        tokens.to_string()
+    } else {
+        format!("{}k", (tokens as f64 / 1000.0).round() as u64)
+    }
+}
+
+/// The one sentence for a context figure: tokens used of the window, and
+/// the share of the usable room (up to where the host compacts) left.
+///
+/// ```
+/// assert_eq!(
+///     interband::context::describe(112_000, 200_000, 32.9),
+///     "112k of 200k tokens used, 32% of the usable room left"
+/// );
+/// ```
+pub fn describe(used_tokens: u64, window: u64, usable_left_pct: f64) -> String {
+    format!(
+        "{} of {} tokens used, {} of the usable room left",
+        tokens_text(used_tokens),
+        tokens_text(window),
+        pct_text(usable_left_pct)
+    )
+}
+
+impl Figures {
+    /// [`describe`] for these figures.
+    pub fn describe(&self) -> String {
+        describe(self.used_tokens, self.window, self.usable_remaining())
+    }
+}
+
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         return 100.0;

@@ -510,7 +510,7 @@ fn context_segment(ctx: &Ctx) -> Option<String> {
     let width = ctx.settings().gauge_width.min(MAX_GAUGE);
     let word = view.level.as_str().to_ascii_uppercase();
     // Floored: never claim more room than there is (9.5% reads 9%, red below 10).
-    let mut body = format!("{}% usable ", usable.floor() as u64);
+    let mut body = format!("{} usable ", interband::context::pct_text(usable));
     if width > 0 {
         let filled = ((usable / 100.0 * width as f64).round() as usize).min(width);
         body.extend(std::iter::repeat_n('█', filled));

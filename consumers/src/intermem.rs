@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use interband::consumer::{Consumer, HandlerError};
+use interband::context::pct_text;
 use interband::fsio::Dir;
 use interband::journal::{Journal, Record};
 use interband::lock::{DEFAULT_WAIT, lock_name, with_lock};
@@ -339,9 +340,9 @@ pub fn render(
     if let Some(b) = branch(d, cwd) {
         s += &format!("- branch: {}\n", code(&b));
     }
-    let usable = trigger
-        .context_usable
-        .map_or(String::new(), |u| format!(", {u:.0}% usable context left"));
+    let usable = trigger.context_usable.map_or(String::new(), |u| {
+        format!(", {} of the usable room left", pct_text(u))
+    });
     s += &format!(
         "- written: {} (trigger: {}{usable})\n",
         interband::envelope::now_timestamp(),
@@ -518,7 +519,7 @@ fn journal_lines(records: &[Record]) -> String {
             let v = &r.value;
             let usable = v["context_usable"]
                 .as_f64()
-                .map_or(String::new(), |u| format!(" ({u:.0}% usable)"));
+                .map_or(String::new(), |u| format!(" ({} usable left)", pct_text(u)));
             let failed = if v["error"].as_bool() == Some(true) {
                 " — FAILED"
             } else {

@@ -2,6 +2,7 @@
 //! calls and age, from the `interpulse/pressure` channel.
 
 use interband::Bus;
+use interband::context::{pct_text, tokens_text};
 use interband::payloads::{Payload, Pressure};
 use serde_json::{Value, json};
 
@@ -70,12 +71,12 @@ fn age(secs: f64) -> String {
 pub fn line(r: &Row) -> String {
     let p = &r.pressure;
     let usable = match p.context_usable {
-        Some(u) => format!("usable {u:>3.0}% {}", bar(u)),
+        Some(u) => format!("usable {:>4} {}", pct_text(u), bar(u)),
         None => format!("usable   ? {}", "[....................]"),
     };
     let tokens = match (p.used_tokens, p.window) {
-        (Some(u), Some(w)) => format!("{}k/{}k", u / 1000, w / 1000),
-        _ => format!("~{}k est.", (p.est_tokens / 1000.0).round()),
+        (Some(u), Some(w)) => format!("{}/{}", tokens_text(u), tokens_text(w)),
+        _ => format!("~{} est.", tokens_text(p.est_tokens as u64)),
     };
     format!(
         "{:<12} {:<6} {usable} {tokens:>11} {:<10} {} calls ({} heavy), pressure {:.0}, {}",

@@ -14,7 +14,7 @@ use interband::payloads::{
 use interband::settings::Env;
 
 use crate::config::Config;
-use crate::context::{Figures, Source};
+use crate::context::{Figures, Source, pct_tenths};
 use crate::engine::{self, Action, Call, Observation, Outcome, State};
 use crate::host::{HookInput, additional_context};
 use crate::{Error, messages};
@@ -264,7 +264,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             "tool": input.tool_name,
             "summary": input.argument_summary(80),
             "error": input.looks_failed(),
-            "context_usable": known.map(|f| round1(f.usable_remaining())),
+            "context_usable": known.map(|f| pct_tenths(f.usable_remaining())),
         });
         if let Err(e) = Journal::new(h.bus, session).append(&record) {
             reply.problems.push(e.to_string());
@@ -285,7 +285,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
                 let cp = Checkpoint {
                     trigger: (*trigger).to_owned(),
                     ts: h.now,
-                    context_usable: known.map(|f| round1(f.usable_remaining())),
+                    context_usable: known.map(|f| pct_tenths(f.usable_remaining())),
                     transcript_path: input.transcript_path.clone(),
                     cwd: input.cwd.clone(),
                 };
@@ -322,8 +322,8 @@ fn publish_pressure(
         pressure: round1(s.pressure),
         est_tokens: s.est_tokens.round(),
         ts: h.now,
-        context_usable: f.map(|f| round1(f.usable_remaining())),
-        context_raw: f.map(|f| round1(f.raw_remaining())),
+        context_usable: f.map(|f| pct_tenths(f.usable_remaining())),
+        context_raw: f.map(|f| pct_tenths(f.raw_remaining())),
         used_tokens: f.map(|f| f.used_tokens),
         window: f.map(|f| f.window),
         source: Some(

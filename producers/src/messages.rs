@@ -16,10 +16,6 @@ pub fn next_step(level: Level) -> &'static str {
     }
 }
 
-fn k(tokens: u64) -> String {
-    format!("{}k", (tokens as f64 / 1000.0).round() as u64)
-}
-
 /// The warning for `level`, with real figures when known, else the labelled heuristic.
 ///
 /// ```
@@ -27,24 +23,22 @@ fn k(tokens: u64) -> String {
 /// use interpulse::context::{Figures, Source};
 /// let f = Figures { used_tokens: 140_000, window: 200_000, autocompact_at: 167_000, source: Source::Transcript };
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default());
-/// assert!(text.starts_with("Context ORANGE: 16% of usable context left (140k of 200k tokens, from the transcript)."));
+/// assert!(text.starts_with("Context ORANGE: 140k of 200k tokens used, 16% of the usable room left (from the transcript)."));
 /// assert!(text.contains("commit"));
 /// ```
 pub fn warning(level: Level, figures: Option<&Figures>, s: &State) -> String {
     let name = level.as_str().to_uppercase();
     let head = match figures {
         Some(f) => format!(
-            "Context {name}: {:.0}% of usable context left ({} of {} tokens, from the {}).",
-            f.usable_remaining().floor(),
-            k(f.used_tokens),
-            k(f.window),
+            "Context {name}: {} (from the {}).",
+            f.describe(),
             f.source.as_str().replace('_', " ")
         ),
         None => format!(
             "Context {name} (estimate: no usage figure yet): pressure {:.0} over {} tool calls, about {} tokens of tool output.",
             s.pressure,
             s.calls - s.subagent_calls,
-            k(s.est_tokens as u64)
+            interband::context::tokens_text(s.est_tokens as u64)
         ),
     };
     format!("{head} {}", next_step(level))

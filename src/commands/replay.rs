@@ -2,6 +2,7 @@
 //! producer's engine (see `interpulse::replay`): a timeline, a summary, and
 //! optionally JSON or an SVG plot.
 
+use interband::context::pct_text;
 use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 
@@ -152,16 +153,15 @@ fn text(r: &Run, name: &str) -> String {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}%"))
+    v.map_or_else(|| "-".to_owned(), interband::context::pct_text)
 }
 
-/// Usable % rounded down, as the levels are judged (19.98% is orange, not "20.0%").
 fn usable(v: Option<f64>) -> String {
-    pct(v.map(|p| (p * 10.0).floor() / 10.0))
+    pct(v)
 }
 
 fn k(tokens: u64) -> String {
-    format!("{}k", (tokens as f64 / 1000.0).round() as u64)
+    interband::context::tokens_text(tokens)
 }
 
 /// One timeline line: time, call, used %, usable %, level, what.
@@ -222,7 +222,7 @@ fn summary(s: &Summary) -> String {
     row(
         "max used",
         match (s.max_used_pct, s.max_used_tokens) {
-            (Some(p), Some(t)) => format!("{p:.1}% ({} tokens)", k(t)),
+            (Some(p), Some(t)) => format!("{} ({} tokens)", pct_text(p), k(t)),
             _ => "-".to_owned(),
         },
     );
