@@ -41,6 +41,7 @@ macro_rules! say_json {
 }
 
 mod commands;
+mod dispatch;
 
 /// A typed, file-based message bus for AI coding-agent hooks (interband protocol v1).
 #[derive(Parser)]

@@ -296,7 +296,15 @@ fn gemini_brings_the_note_back_before_the_next_turn_when_no_tool_ran() {
     let mut tool = capture_of("gemini-cli-0.61.0", "AfterTool.read_file.error.input.json");
     tool["transcript_path"] = json!(chat);
     tool["cwd"] = json!(cwd);
-    hook(&w, &tool);
+    // Red: the checkpoint's note is written in the same call.
+    let out = hook(&w, &tool);
+    assert_eq!(notes(&w).len(), 1);
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|s| s.contains("saved a memory note")),
+        "{out}"
+    );
     let pre = gemini_event(
         "PreCompress",
         session,
@@ -305,7 +313,7 @@ fn gemini_brings_the_note_back_before_the_next_turn_when_no_tool_ran() {
         json!({"trigger": "auto"}),
     );
     hook(&w, &pre);
-    assert_eq!(notes(&w).len(), 1);
+    assert_eq!(notes(&w).len(), 2);
     let before = gemini_event(
         "BeforeAgent",
         session,

@@ -6,10 +6,19 @@
 //! [`watch`] is long-running. A value is offered under the consumer's lock and
 //! the cursor is advanced before the lock is released, so a drain and a watch
 //! running at the same time never both handle it. The value is marked
-//! *pending* before the handler runs: if the process is killed mid-way, the
+//! *running* before the handler runs: if the process is killed mid-way, the
 //! next run offers it again with `redelivered` set, and a handler whose effect
 //! is keyed by the message's identity (e.g. a file named after key and seq)
 //! makes that effect exactly once.
+//!
+//! Nothing is given up silently. A value is offered again until it is
+//! handled, except when the failure is permanent: the handler failed
+//! [`MAX_ATTEMPTS`] times with an error that does not pass by itself, or the
+//! process died in it [`MAX_INTERRUPTIONS`] times in a row (a value that
+//! kills its handler). A transient failure ([`Transient`], a full disk, a
+//! lock held too long) is retried for as long as it lasts. A value given up
+//! on is reported in [`Report::given_up`], with its cause, for the caller to
+//! say so.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,8 +35,53 @@ use crate::{Bus, Envelope, Error, Message, Result, Subscription};
 /// A handler's error: anything printable.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Attempts before a failing value is given up on (and the cursor moves past it).
+/// Failed attempts (a handler error that is not transient) before a value
+/// is given up on (and the cursor moves past it).
 pub const MAX_ATTEMPTS: u32 = 3;
+
+/// Attempts in a row that never finished (the process died in the handler)
+/// before a value is given up on: a value that kills its handler every time.
+pub const MAX_INTERRUPTIONS: u32 = 20;
+
+/// A handler's error that passes by itself (a full disk, a busy resource):
+/// the value is offered again later, for as long as it takes.
+#[derive(Debug)]
+pub struct Transient(pub HandlerError);
+
+impl std::fmt::Display for Transient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Transient {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Whether a handler's error passes by itself: a [`Transient`], an
+/// [`Error`] that [is transient](Error::is_transient), or an I/O error of
+/// such a kind anywhere in its chain.
+pub fn is_transient(e: &HandlerError) -> bool {
+    if e.downcast_ref::<Transient>().is_some() {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e.as_ref());
+    while let Some(c) = cause {
+        if let Some(e) = c.downcast_ref::<Error>() {
+            if e.is_transient() {
+                return true;
+            }
+        } else if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && crate::is_transient_io(io)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
 
 /// Something that acts on bus messages.
 pub trait Consumer {
@@ -96,10 +150,30 @@ impl Cursor {
 struct Entry {
     #[serde(flatten)]
     done: Cursor,
+    /// The value being handled, until it is done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<Cursor>,
+    /// Attempts on it that failed with a lasting error.
     #[serde(default, skip_serializing_if = "is_zero")]
     attempts: u32,
+    /// Attempts on it in a row that never finished.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    interrupted: u32,
+    /// An attempt is under way (or died).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    running: bool,
+    /// Some attempt on it already ran (its effect may exist).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    tried: bool,
+}
+
+impl Entry {
+    fn done(value: Cursor) -> Self {
+        Entry {
+            done: value,
+            ..Entry::default()
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -115,8 +189,10 @@ pub struct Report {
     pub handled: usize,
     /// Values handled again after an interrupted or failed attempt.
     pub redelivered: usize,
-    /// Handler failures (the value is retried up to [`MAX_ATTEMPTS`] times).
+    /// Handler failures; the values are offered again.
     pub errors: Vec<Error>,
+    /// Values given up on (a permanent failure), each with its cause.
+    pub given_up: Vec<Error>,
 }
 
 /// The most of a cursor file this reads (about 80 000 keys).
@@ -150,6 +226,48 @@ fn save_cursors(dir: &Dir, file: &str, c: &Cursors) -> Result<()> {
     dir.write(file, &bytes, false)
 }
 
+/// A running watch's claim on a consumer's work: an exclusive lock on
+/// `<root>/.consumers/<name>.watch`, held while this value lives (and gone
+/// with the process). A hook that sees it leaves that work to the watch.
+#[derive(Debug)]
+pub struct WatchClaim {
+    _file: std::fs::File,
+}
+
+/// Claims `name`'s work for this watch; `None` when another watch holds it.
+pub fn claim_watch(bus: &Bus, name: &str) -> Result<Option<WatchClaim>> {
+    check_segment("consumer name", name)?;
+    let dir = bus.dir(&[CURSORS], true)?;
+    let file = dir.open_rw(&format!("{name}.watch"))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(WatchClaim { _file: file })),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(e) => Err(Error::Io {
+            path: dir.join(&format!("{name}.watch")),
+            source: e.into(),
+        }),
+    }
+}
+
+/// Whether a running watch has claimed `name`'s work (see [`claim_watch`]).
+pub fn watched(bus: &Bus, name: &str) -> bool {
+    let Ok(dir) = bus.dir(&[CURSORS], false) else {
+        return false;
+    };
+    let watch = format!("{name}.watch");
+    if !dir.exists(&watch) {
+        return false;
+    }
+    let Ok(file) = dir.open_rw(&watch) else {
+        return false;
+    };
+    // Held exclusively by a watch: a shared lock cannot be had.
+    matches!(
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared),
+        Err(rustix::io::Errno::WOULDBLOCK)
+    )
+}
+
 /// Offers one message to a consumer, under its lock, if the consumer has not
 /// handled that value yet. Returns whether the handler ran.
 pub fn offer(
@@ -170,55 +288,60 @@ pub fn offer(
         if !value.is_newer_than(&entry.done) {
             return Ok(false);
         }
-        let redelivered = entry.pending.as_ref() == Some(&value);
-        if !redelivered {
-            entry.attempts = 0;
+        if entry.pending.as_ref() != Some(&value) {
+            *entry = Entry {
+                done: entry.done.clone(),
+                pending: Some(value.clone()),
+                ..Entry::default()
+            };
+        } else if entry.running {
+            // The last attempt never reported back: the process died in it.
+            entry.interrupted += 1;
         }
+        let redelivered = entry.tried;
         let name = consumer.name().to_owned();
         let failure = |reason: String| Error::Consumer {
             consumer: name.clone(),
             path: message.path.clone(),
             reason,
         };
-        // Every attempt is counted before the handler runs, so one that
-        // kills the process (a panic, a host's timeout) is counted too.
-        if entry.attempts >= MAX_ATTEMPTS {
-            *entry = Entry {
-                done: value,
-                pending: None,
-                attempts: 0,
-            };
+        if entry.interrupted >= MAX_INTERRUPTIONS {
+            *entry = Entry::done(value);
             save(&cursors)?;
-            report.errors.push(failure(format!(
-                "given up after {MAX_ATTEMPTS} interrupted attempts"
+            report.given_up.push(failure(format!(
+                "given up: the process died in the handler {MAX_INTERRUPTIONS} times in a row"
             )));
             return Ok(false);
         }
-        entry.attempts += 1;
-        entry.pending = Some(value.clone());
+        // Marked before the handler runs, so an attempt that kills the
+        // process (a panic, a host's timeout) is known at the next run.
+        entry.running = true;
+        entry.tried = true;
         save(&cursors)?;
 
         let outcome = consumer.handle(bus, message, redelivered);
         let entry = cursors.get_mut(&addr).expect("entry inserted above");
+        entry.running = false;
+        entry.interrupted = 0;
         match outcome {
             Ok(()) => {
-                *entry = Entry {
-                    done: value,
-                    pending: None,
-                    attempts: 0,
-                };
+                *entry = Entry::done(value);
                 report.handled += 1;
                 report.redelivered += usize::from(redelivered);
             }
-            Err(e) => {
-                if entry.attempts >= MAX_ATTEMPTS {
-                    *entry = Entry {
-                        done: value,
-                        pending: None,
-                        attempts: 0,
-                    };
-                }
+            Err(e) if is_transient(&e) => {
                 report.errors.push(failure(e.to_string()));
+            }
+            Err(e) => {
+                entry.attempts += 1;
+                if entry.attempts >= MAX_ATTEMPTS {
+                    *entry = Entry::done(value);
+                    report
+                        .given_up
+                        .push(failure(format!("given up after {MAX_ATTEMPTS} attempts: {e}")));
+                } else {
+                    report.errors.push(failure(e.to_string()));
+                }
             }
         }
         save(&cursors)?;
@@ -304,21 +427,26 @@ pub fn watch(
     let mut report = Report::default();
     // Consumers with a value that failed (handler error, lock timeout): the
     // subscription will not offer that value again, so a drain retries it
-    // when the bus is idle, within the runner's attempt limit.
+    // when the bus is idle, at most every ten ticks (a full disk can last).
     let mut retry = vec![false; consumers.len()];
+    let mut last_retry = std::time::Instant::now();
     while keep_going(&report) {
         let Some(msg) = sub.next(tick)? else {
+            if last_retry.elapsed() < tick * 10 {
+                continue;
+            }
+            last_retry = std::time::Instant::now();
             for (c, again) in consumers.iter_mut().zip(&mut retry) {
                 if std::mem::take(again) {
-                    // Again only while handlers fail (the attempt limit ends
-                    // that); a drain that cannot run at all waits for the
-                    // next value instead of spinning.
+                    // Again only while handlers fail; a drain that cannot
+                    // run at all waits for the next value instead.
                     match drain(bus, c.as_mut()) {
                         Ok(r) => {
                             *again = !r.errors.is_empty();
                             report.handled += r.handled;
                             report.redelivered += r.redelivered;
                             report.errors.extend(r.errors);
+                            report.given_up.extend(r.given_up);
                         }
                         Err(e) => report.errors.push(e),
                     }

@@ -145,6 +145,18 @@ impl Error {
         )
     }
 
+    /// True for a failure that passes by itself: a full disk or quota, a
+    /// file-size limit, no descriptors or memory left, a lock held too long,
+    /// an interrupted or would-block call. Worth trying again later, never
+    /// a reason to give up.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::LockTimeout { .. } => true,
+            Error::Io { source, .. } => is_transient_io(source),
+            _ => false,
+        }
+    }
+
     /// The error as an `std::io::Error` of the matching kind (`NotFound`
     /// stays `NotFound`), for callers that speak `std::io`.
     pub fn into_io(self) -> std::io::Error {
@@ -168,6 +180,27 @@ impl Error {
             source,
         }
     }
+}
+
+/// [`Error::is_transient`] for an `std::io::Error`.
+pub fn is_transient_io(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::OutOfMemory
+    ) || e.raw_os_error().is_some_and(|n| {
+        [
+            libc::ENOSPC,
+            libc::EDQUOT,
+            libc::EFBIG,
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::ENOMEM,
+            libc::EBUSY,
+            libc::EAGAIN,
+        ]
+        .contains(&n)
+    })
 }
 
 /// The bus's result type.

@@ -7,6 +7,14 @@
 //! one. [`Journal::with_claimed`] holds the journal's own lock from the claim
 //! to the commit, so two claimers never render the same records.
 //!
+//! A claim names what it makes of the records (its *claimant*, e.g. the note
+//! file it writes) in `claims/<claimant>.json` before using them. A claimer
+//! killed after making it but before the commit leaves that manifest: the
+//! next claimer sees the claimant was made and commits those records instead
+//! of using them again, so a record lands in exactly one claimant even across
+//! kills. The manifests stay, so [`Journal::claimed_by`] tells later which
+//! records went where.
+//!
 //! Journals live at `<root>/.journal/<safe key>/`.
 
 use std::path::PathBuf;
@@ -127,7 +135,8 @@ impl Journal {
     /// Claims the unclaimed records under the journal's lock, gives them to
     /// `f`, and commits them if `f` succeeds (else they stay claimed, for the
     /// next claimer). The lock spans claim to commit, so concurrent claimers
-    /// never both use a record.
+    /// never both use a record. (A claim with no name: see
+    /// [`Journal::with_claimed_for`] for one that survives a kill.)
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -138,15 +147,129 @@ impl Journal {
     /// assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 0);
     /// ```
     pub fn with_claimed<R>(&self, f: impl FnOnce(&[Record]) -> Result<R>) -> Result<R> {
+        self.with_claimed_for(None, &|_| false, f)
+    }
+
+    /// [`Journal::with_claimed`] for `claimant`: what `f` makes of the
+    /// records, which `made(claimant)` can tell afterwards (e.g. a file that
+    /// exists). A claim whose claimer died after making its claimant is
+    /// committed, not used again.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let bus = interband::Bus::new(dir.path());
+    /// let j = interband::journal::Journal::new(&bus, "sess");
+    /// j.append(&serde_json::json!({"tool": "Bash"})).unwrap();
+    /// let names = j.with_claimed_for(Some("note-1.md"), &|_| false, |r| Ok(r.len())).unwrap();
+    /// assert_eq!(names, 1);
+    /// assert_eq!(j.claimed_by("note-1.md").unwrap().len(), 1);
+    /// ```
+    pub fn with_claimed_for<R>(
+        &self,
+        claimant: Option<&str>,
+        made: &dyn Fn(&str) -> bool,
+        f: impl FnOnce(&[Record]) -> Result<R>,
+    ) -> Result<R> {
         let Some(dir) = self.open(false)? else {
             return f(&[]);
         };
         with_lock(&dir, ".claim.lock", DEFAULT_WAIT, |_| {
+            self.settle(&dir, made)?;
             let records = self.claim()?;
+            let claims = dir.sub("claims", true)?;
+            let manifest = claimant.map(|c| format!("{}.json", safe_key(c)));
+            let write = |done: bool| -> Result<()> {
+                let Some(m) = &manifest else { return Ok(()) };
+                let body = serde_json::json!({
+                    "claimant": claimant,
+                    "records": records.iter().map(|r| &r.name).collect::<Vec<_>>(),
+                    "done": done,
+                });
+                claims.write(m, body.to_string().as_bytes(), true)
+            };
+            if !records.is_empty() {
+                write(false)?;
+            }
             let out = f(&records)?;
             self.commit(&records)?;
+            if !records.is_empty() {
+                write(true)?;
+            }
             Ok(out)
         })
+    }
+
+    /// Under the lock: a claim left unfinished by a claimer that died is
+    /// committed when its claimant was made, else dropped (its records, in
+    /// `cur/`, go to the next claimer).
+    fn settle(&self, dir: &Dir, made: &dyn Fn(&str) -> bool) -> Result<()> {
+        let Some(claims) = sub(dir, "claims")? else {
+            return Ok(());
+        };
+        for name in claims.file_names(".json")? {
+            let Ok(bytes) = claims.read(&name, MAX_MESSAGE_BYTES) else {
+                continue;
+            };
+            let v: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            if v["done"].as_bool() != Some(false) {
+                continue;
+            }
+            let claimant = v["claimant"].as_str().unwrap_or("");
+            if !claimant.is_empty() && made(claimant) {
+                let cur = dir.sub("cur", true)?;
+                let records: Vec<Record> = v["records"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .filter(|n| matches!(cur.stat(n), Ok(Some(_))))
+                    .map(|n| Record {
+                        name: n.to_owned(),
+                        value: Value::Null,
+                    })
+                    .collect();
+                self.commit(&records)?;
+                let mut v = v;
+                v["done"] = Value::Bool(true);
+                claims.write(&name, v.to_string().as_bytes(), true)?;
+            } else {
+                claims.remove(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Settles a claim left unfinished (see [`Journal::with_claimed_for`])
+    /// without claiming anything new.
+    pub fn recover(&self, made: &dyn Fn(&str) -> bool) -> Result<()> {
+        let Some(dir) = self.open(false)? else {
+            return Ok(());
+        };
+        with_lock(&dir, ".claim.lock", DEFAULT_WAIT, |_| self.settle(&dir, made))
+    }
+
+    /// The names of the records `claimant` took, in append order.
+    pub fn claimed_by(&self, claimant: &str) -> Result<Vec<String>> {
+        let Some(dir) = self.open(false)? else {
+            return Ok(Vec::new());
+        };
+        let Some(claims) = sub(&dir, "claims")? else {
+            return Ok(Vec::new());
+        };
+        let bytes = match claims.read(&format!("{}.json", safe_key(claimant)), MAX_MESSAGE_BYTES) {
+            Ok(b) => b,
+            Err(Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let mut names: Vec<String> = v["records"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names)
     }
 
     /// Marks claimed records as done (after their content is safely used).
@@ -277,6 +400,49 @@ mod tests {
         assert!(failed.is_err());
         assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 1);
         assert_eq!(j.with_claimed(|r| Ok(r.len())).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_claimer_killed_after_making_its_claimant_never_gives_its_records_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path().join("root"));
+        let j = Journal::new(&bus, "s");
+        let made = std::sync::Mutex::new(Vec::<String>::new());
+        let is_made = |n: &str| made.lock().unwrap().iter().any(|m| m == n);
+        for i in 0..3 {
+            j.append(&json!({"i": i})).unwrap();
+        }
+        // Killed (a panic here) after the note is made, before the commit.
+        let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            j.with_claimed_for(Some("note-1.md"), &is_made, |r| -> Result<()> {
+                assert_eq!(r.len(), 3);
+                made.lock().unwrap().push("note-1.md".into());
+                panic!("killed");
+            })
+        }));
+        assert!(killed.is_err());
+        j.append(&json!({"i": 3})).unwrap();
+        let next = j
+            .with_claimed_for(Some("note-2.md"), &is_made, |r| Ok(r.to_vec()))
+            .unwrap();
+        assert_eq!(next.len(), 1, "only the new record: {next:?}");
+        assert_eq!(next[0].value, json!({"i": 3}));
+        assert_eq!(j.claimed_by("note-1.md").unwrap().len(), 3);
+        assert_eq!(j.claimed_by("note-2.md").unwrap().len(), 1);
+        // Killed before its note was made: the records go to the next claim.
+        j.append(&json!({"i": 4})).unwrap();
+        let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            j.with_claimed_for(Some("note-3.md"), &is_made, |_| -> Result<()> {
+                panic!("killed")
+            })
+        }));
+        assert!(killed.is_err());
+        let last = j
+            .with_claimed_for(Some("note-4.md"), &is_made, |r| Ok(r.len()))
+            .unwrap();
+        assert_eq!(last, 1);
+        assert!(j.claimed_by("note-3.md").unwrap().is_empty());
+        assert_eq!(j.all().unwrap().len(), 5);
     }
 
     #[test]

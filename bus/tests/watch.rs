@@ -305,6 +305,71 @@ fn a_failing_value_is_retried_a_bounded_number_of_times() {
     assert_eq!(c.0 as u32, consumer::MAX_ATTEMPTS);
 }
 
+/// Fails with a full disk `fails` times, then succeeds.
+struct DiskFull {
+    fails: u32,
+    calls: u32,
+}
+
+impl Consumer for DiskFull {
+    fn name(&self) -> &str {
+        "disk-full"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec!["interpulse/checkpoint/*".into()]
+    }
+    fn handle(&mut self, _: &Bus, _: &Message, _: bool) -> Result<(), HandlerError> {
+        self.calls += 1;
+        if self.calls <= self.fails {
+            return Err(Box::new(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_transient_failure_is_retried_for_as_long_as_it_lasts() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path());
+    bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
+    let mut c = DiskFull { fails: 10, calls: 0 };
+    for _ in 0..10 {
+        let r = consumer::drain(&bus, &mut c).unwrap();
+        assert_eq!((r.handled, r.given_up.len(), r.errors.len()), (0, 0, 1));
+    }
+    let r = consumer::drain(&bus, &mut c).unwrap();
+    assert_eq!((r.handled, r.redelivered), (1, 1));
+    assert!(r.given_up.is_empty());
+}
+
+#[test]
+fn a_value_whose_handler_keeps_being_killed_is_offered_again_and_again() {
+    // Killed three, five, twelve times: handled in the end, never dropped.
+    for kills in [3u32, 5, 12] {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path().join("root"));
+        bus.publish_typed("a", "s", &checkpoint(1)).unwrap();
+        let mut c = DiesOnA {
+            attempts_on_a: 0,
+            handled: vec![],
+            dies: kills,
+        };
+        let mut finished = None;
+        for _ in 0..=kills {
+            if let Ok(r) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                consumer::drain(&bus, &mut c)
+            })) {
+                finished = Some(r.unwrap());
+                break;
+            }
+        }
+        let r = finished.expect("a drain finishes");
+        assert_eq!((r.handled, r.redelivered), (1, 1), "{kills} kills");
+        assert!(r.given_up.is_empty());
+        assert_eq!(c.handled, ["a"]);
+    }
+}
+
 #[test]
 fn cursors_of_pruned_keys_are_forgotten_and_a_returning_key_starts_afresh() {
     let dir = tempfile::tempdir().unwrap();
@@ -338,10 +403,12 @@ fn cursors_of_pruned_keys_are_forgotten_and_a_returning_key_starts_afresh() {
     );
 }
 
-/// Dies on key `a` every time (as a panic or a host's kill would), logs the others.
+/// Dies on key `a` its first `dies` times (as a panic or a host's kill
+/// would), logs the others.
 struct DiesOnA {
     attempts_on_a: u32,
     handled: Vec<String>,
+    dies: u32,
 }
 
 impl Consumer for DiesOnA {
@@ -353,7 +420,7 @@ impl Consumer for DiesOnA {
     }
     fn handle(&mut self, _: &Bus, m: &Message, _: bool) -> Result<(), HandlerError> {
         let key = m.address.as_ref().unwrap().key.clone();
-        if key == "a" {
+        if key == "a" && self.attempts_on_a < self.dies {
             self.attempts_on_a += 1;
             panic!("killed on a");
         }
@@ -372,9 +439,10 @@ fn a_handler_that_always_dies_is_given_up_on_and_the_keys_after_it_are_handled()
     let mut c = DiesOnA {
         attempts_on_a: 0,
         handled: vec![],
+        dies: u32::MAX,
     };
     let mut finished = None;
-    for _ in 0..6 {
+    for _ in 0..=consumer::MAX_INTERRUPTIONS {
         if let Ok(r) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             consumer::drain(&bus, &mut c)
         })) {
@@ -383,11 +451,11 @@ fn a_handler_that_always_dies_is_given_up_on_and_the_keys_after_it_are_handled()
         }
     }
     let r = finished.expect("a drain gets past key a");
-    assert_eq!(c.attempts_on_a, consumer::MAX_ATTEMPTS);
+    assert_eq!(c.attempts_on_a, consumer::MAX_INTERRUPTIONS);
     assert!(
-        r.errors.iter().any(|e| e.to_string().contains("given up")),
+        r.given_up.iter().any(|e| e.to_string().contains("died")),
         "{:?}",
-        r.errors
+        r.given_up
     );
     assert_eq!(c.handled, ["b"]);
 }
@@ -445,7 +513,7 @@ fn watch_retries_a_failed_value_up_to_the_limit_without_a_new_publish() {
         opts(false),
         Duration::from_millis(10),
         |r| {
-            if r.errors.len() >= consumer::MAX_ATTEMPTS as usize {
+            if !r.given_up.is_empty() {
                 calls_after_the_limit += 1;
             }
             calls_after_the_limit < 20 && Instant::now() < deadline
@@ -453,8 +521,8 @@ fn watch_retries_a_failed_value_up_to_the_limit_without_a_new_publish() {
     )
     .unwrap();
     assert_eq!(
-        r.errors.len(),
-        consumer::MAX_ATTEMPTS as usize,
+        (r.errors.len(), r.given_up.len()),
+        (consumer::MAX_ATTEMPTS as usize - 1, 1),
         "three attempts, then given up: {:?}",
         r.errors
     );

@@ -70,6 +70,9 @@ pub struct CycleState {
     pub pane: Option<String>,
     /// The note last injected at `SessionStart`, so a resume does not inject it again.
     pub injected: Option<String>,
+    /// When a note was last injected (Unix seconds): the journal since
+    /// then comes back with the next one.
+    pub injected_at: f64,
     /// What failed when `interband watch` acted in this cycle: the next
     /// `Stop` advises instead, once.
     pub watch_failure: Option<String>,
@@ -275,6 +278,7 @@ fn fresh_note(
         name: "compaction".into(),
         context_usable: None,
         id: None,
+        again: false,
     };
     intermem::write_note(bus, info, &trigger, notes, home)?;
     intermem::latest_note(bus, &info.session).ok_or_else(|| Error::Command {
@@ -593,6 +597,7 @@ mod tests {
                 name: "t".into(),
                 context_usable: None,
                 id: None,
+                again: false,
             };
             focus(&intermem::render(&info, &t, &d, &[], 8192))
         };

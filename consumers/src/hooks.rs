@@ -120,6 +120,8 @@ pub struct Ctx<'a> {
     pub settings: &'a AllSettings,
     /// Where a problem that does not stop the event goes (the hook's log).
     pub problem: &'a dyn Fn(&str),
+    /// Unix time, seconds (the hook's clock; a replay's is virtual).
+    pub now: f64,
 }
 
 impl Ctx<'_> {
@@ -175,14 +177,7 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
 
 fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     // A note that cannot be written must not keep the trigger from acting.
-    let mut intermem = ctx.intermem(input);
-    match consumer::drain(ctx.bus, &mut intermem) {
-        Ok(report) => report
-            .errors
-            .iter()
-            .for_each(|e| (ctx.problem)(&e.to_string())),
-        Err(e) => (ctx.problem)(&e.to_string()),
-    }
+    checkpoint_notes(ctx, input);
     let acted = compact::act(
         ctx.bus,
         &ctx.info(input),
@@ -197,6 +192,61 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         Acted::Block(reason) => Some(json!({"decision": "block", "reason": reason}).to_string()),
         _ => None,
     })
+}
+
+/// What [`checkpoint_notes`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notes {
+    /// Notes were written; the latest is this file.
+    Written(String),
+    /// A running `interband watch` writes them.
+    Watched,
+    /// Nothing was pending, notes are off, or writing failed (logged, and
+    /// said at the next hook call when given up on).
+    None,
+}
+
+/// Writes the notes the session's pending checkpoints ask for, now, unless
+/// a running `interband watch` has claimed that work. A failure is logged;
+/// a checkpoint given up on is also queued as a notice, which the session's
+/// next hook call tells the agent.
+pub fn checkpoint_notes(ctx: &Ctx, input: &Input) -> Notes {
+    if !ctx.settings.intermem.value.enabled {
+        return Notes::None;
+    }
+    if consumer::watched(ctx.bus, intermem::NAME) {
+        return Notes::Watched;
+    }
+    let mut intermem = ctx.intermem(input);
+    let report = match consumer::drain(ctx.bus, &mut intermem) {
+        Ok(report) => report,
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            return Notes::None;
+        }
+    };
+    report
+        .errors
+        .iter()
+        .for_each(|e| (ctx.problem)(&e.to_string()));
+    for e in &report.given_up {
+        (ctx.problem)(&e.to_string());
+        let told = interband::notice::add(
+            ctx.bus,
+            &input.session_id,
+            &format!("interband could not save a memory note for this session ({e}); see its log."),
+        );
+        if let Err(e) = told {
+            (ctx.problem)(&e.to_string());
+        }
+    }
+    if report.handled == 0 {
+        return Notes::None;
+    }
+    match intermem::latest_note(ctx.bus, &input.session_id) {
+        Some((note, _)) => Notes::Written(note.path),
+        None => Notes::None,
+    }
 }
 
 fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
@@ -215,6 +265,7 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
         ),
         context_usable: usable,
         id: None,
+        again: false,
     };
     let note = intermem::write_note(
         ctx.bus,
@@ -289,23 +340,41 @@ pub enum Fresh {
 }
 
 /// A new context: a new compaction cycle starts, and the session's latest
-/// note comes back, framed as a record (once per note after a resume).
-/// Returns the additional context to give the agent, if any.
+/// note comes back, framed as a record (once per note after a resume), with
+/// every wind-down journal record since the last time a note came back that
+/// the note itself does not hold (the red stretch's earlier calls, claimed
+/// by an earlier note, and any since). Returns the additional context to
+/// give the agent, if any.
+///
+/// The note comes back even when no state can be written (a full disk, a
+/// read-only root): those failures are logged, never in the way.
 pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<String>, Error> {
-    compact::new_cycle(ctx.bus, &input.session_id)?;
-    let Some((note, text)) = intermem::latest_note(ctx.bus, &input.session_id) else {
+    let session = input.session_id.as_str();
+    if let Err(e) = compact::new_cycle(ctx.bus, session) {
+        (ctx.problem)(&e.to_string());
+    }
+    let Some((note, text)) = intermem::latest_note(ctx.bus, session) else {
         return Ok(None);
     };
     // A resume restores the conversation, which may already hold this note:
     // inject it only if it is not the one injected last. A compaction or a
     // clear starts an empty context: always.
     let resumed = how == Fresh::Resumed;
-    let already = compact::with_state(ctx.bus, &input.session_id, |s| {
-        let same = s.injected.as_deref() == Some(note.path.as_str());
+    let now = ctx.now;
+    let before = compact::with_state(ctx.bus, session, |s| {
+        let was = (s.injected.clone(), s.injected_at);
         s.injected = Some(note.path.clone());
-        same
-    })?;
-    if resumed && already {
+        s.injected_at = now;
+        was
+    });
+    let (last, since) = match before {
+        Ok(v) => v,
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            (None, 0.0)
+        }
+    };
+    if resumed && last.as_deref() == Some(note.path.as_str()) {
         return Ok(None);
     }
     let max = ctx
@@ -314,26 +383,38 @@ pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<S
         .value
         .inject_max_bytes
         .min(intermem::MAX_INJECT_BYTES);
-    let mut body = text;
-    if body.len() > max {
-        let mut end = max;
-        while !body.is_char_boundary(end) {
-            end -= 1;
+    let journal = intermem::journal_not_in(ctx.bus, session, &note.path, since);
+    let journal = match journal {
+        Ok(lines) if !lines.is_empty() => format!(
+            "\n\n## Wind-down journal not in this note (calls at red since the last compaction)\n\n{}",
+            cut(&lines, max / 3)
+        ),
+        Ok(_) => String::new(),
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            String::new()
         }
-        body.truncate(end);
-        body += "\n[... note truncated]";
-    }
+    };
+    let body = cut(&text, max.saturating_sub(journal.len())) + &journal;
     let what = if how == Fresh::Compacted {
         "compacted"
     } else {
         "reset"
     };
-    Ok(Some(crate::framing::record(
-        what,
-        &input.session_id,
-        &note.path,
-        &body,
-    )))
+    Ok(Some(crate::framing::record(what, session, &note.path, &body)))
+}
+
+/// `text` cut to at most `max` bytes, with a visible mark when cut.
+fn cut(text: &str, max: usize) -> String {
+    const MARK: &str = "\n[... note truncated]";
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub(MARK.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{MARK}", &text[..end])
 }
 
 fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use interband::consumer::{Consumer, HandlerError};
+use interband::consumer::{Consumer, HandlerError, Transient};
 use interband::context::pct_text;
 use interband::fsio::Dir;
 use interband::journal::{Journal, Record};
@@ -192,6 +192,8 @@ pub struct Trigger {
     pub context_usable: Option<f64>,
     /// A name for this trigger's note that a retry reuses (e.g. `cp-7` for checkpoint seq 7).
     pub id: Option<String>,
+    /// An earlier attempt for this trigger ran (and may have written the note).
+    pub again: bool,
 }
 
 /// A note that was written.
@@ -240,7 +242,15 @@ pub fn git_head(text: &str) -> Option<String> {
     hash.then(|| text.to_owned())
 }
 
-/// Writes a note for the session, claims the wind-down journal into it, and announces it.
+/// Writes a note for the session, claims the wind-down journal into it, and
+/// announces it.
+///
+/// A trigger with an id names its note (`<id>-<trigger>.md`): when it is
+/// tried `again` and that note exists (an earlier attempt wrote it and was
+/// killed), it is
+/// not written again; its journal claim is settled and it is made the
+/// latest and announced, which an interrupted attempt may not have done.
+/// Each journal record lands in exactly one note, even across kills.
 pub fn write_note(
     bus: &Bus,
     info: &SessionInfo,
@@ -256,17 +266,31 @@ pub fn write_note(
             None => format!("{}-{}.md", compact_stamp(), safe_key(&trigger.name)),
         };
         let path = dir.join(&name);
-        let digest = info
-            .transcript
-            .as_deref()
-            .and_then(|t| digest::digest_file_as(t, &Limits::default(), info.host).ok())
-            .unwrap_or_default();
-        let text = Journal::new(bus, &info.session).with_claimed(|records| {
-            let text = render(info, trigger, &digest, records, settings.max_bytes);
-            dir.write(&name, text.as_bytes(), true)?;
-            dir.write("latest.md", text.as_bytes(), true)?;
-            Ok(text)
-        })?;
+        let journal = Journal::new(bus, &info.session);
+        let made = |n: &str| dir.exists(n);
+        let earlier = match trigger.id {
+            Some(_) if trigger.again && dir.exists(&name) => {
+                journal.recover(&made)?;
+                Some(String::from_utf8_lossy(&dir.read(&name, MAX_NOTE_BYTES)?).into_owned())
+            }
+            _ => None,
+        };
+        let text = match earlier {
+            Some(text) => text,
+            None => {
+                let digest = info
+                    .transcript
+                    .as_deref()
+                    .and_then(|t| digest::digest_file_as(t, &Limits::default(), info.host).ok())
+                    .unwrap_or_default();
+                journal.with_claimed_for(Some(&name), &made, |records| {
+                    let text = render(info, trigger, &digest, records, settings.max_bytes);
+                    dir.write(&name, text.as_bytes(), true)?;
+                    Ok(text)
+                })?
+            }
+        };
+        dir.write("latest.md", text.as_bytes(), true)?;
         // Announced under the lock, so the channel names the newest note
         // even when a watch and a hook write one at the same moment.
         let note = MemoryNote {
@@ -512,6 +536,29 @@ fn summary_body(text: &str) -> String {
     out.trim().to_owned()
 }
 
+/// The session's wind-down journal recorded after `since` (Unix seconds)
+/// that the note at `note_path` does not hold, as the note's lines.
+pub fn journal_not_in(
+    bus: &Bus,
+    session: &str,
+    note_path: &str,
+    since: f64,
+) -> Result<String, interband::Error> {
+    let journal = Journal::new(bus, session);
+    let name = Path::new(note_path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let held = journal.claimed_by(&name)?;
+    let records: Vec<Record> = journal
+        .all()?
+        .into_iter()
+        .filter(|r| r.value["ts"].as_f64().unwrap_or(0.0) > since)
+        .filter(|r| held.binary_search(&r.name).is_err())
+        .collect();
+    Ok(journal_lines(&records))
+}
+
 fn journal_lines(records: &[Record]) -> String {
     records
         .iter()
@@ -679,6 +726,7 @@ pub fn finalize(
         name: "session_end".into(),
         context_usable: None,
         id: None,
+        again: false,
     };
     let note = write_note(bus, info, &trigger, settings, home)?;
     let dir = open_notes(bus, info, true)?;
@@ -727,9 +775,12 @@ pub struct Intermem {
     pub session: Option<SessionInfo>,
 }
 
+/// The consumer's name (its cursor file, its watch claim).
+pub const NAME: &str = "intermem";
+
 impl Consumer for Intermem {
     fn name(&self) -> &str {
-        "intermem"
+        NAME
     }
     fn patterns(&self) -> Vec<String> {
         let key = match &self.session {
@@ -780,19 +831,13 @@ impl Consumer for Intermem {
             name: p["trigger"].as_str().unwrap_or("checkpoint").to_owned(),
             context_usable: p["context_usable"].as_f64(),
             id: Some(format!("{channel}-cp{}", m.envelope.seq)),
+            again: redelivered,
         };
-        if redelivered {
-            let name = format!(
-                "{}-{}.md",
-                safe_key(trigger.id.as_deref().unwrap_or("")),
-                safe_key(&trigger.name)
-            );
-            if open_notes(bus, &info, false).is_ok_and(|d| d.exists(&name)) {
-                return Ok(()); // the note was written before the interruption
-            }
+        match write_note(bus, &info, &trigger, &self.settings, home) {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_transient() => Err(Box::new(Transient(Box::new(e)))),
+            Err(e) => Err(Box::new(e)),
         }
-        write_note(bus, &info, &trigger, &self.settings, home)?;
-        Ok(())
     }
 }
 
@@ -830,6 +875,7 @@ mod tests {
             name: "t".into(),
             context_usable: None,
             id: None,
+            again: false,
         };
         (info, trigger)
     }

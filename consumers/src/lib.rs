@@ -28,6 +28,14 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// True for a failure that passes by itself (a full disk, a lock held
+    /// too long): worth trying again, never a reason to give up.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Bus(e) if e.is_transient())
+    }
+}
+
 /// Unix time now, seconds.
 pub fn now_secs() -> f64 {
     std::time::SystemTime::now()

@@ -44,6 +44,8 @@ pub struct Reply {
     /// last call without saying so at `SessionStart` (Gemini CLI). The note
     /// is to be brought back now.
     pub new_context: bool,
+    /// A checkpoint was published: its note is to be written now.
+    pub checkpoint: bool,
     /// Non-fatal problems of this call (a publish that failed), for the log.
     pub problems: Vec<String>,
     /// Problems with the settings and directive files (the same on every
@@ -278,6 +280,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     };
     problem(published);
     let mut said = Vec::new();
+    let mut checkpoint = false;
     for action in &out.actions {
         match action {
             Action::Warn(level) => said.push(messages::warning(*level, known.as_ref(), &out.state)),
@@ -289,7 +292,9 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
                     transcript_path: input.transcript_path.clone(),
                     cwd: input.cwd.clone(),
                 };
-                problem(h.bus.publish_typed(session, session, &cp).map(drop));
+                let published = h.bus.publish_typed(session, session, &cp).map(drop);
+                checkpoint |= published.is_ok();
+                problem(published);
             }
             Action::CheckpointFile => problem(write_checkpoint_file(h, input, &out)),
             Action::Reinject(at) => {
@@ -301,6 +306,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     }
     reply.said = said;
     reply.new_context = fresh;
+    reply.checkpoint = checkpoint;
     Ok(reply)
 }
 

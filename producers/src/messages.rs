@@ -11,7 +11,7 @@ pub fn next_step(level: Level) -> &'static str {
     match level {
         Level::Green => "No action needed.",
         Level::Yellow => "Finish the current task before starting another one.",
-        Level::Orange => "A memory note is being saved: finish this step and commit your work.",
+        Level::Orange => "Finish this step and commit your work.",
         Level::Red => "Stop starting new work and commit now: a compaction follows.",
     }
 }

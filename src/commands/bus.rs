@@ -464,6 +464,23 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut consumers = interband_consumers::hooks::watch_consumers(&settings, home);
+    // Each consumer's work is claimed for this watch (hooks then leave it
+    // here); one another watch holds already is left to that watch.
+    let mut claims = Vec::new();
+    let mut kept = Vec::new();
+    for c in consumers.drain(..) {
+        match interband::consumer::claim_watch(bus, c.name())? {
+            Some(claim) => {
+                claims.push(claim);
+                kept.push(c);
+            }
+            None => tell!(
+                "interband: another watch already runs {}; leaving it to that one",
+                c.name()
+            ),
+        }
+    }
+    let mut consumers = kept;
     let names: Vec<String> = consumers.iter().map(|c| c.name().to_owned()).collect();
     tell!(
         "interband: watching {} for {}",
@@ -471,7 +488,8 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
         names.join(", ")
     );
     let idle = idle_timeout.map(Duration::from_secs_f64);
-    let (mut handled, mut errors, mut last) = (0, 0, std::time::Instant::now());
+    let (mut handled, mut errors, mut given_up) = (0, 0, 0);
+    let mut last = std::time::Instant::now();
     let report =
         interband::consumer::watch(bus, &mut consumers, opts, Duration::from_millis(50), |r| {
             if r.handled > handled || r.errors.len() > errors {
@@ -485,9 +503,23 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
                 tell!("interband: {e}");
             }
             errors = r.errors.len();
+            for e in &r.given_up[given_up..] {
+                tell!("interband: {e}");
+                // The session (the message's key) hears of it at its next hook call.
+                if let interband::Error::Consumer { path, .. } = e
+                    && let Some(session) = path.file_stem().and_then(|s| s.to_str())
+                {
+                    let text = format!("interband could not save a memory note for this session ({e}); see its log.");
+                    if let Err(e) = interband::notice::add(bus, session, &text) {
+                        tell!("interband: {e}");
+                    }
+                }
+            }
+            given_up = r.given_up.len();
             idle.is_none_or(|idle| last.elapsed() < idle)
         })?;
-    Ok(if report.errors.is_empty() {
+    drop(claims);
+    Ok(if report.errors.is_empty() && report.given_up.is_empty() {
         exit::OK
     } else {
         exit::INVALID

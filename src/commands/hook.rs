@@ -7,10 +7,9 @@ use anyhow::Result;
 use clap::Args;
 use interband::Bus;
 use interband::settings::ProcessEnv;
-use interband_consumers::hooks::{self, AllSettings};
+use interband_consumers::hooks::AllSettings;
 use interband_consumers::interline;
-use interpulse::hook::{Hook as HookCtx, post_tool_use};
-use interpulse::host::{HookInput, MAX_INPUT_BYTES};
+use interpulse::host::MAX_INPUT_BYTES;
 
 use super::pulse::now;
 use crate::exit;
@@ -192,89 +191,19 @@ impl Hook {
 
 fn handle() -> Result<Option<String>> {
     let buf = read_stdin(MAX_INPUT_BYTES, STDIN_WAIT)?;
-    let input =
-        HookInput::parse(&buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
     let bus = Bus::from_env()?;
-    let event = input.hook_event_name.as_str();
-    let profile = input.host().profile();
-    let producer = HookCtx {
-        bus: &bus,
-        env: &ProcessEnv,
-        now: now(),
-    };
-    let log_problem = |p: &str| log(&format!("hook {event} {}: {p}", input.session_id));
-    if matches!(event, "PostToolUse" | "AfterTool") {
-        let reply = post_tool_use(&producer, &input)?;
-        for p in &reply.settings {
-            log_once(&bus, &format!("settings: {p}"));
-        }
-        reply.problems.iter().for_each(|p| log_problem(p));
-        let mut said = reply.said;
-        if reply.new_context && !profile.start_after_compaction {
-            // The host compacted without a SessionStart (Gemini): the note
-            // comes back with this tool call's output.
-            let consumer_input: hooks::Input = serde_json::from_slice(&buf)?;
-            let record = with_consumers(&bus, &input, &log_problem, |ctx| {
-                hooks::after_compaction(ctx, &consumer_input, hooks::Fresh::Compacted)
-            })?;
-            said.extend(record);
-        }
-        return Ok((!said.is_empty())
-            .then(|| interpulse::host::additional_context(event, &said.join("\n\n"))));
-    }
-    let consumer_input: hooks::Input = serde_json::from_slice(&buf)?;
-    if event == "BeforeAgent" {
-        // Gemini: a compression at the end of the last turn shows as the
-        // transcript's figure dropping; the note comes back before this one.
-        if !interpulse::hook::compacted_silently(&producer, &input)? {
-            return Ok(None);
-        }
-        let record = with_consumers(&bus, &input, &log_problem, |ctx| {
-            hooks::after_compaction(ctx, &consumer_input, hooks::Fresh::Compacted)
-        })?;
-        return Ok(record.map(|r| interpulse::host::additional_context(event, &r)));
-    }
-    if event == "SessionStart"
-        && matches!(
-            consumer_input.source.as_deref(),
-            Some("compact" | "resume" | "clear")
-        )
-    {
-        // A fresh context: the producer starts over, green.
-        // A reset that fails must not cost the note's re-injection below.
-        let problems = match interpulse::hook::new_context(&producer, &input) {
-            Ok(reply) => reply.problems,
-            Err(e) => vec![e.to_string()],
-        };
-        // (Its settings problems are the consumers' too: logged below.)
-        problems.iter().for_each(|p| log_problem(p));
-    }
-    with_consumers(&bus, &input, &log_problem, |ctx| {
-        hooks::handle(ctx, &consumer_input)
-    })
-}
-
-/// Runs `f` with the consumers' context: their settings for the input's
-/// project (problems logged once) and the hook's log.
-fn with_consumers<T>(
-    bus: &Bus,
-    input: &HookInput,
-    problem: &dyn Fn(&str),
-    f: impl FnOnce(&hooks::Ctx) -> Result<T, interband_consumers::Error>,
-) -> Result<T> {
-    let project = interpulse::hook::project_dir(input, &ProcessEnv);
-    let settings = AllSettings::load(project.as_deref(), &ProcessEnv);
-    for p in settings.problems() {
-        log_once(bus, &format!("settings: {p}"));
-    }
-    let ctx = hooks::Ctx {
-        bus,
-        env: &ProcessEnv,
-        home: home(),
-        settings: &settings,
-        problem,
-    };
-    Ok(f(&ctx)?)
+    let once = |what: &str| log_once(&bus, what);
+    crate::dispatch::dispatch(
+        &crate::dispatch::Outside {
+            bus: &bus,
+            env: &ProcessEnv,
+            home: home(),
+            now: now(),
+            log: &log,
+            log_once: &once,
+        },
+        &buf,
+    )
 }
 
 /// `interband statusline`: the statusline bridge and renderer.

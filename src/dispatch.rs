@@ -1,0 +1,142 @@
+//! One host event, end to end: the one code path `interband hook` runs, and
+//! `interband replay` and `interband demo` run too. It takes the event's JSON
+//! and everything from outside (the bus, the environment, the clock, the
+//! log) as arguments, and returns the host response to print, if any.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use interband::Bus;
+use interband::settings::Env;
+use interband_consumers::hooks::{self, AllSettings, Notes};
+use interpulse::hook::{Hook as Producer, post_tool_use};
+use interpulse::host::{HookInput, additional_context};
+
+/// What an event needs from outside.
+pub struct Outside<'a> {
+    /// The bus.
+    pub bus: &'a Bus,
+    /// The environment.
+    pub env: &'a dyn Env,
+    /// The home folder.
+    pub home: Option<PathBuf>,
+    /// Unix time, seconds.
+    pub now: f64,
+    /// Logs a problem that does not stop the event.
+    pub log: &'a dyn Fn(&str),
+    /// Logs a problem that repeats on every call until the user acts
+    /// (a settings problem): once.
+    pub log_once: &'a dyn Fn(&str),
+}
+
+/// Handles one hook event (`buf`: its JSON). Returns the host response.
+pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
+    let input =
+        HookInput::parse(buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
+    let consumer_input: hooks::Input = serde_json::from_slice(buf)?;
+    let event = input.hook_event_name.as_str();
+    let profile = input.host().profile();
+    let producer = Producer {
+        bus: o.bus,
+        env: o.env,
+        now: o.now,
+    };
+    let log_problem = |p: &str| (o.log)(&format!("hook {event} {}: {p}", input.session_id));
+    let consumers = |f: &dyn Fn(&hooks::Ctx) -> Result<Option<String>, interband_consumers::Error>| {
+        with_consumers(o, &input, &log_problem, f)
+    };
+    if matches!(event, "PostToolUse" | "AfterTool") {
+        let reply = post_tool_use(&producer, &input)?;
+        for p in &reply.settings {
+            (o.log_once)(&format!("settings: {p}"));
+        }
+        reply.problems.iter().for_each(|p| log_problem(p));
+        let mut said = reply.said;
+        if reply.checkpoint {
+            // The note a checkpoint asks for, in this very call (unless a
+            // running watch writes it): what the agent is told is true.
+            let notes = with_consumers(o, &input, &log_problem, |ctx| {
+                Ok(hooks::checkpoint_notes(ctx, &consumer_input))
+            })?;
+            match notes {
+                Notes::Written(path) => said.push(format!(
+                    "interband saved a memory note of this session ({}); it comes back after the compaction.",
+                    std::path::Path::new(&path)
+                        .file_name()
+                        .map_or(path.clone(), |n| n.to_string_lossy().into_owned())
+                )),
+                Notes::Watched => said.push(
+                    "interband watch is saving a memory note of this session; it comes back after the compaction."
+                        .to_owned(),
+                ),
+                Notes::None => {}
+            }
+        }
+        if reply.new_context && !profile.start_after_compaction {
+            // The host compacted without a SessionStart (Gemini): the note
+            // comes back with this tool call's output.
+            let record = consumers(&|ctx| {
+                hooks::after_compaction(ctx, &consumer_input, hooks::Fresh::Compacted)
+            })?;
+            said.extend(record);
+        }
+        if !input.in_subagent() {
+            match interband::notice::take(o.bus, &input.session_id) {
+                Ok(notices) => said.extend(notices),
+                Err(e) => log_problem(&e.to_string()),
+            }
+        }
+        return Ok((!said.is_empty()).then(|| additional_context(event, &said.join("\n\n"))));
+    }
+    if event == "BeforeAgent" {
+        // Gemini: a compression at the end of the last turn shows as the
+        // transcript's figure dropping; the note comes back before this one.
+        if !interpulse::hook::compacted_silently(&producer, &input)? {
+            return Ok(None);
+        }
+        let record = consumers(&|ctx| {
+            hooks::after_compaction(ctx, &consumer_input, hooks::Fresh::Compacted)
+        })?;
+        return Ok(record.map(|r| additional_context(event, &r)));
+    }
+    if event == "SessionStart"
+        && matches!(
+            consumer_input.source.as_deref(),
+            Some("compact" | "resume" | "clear")
+        )
+    {
+        // A fresh context: the producer starts over, green. A reset that
+        // fails must not cost the note's re-injection below.
+        let problems = match interpulse::hook::new_context(&producer, &input) {
+            Ok(reply) => reply.problems,
+            Err(e) => vec![e.to_string()],
+        };
+        // (Its settings problems are the consumers' too: logged below.)
+        problems.iter().for_each(|p| log_problem(p));
+    }
+    consumers(&|ctx| hooks::handle(ctx, &consumer_input))
+}
+
+/// Runs `f` with the consumers' context: their settings for the input's
+/// project (problems logged once) and the hook's log.
+fn with_consumers<T>(
+    o: &Outside,
+    input: &HookInput,
+    problem: &dyn Fn(&str),
+    f: impl FnOnce(&hooks::Ctx) -> Result<T, interband_consumers::Error>,
+) -> Result<T> {
+    let project = interpulse::hook::project_dir(input, o.env);
+    let settings = AllSettings::load(project.as_deref(), o.env);
+    for p in settings.problems() {
+        (o.log_once)(&format!("settings: {p}"));
+    }
+    let ctx = hooks::Ctx {
+        bus: o.bus,
+        env: o.env,
+        home: o.home.clone(),
+        settings: &settings,
+        problem,
+        now: o.now,
+    };
+    Ok(f(&ctx)?)
+}
