@@ -42,9 +42,10 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         now: o.now,
     };
     let log_problem = |p: &str| (o.log)(&format!("hook {event} {}: {p}", input.session_id));
-    let consumers = |f: &dyn Fn(&hooks::Ctx) -> Result<Option<String>, interband_consumers::Error>| {
-        with_consumers(o, &input, &log_problem, f)
-    };
+    let consumers =
+        |f: &dyn Fn(&hooks::Ctx) -> Result<Option<String>, interband_consumers::Error>| {
+            with_consumers(o, &input, &log_problem, f)
+        };
     if matches!(event, "PostToolUse" | "AfterTool") {
         let reply = post_tool_use(&producer, &input)?;
         for p in &reply.settings {

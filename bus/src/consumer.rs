@@ -336,9 +336,9 @@ pub fn offer(
                 entry.attempts += 1;
                 if entry.attempts >= MAX_ATTEMPTS {
                     *entry = Entry::done(value);
-                    report
-                        .given_up
-                        .push(failure(format!("given up after {MAX_ATTEMPTS} attempts: {e}")));
+                    report.given_up.push(failure(format!(
+                        "given up after {MAX_ATTEMPTS} attempts: {e}"
+                    )));
                 } else {
                     report.errors.push(failure(e.to_string()));
                 }

@@ -187,7 +187,10 @@ pub fn is_transient_io(e: &std::io::Error) -> bool {
     use std::io::ErrorKind;
     matches!(
         e.kind(),
-        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::OutOfMemory
+        ErrorKind::Interrupted
+            | ErrorKind::WouldBlock
+            | ErrorKind::TimedOut
+            | ErrorKind::OutOfMemory
     ) || e.raw_os_error().is_some_and(|n| {
         [
             libc::ENOSPC,

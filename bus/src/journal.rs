@@ -245,7 +245,9 @@ impl Journal {
         let Some(dir) = self.open(false)? else {
             return Ok(());
         };
-        with_lock(&dir, ".claim.lock", DEFAULT_WAIT, |_| self.settle(&dir, made))
+        with_lock(&dir, ".claim.lock", DEFAULT_WAIT, |_| {
+            self.settle(&dir, made)
+        })
     }
 
     /// The names of the records `claimant` took, in append order.

@@ -332,7 +332,10 @@ fn a_transient_failure_is_retried_for_as_long_as_it_lasts() {
     let dir = tempfile::tempdir().unwrap();
     let bus = Bus::new(dir.path());
     bus.publish_typed("k", "s", &checkpoint(1)).unwrap();
-    let mut c = DiskFull { fails: 10, calls: 0 };
+    let mut c = DiskFull {
+        fails: 10,
+        calls: 0,
+    };
     for _ in 0..10 {
         let r = consumer::drain(&bus, &mut c).unwrap();
         assert_eq!((r.handled, r.given_up.len(), r.errors.len()), (0, 0, 1));

@@ -401,7 +401,9 @@ pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<S
     } else {
         "reset"
     };
-    Ok(Some(crate::framing::record(what, session, &note.path, &body)))
+    Ok(Some(crate::framing::record(
+        what, session, &note.path, &body,
+    )))
 }
 
 /// `text` cut to at most `max` bytes, with a visible mark when cut.

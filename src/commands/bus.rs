@@ -490,8 +490,12 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
     let idle = idle_timeout.map(Duration::from_secs_f64);
     let (mut handled, mut errors, mut given_up) = (0, 0, 0);
     let mut last = std::time::Instant::now();
-    let report =
-        interband::consumer::watch(bus, &mut consumers, opts, Duration::from_millis(50), |r| {
+    let report = interband::consumer::watch(
+        bus,
+        &mut consumers,
+        opts,
+        Duration::from_millis(50),
+        |r| {
             if r.handled > handled || r.errors.len() > errors {
                 last = std::time::Instant::now();
             }
@@ -509,7 +513,9 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
                 if let interband::Error::Consumer { path, .. } = e
                     && let Some(session) = path.file_stem().and_then(|s| s.to_str())
                 {
-                    let text = format!("interband could not save a memory note for this session ({e}); see its log.");
+                    let text = format!(
+                        "interband could not save a memory note for this session ({e}); see its log."
+                    );
                     if let Err(e) = interband::notice::add(bus, session, &text) {
                         tell!("interband: {e}");
                     }
@@ -517,7 +523,8 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
             }
             given_up = r.given_up.len();
             idle.is_none_or(|idle| last.elapsed() < idle)
-        })?;
+        },
+    )?;
     drop(claims);
     Ok(if report.errors.is_empty() && report.given_up.is_empty() {
         exit::OK

@@ -1,0 +1,387 @@
+//! What the loop promises, checked through the real binary with only the
+//! installed hooks (no `interband watch`): a note exists right after the
+//! orange call; the note that comes back after a compaction holds the whole
+//! red stretch; a checkpoint whose drain is killed any number of times still
+//! gets exactly one note; a note that cannot be written is said, once;
+//! `SessionStart` brings the note back when nothing can be written; one
+//! state shows one figure everywhere.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use interpulse::synthetic::Writer;
+use serde_json::{Value, json};
+
+const SESSION: &str = "7b1e6c3a-55d2-4f0e-9c1b-2a9e8f4d6c10";
+
+struct Session {
+    w: World,
+    t: Writer,
+    path: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Session {
+    fn new() -> Self {
+        let w = World::new();
+        let cwd = w.dir.path().join("project");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let path = w.dir.path().join(format!("{SESSION}.jsonl"));
+        let mut t = Writer::new(&path, SESSION, &cwd);
+        t.prompt("Make the uploader retry with backoff").unwrap();
+        Session { w, t, path, cwd }
+    }
+
+    fn input(&self, capture_name: &str, extra: Value) -> Vec<u8> {
+        let mut v: Value = serde_json::from_slice(&capture(capture_name)).unwrap();
+        v["session_id"] = json!(SESSION);
+        v["transcript_path"] = json!(self.path);
+        v["cwd"] = json!(self.cwd);
+        for (k, val) in extra.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    fn hook(&self, stdin: &[u8]) -> String {
+        let o = self.w.run_with_stdin(&["hook"], stdin);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o)
+    }
+
+    /// A tool call at `used` tokens: the transcript's lines, then its PostToolUse.
+    fn call(&mut self, tool: &str, input: Value, used: u64) -> String {
+        self.t
+            .tool(tool, input.clone(), "ok", false, used, false)
+            .unwrap();
+        let stdin = self.input(
+            "PostToolUse.input.json",
+            json!({"tool_name": tool, "tool_input": input, "tool_response": {"stdout": "ok"}}),
+        );
+        self.hook(&stdin)
+    }
+
+    fn said(out: &str) -> String {
+        serde_json::from_str::<Value>(out)
+            .ok()
+            .and_then(|v| {
+                v["hookSpecificOutput"]["additionalContext"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default()
+    }
+
+    fn notes_dir(&self) -> PathBuf {
+        self.w.root().join("intermem/notes")
+    }
+
+    fn notes(&self) -> Vec<String> {
+        files_under(&self.notes_dir())
+            .into_iter()
+            .filter(|f| f.ends_with(".md") && !f.ends_with("latest.md"))
+            .collect()
+    }
+}
+
+#[test]
+fn a_note_exists_right_after_the_orange_call_and_the_agent_is_told_so() {
+    let mut s = Session::new();
+    let out = s.call("Read", json!({"file_path": "src/lib.rs"}), 60_000);
+    assert_eq!(out, "", "green");
+    assert!(s.notes().is_empty());
+    let out = s.call(
+        "Edit",
+        json!({"file_path": "src/retry.rs", "old_string": "a", "new_string": "b"}),
+        140_000,
+    );
+    let said = Session::said(&out);
+    assert!(said.contains("Context ORANGE"), "{said}");
+    let notes = s.notes();
+    assert_eq!(
+        notes.len(),
+        1,
+        "written in the orange call itself: {notes:?}"
+    );
+    assert!(notes[0].contains("orange_pressure"), "{notes:?}");
+    assert!(
+        said.contains("interband saved a memory note of this session"),
+        "{said}"
+    );
+    assert!(!said.contains("being saved"), "{said}");
+}
+
+#[test]
+fn with_a_watch_running_the_hook_leaves_the_note_to_it_and_says_so() {
+    let mut s = Session::new();
+    let claim = interband::consumer::claim_watch(&s.w.bus(), "intermem")
+        .unwrap()
+        .expect("no other watch");
+    let out = s.call("Bash", json!({"command": "cargo build"}), 140_000);
+    let said = Session::said(&out);
+    assert!(s.notes().is_empty(), "the watch writes it");
+    assert!(
+        said.contains("interband watch is saving a memory note"),
+        "{said}"
+    );
+    drop(claim);
+    // With no watch left, the next Stop writes it.
+    s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+    assert_eq!(s.notes().len(), 1);
+}
+
+#[test]
+fn the_note_back_after_a_compaction_holds_the_whole_red_stretch() {
+    let mut s = Session::new();
+    // Red from the first call: its checkpoint's note is written in the call.
+    let out = s.call(
+        "Edit",
+        json!({"file_path": "src/uploader.rs", "old_string": "x", "new_string": "y"}),
+        160_000,
+    );
+    assert!(Session::said(&out).contains("Context RED"), "{out}");
+    s.call("Bash", json!({"command": "cargo build --release"}), 161_000);
+    s.t.say("Built; now the tests.", 161_500).unwrap();
+    let stop = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+    assert!(stop.contains("block"), "the trigger advises once: {stop}");
+    s.call(
+        "Write",
+        json!({"file_path": "tests/backoff.rs", "content": "#[test] fn f() {}"}),
+        162_000,
+    );
+    s.call("Bash", json!({"command": "cargo test backoff"}), 163_000);
+    s.hook(&s.input("PreCompact.auto.input.json", json!({})));
+    s.t.compact(163_000, 9_000, "Summary:\nRetry added.")
+        .unwrap();
+    let out = s.hook(&s.input("SessionStart.compact.input.json", json!({})));
+    let back = Session::said(&out);
+    for needle in [
+        "src/uploader.rs",
+        "cargo build --release",
+        "tests/backoff.rs",
+        "cargo test backoff",
+    ] {
+        assert!(back.contains(needle), "{needle:?} is not back:\n{back}");
+    }
+    // Each journal record is in exactly one note file.
+    let bodies: Vec<String> = s
+        .notes()
+        .iter()
+        .map(|n| std::fs::read_to_string(s.notes_dir().join(n)).unwrap())
+        .collect();
+    for needle in ["`cargo build --release`", "`cargo test backoff`"] {
+        let in_journals = bodies
+            .iter()
+            .filter(|b| {
+                b.split("## Wind-down journal")
+                    .nth(1)
+                    .is_some_and(|j| j.contains(needle))
+            })
+            .count();
+        assert_eq!(in_journals, 1, "{needle} in {in_journals} notes' journals");
+    }
+}
+
+/// The consumer cursor entry of the session's checkpoint, as saved.
+fn cursor(w: &World) -> Value {
+    let path = w.root().join(".consumers/intermem.json");
+    let v: Value = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    v[format!("interpulse/checkpoint/{SESSION}")].clone()
+}
+
+#[test]
+fn a_drain_killed_any_number_of_times_still_makes_exactly_one_note() {
+    let mut s = Session::new();
+    // A transcript the note takes a while to read: a kill can land inside.
+    for i in 0..40 {
+        let big = "x".repeat(100_000);
+        s.t.tool(
+            "Read",
+            json!({"file_path": format!("src/f{i}.rs")}),
+            &big,
+            false,
+            50_000,
+            false,
+        )
+        .unwrap();
+    }
+    // The checkpoint is published while a watch holds the work, so no note yet.
+    let claim = interband::consumer::claim_watch(&s.w.bus(), "intermem")
+        .unwrap()
+        .unwrap();
+    s.call(
+        "Bash",
+        json!({"command": "cargo test --workspace"}),
+        170_000,
+    );
+    drop(claim);
+    assert!(s.notes().is_empty());
+    let stop = s.input("Stop.input.json", json!({"stop_hook_active": true}));
+    let mut interrupted = 0;
+    for delay_ms in [0u64, 0, 1, 0, 2, 0, 5, 0] {
+        let mut child =
+            s.w.cmd(&["hook"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+        {
+            use std::io::Write;
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(&stop).unwrap();
+        }
+        // Killed once the handler runs (the cursor says so), or when it ends.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if cursor(&s.w)["running"] == json!(true) {
+                std::thread::sleep(Duration::from_millis(delay_ms));
+                let _ = child.kill();
+                break;
+            }
+            if child.try_wait().unwrap().is_some() || std::time::Instant::now() > deadline {
+                break;
+            }
+        }
+        let _ = child.wait();
+        if cursor(&s.w)["pending"].is_object() {
+            interrupted += 1;
+        }
+    }
+    assert!(
+        interrupted >= 4,
+        "the kills landed inside the handler only {interrupted} times"
+    );
+    // The next hook finishes the work: one note, never given up.
+    s.hook(&stop);
+    let notes = s.notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("red_pressure"), "{notes:?}");
+    assert!(cursor(&s.w)["pending"].is_null(), "{}", cursor(&s.w));
+    let note = std::fs::read_to_string(s.notes_dir().join(&notes[0])).unwrap();
+    assert!(note.contains("`cargo test --workspace`"), "{note}");
+    // Announced: it is the one that comes back.
+    let back = s.hook(&s.input("SessionStart.compact.input.json", json!({})));
+    assert!(
+        back.contains("red_pressure") && back.contains("cargo test --workspace"),
+        "{back}"
+    );
+}
+
+#[test]
+fn a_note_that_cannot_be_written_is_said_once_at_the_next_call() {
+    let mut s = Session::new();
+    let claim = interband::consumer::claim_watch(&s.w.bus(), "intermem")
+        .unwrap()
+        .unwrap();
+    s.call("Bash", json!({"command": "make"}), 140_000);
+    drop(claim);
+    // The session's notes folder is somebody else's: never written into.
+    let project = s
+        .notes_dir()
+        .join(interband_consumers::intermem::slug(&s.cwd));
+    std::fs::create_dir_all(project.join(SESSION)).unwrap();
+    std::os::unix::fs::chown(project.join(SESSION), Some(65534), Some(65534)).unwrap();
+    let stop = s.input("Stop.input.json", json!({"stop_hook_active": true}));
+    for _ in 0..interband::consumer::MAX_ATTEMPTS {
+        s.hook(&stop);
+    }
+    assert!(s.notes().is_empty());
+    let said = Session::said(&s.call("Read", json!({"file_path": "a"}), 141_000));
+    assert!(
+        said.contains("could not save a memory note") && said.contains("refusing"),
+        "{said}"
+    );
+    let again = Session::said(&s.call("Read", json!({"file_path": "b"}), 141_500));
+    assert!(!again.contains("could not save"), "once: {again}");
+}
+
+#[test]
+fn session_start_brings_the_note_back_when_nothing_can_be_written() {
+    let mut s = Session::new();
+    s.call("Bash", json!({"command": "cargo build"}), 160_000);
+    s.hook(&s.input("PreCompact.auto.input.json", json!({})));
+    assert!(!s.notes().is_empty());
+    s.t.compact(160_000, 9_000, "Summary:\nBuilt.").unwrap();
+    // A full disk, or a read-only root: every write fails.
+    let root = s.w.root();
+    set_writable(&root, false);
+    let mut cmd = s.w.cmd(&["hook"]);
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &none) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = with_stdin(
+        &mut cmd,
+        &s.input("SessionStart.compact.input.json", json!({})),
+    );
+    set_writable(&root, true);
+    assert_eq!(code(&o), 0);
+    let back = Session::said(&stdout(&o));
+    assert!(
+        back.contains("<interband-memory-note") && back.contains("cargo build"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+fn set_writable(dir: &Path, on: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let mode = if on { 0o700 } else { 0o500 };
+        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode));
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            stack.extend(
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+}
+
+#[test]
+fn one_state_shows_one_figure_everywhere() {
+    // 155,377 of a 167k usable room: 6.96% left, shown as 6% everywhere.
+    let mut s = Session::new();
+    let out = s.call("Bash", json!({"command": "cargo test"}), 155_377);
+    let said = Session::said(&out);
+    assert!(
+        said.contains("155k of 200k tokens used, 6% of the usable room left"),
+        "{said}"
+    );
+    let pressure = stdout(&s.w.run(&["pressure"]));
+    assert!(pressure.contains(" 6% "), "{pressure}");
+    let note = s
+        .notes()
+        .first()
+        .map(|n| std::fs::read_to_string(s.notes_dir().join(n)).unwrap())
+        .unwrap();
+    assert!(note.contains("6% of the usable room left"), "{note}");
+    assert!(note.contains("(6% usable left)"), "{note}");
+    let mut line: Value = serde_json::from_slice(&capture("statusLine.input.json")).unwrap();
+    line["session_id"] = json!(SESSION);
+    line["transcript_path"] = json!(s.path);
+    line["context_window"]["context_window_size"] = json!(200_000);
+    line["context_window"]["current_usage"] = json!({"input_tokens": 155_377, "output_tokens": 5,
+        "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    let status = stdout(&s.w.run_with_stdin(&["statusline"], &serde_json::to_vec(&line).unwrap()));
+    assert!(status.contains("6% usable"), "{status}");
+}
