@@ -144,7 +144,7 @@ fn a_scripted_session_runs_the_whole_loop() {
     let notes_after_stop = note_files(&w);
     assert!(
         !notes_after_stop.is_empty(),
-        "checkpoint notes written at Stop"
+        "checkpoint notes written by the orange and red calls"
     );
     assert_eq!(
         hook(&w, &event("Stop", &t, json!({"stop_hook_active": true}))),
@@ -175,7 +175,6 @@ fn a_scripted_session_runs_the_whole_loop() {
         "cargo test -p uploader",
         "FAILED",
         "feature/notes",
-        "The retry is in place",
     ] {
         assert!(latest.contains(needle), "note lacks {needle:?}:\n{latest}");
     }
@@ -209,6 +208,8 @@ fn a_scripted_session_runs_the_whole_loop() {
         ctx.contains("Add retry with backoff") && ctx.contains("/work/src/uploader.rs"),
         "{ctx}"
     );
+    // The PreCompact note, written after the turn's last words, holds them.
+    assert!(ctx.contains("The retry is in place"), "{ctx}");
     assert!(
         w.bus().read("compact", "pending", SESSION).is_err(),
         "no longer pending"

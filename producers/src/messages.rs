@@ -75,7 +75,9 @@ mod tests {
     #[test]
     fn each_level_names_its_next_step() {
         assert!(next_step(Level::Yellow).contains("before starting another"));
-        assert!(next_step(Level::Orange).contains("memory note"));
+        // Whether a note was saved is said by whoever saved it, when it was.
+        assert!(next_step(Level::Orange).contains("commit your work"));
+        assert!(!next_step(Level::Orange).contains("note"));
         assert!(next_step(Level::Red).contains("commit now"));
         let s = State {
             pressure: 95.0,
