@@ -48,6 +48,8 @@ struct Case {
     argv: Vec<String>,
     /// Bytes written to the child's stdin; `None` means stdin is `/dev/null`.
     stdin: Option<Vec<u8>>,
+    /// Or bytes made for each run (its number): a new session every time.
+    stdin_for: Option<fn(u64) -> Vec<u8>>,
 }
 
 impl Case {
@@ -57,6 +59,7 @@ impl Case {
             name: name.into(),
             argv,
             stdin: None,
+            stdin_for: None,
         }
     }
 
@@ -68,9 +71,10 @@ impl Case {
         }
     }
 
-    /// Whether the case runs `interband` and so is held to [`TARGET_RATIO`].
+    /// Whether the case runs `interband` and so is held to [`TARGET_RATIO`]
+    /// (a call that writes a memory note is not: it may cost more).
     fn is_interband(&self) -> bool {
-        self.argv[0].ends_with("/interband")
+        self.argv[0].ends_with("/interband") && self.stdin_for.is_none()
     }
 }
 
@@ -103,6 +107,11 @@ const FIXTURES: &str = concat!(
 /// A transcript: the real one's lines, then `filler` bytes of realistic
 /// traffic, then an assistant line at 120k tokens (yellow on a 200k window).
 fn make_transcript(path: &Path, filler: u64) -> std::io::Result<()> {
+    make_transcript_at(path, filler, 118_300)
+}
+
+/// [`make_transcript`] with the last line's cache reads at `cache_read` tokens.
+fn make_transcript_at(path: &Path, filler: u64, cache_read: u64) -> std::io::Result<()> {
     let real =
         std::fs::read_to_string(Path::new(FIXTURES).join("transcript.compacted_session.jsonl"))?;
     let lines: Vec<&str> = real
@@ -125,7 +134,7 @@ fn make_transcript(path: &Path, filler: u64) -> std::io::Result<()> {
     }
     let last = assistant.replace(
         r#""cache_read_input_tokens":30000"#,
-        r#""cache_read_input_tokens":118300"#,
+        &format!(r#""cache_read_input_tokens":{cache_read}"#),
     );
     writeln!(f, "{last}")?;
     f.flush()
@@ -208,6 +217,18 @@ fn hook_input(session: &str, transcript: &Path) -> Vec<u8> {
     serde_json::to_vec(&v).expect("serializes")
 }
 
+/// The orange transcript the note-writing case reads (set once, before the cases).
+static ORANGE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The PostToolUse input of the orange call of a new session (`n`): its
+/// checkpoint's note is written in the call.
+fn orange_input(n: u64) -> Vec<u8> {
+    hook_input(
+        &format!("bench-orange-{n}"),
+        ORANGE.get().expect("written before the cases run"),
+    )
+}
+
 /// The cases, `floor` first. Add new ones here.
 fn cases(
     peer: Option<&str>,
@@ -253,6 +274,13 @@ fn cases(
             Case::new(format!("hook, 500 MB transcript{suffix}"), &[bin, "hook"])
                 .with_stdin(&hook_input("bench-hook-big", big)),
         );
+        cases.push(Case {
+            stdin_for: Some(orange_input),
+            ..Case::new(
+                format!("hook at orange, writes the note{suffix}"),
+                &[bin, "hook"],
+            )
+        });
         let statusline =
             std::fs::read(Path::new(FIXTURES).join("statusLine.input.json")).expect("fixture");
         cases.push(
@@ -280,11 +308,16 @@ fn cases(
 
 /// Runs `case` once with `env`, returning the wall time in milliseconds.
 fn run(case: &Case, env: &[(&str, PathBuf)]) -> Result<f64, String> {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let fresh = case
+        .stdin_for
+        .map(|f| f(RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let stdin = fresh.as_ref().or(case.stdin.as_ref());
     let mut cmd = Command::new(&case.argv[0]);
     cmd.args(&case.argv[1..])
         .envs(env.iter().map(|(k, v)| (k, v)));
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    cmd.stdin(if case.stdin.is_some() {
+    cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -293,7 +326,7 @@ fn run(case: &Case, env: &[(&str, PathBuf)]) -> Result<f64, String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("{}: cannot spawn {:?}: {e}", case.name, case.argv))?;
-    if let (Some(bytes), Some(mut pipe)) = (&case.stdin, child.stdin.take()) {
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // A child that exits without reading all of its stdin is fine.
         if let Err(e) = pipe.write_all(bytes)
             && e.kind() != ErrorKind::BrokenPipe
@@ -343,6 +376,10 @@ fn bench() -> Result<(), String> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
     make_transcript(&small, 0).map_err(|e| format!("cannot write a transcript: {e}"))?;
+    let orange = tmp.path().join("orange.jsonl");
+    make_transcript_at(&orange, 0, 138_300)
+        .map_err(|e| format!("cannot write a transcript: {e}"))?;
+    ORANGE.set(orange).expect("set once");
     make_transcript(&big, big_mb << 20).map_err(|e| format!("cannot write a transcript: {e}"))?;
     let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
     let mut hosts = Vec::new();

@@ -42,6 +42,7 @@ macro_rules! say_json {
 
 mod commands;
 mod dispatch;
+mod replay;
 
 /// A typed, file-based message bus for AI coding-agent hooks (interband protocol v1).
 #[derive(Parser)]

@@ -1,5 +1,7 @@
-//! `interband replay`: the real captured transcript, and transcripts built from
-//! its lines whose usage walks through every level.
+//! `interband replay`: the real captured transcript, transcripts built from
+//! its lines whose usage walks through every level, the demo's own
+//! transcript (the replay reports what the demo's hooks did), and generated
+//! transcripts read by the hook, the replay and a reader written here.
 
 mod common;
 
@@ -94,7 +96,11 @@ fn the_real_transcript_replays_with_its_call_and_its_compaction() {
         out.contains("compaction (manual): 32k → 3k tokens"),
         "{out}"
     );
-    assert!(out.contains("memory note written (PreCompact)"), "{out}");
+    assert!(
+        out.contains("memory note written (pre_compact_manual)"),
+        "{out}"
+    );
+    assert!(out.contains("the latest note comes back"), "{out}");
     assert!(
         out.contains("tool calls             1 (0 in subagents)"),
         "{out}"
@@ -234,12 +240,17 @@ fn rising_usage_goes_green_yellow_orange_red_and_a_compaction_makes_it_green() {
     assert_eq!(s["final_level"], "green");
     assert_eq!(s["calls_at_level"]["red"], 8);
     assert_eq!(s["calls_at_level"]["green"], 3);
-    let last = v["events"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["event"], "level_change");
+    let events = v["events"].as_array().unwrap();
+    let change = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "level_change")
+        .unwrap();
     assert_eq!(
-        (&last["from"], &last["to"]),
+        (&change["from"], &change["to"]),
         (&json!("red"), &json!("green"))
     );
+    assert_eq!(events.last().unwrap()["event"], "note_back");
 }
 
 #[test]
@@ -288,9 +299,12 @@ fn a_transcript_without_anything_usable_says_so() {
         ],
     );
     let o = w.run(&["replay", t.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&o), 1, "a file with nothing to replay is bad data");
     assert!(stdout(&o).contains("nothing found"), "{}", stdout(&o));
-    let v = replay_json(&w, &t);
+    assert!(stderr(&o).contains("nothing to replay"), "{}", stderr(&o));
+    let o = w.run(&["replay", "--json", t.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["summary"]["found"], false);
 }
 
@@ -315,4 +329,485 @@ fn replay_takes_the_window_a_statusline_reported_for_the_model() {
     )
     .unwrap();
     assert_eq!(replay_json(&w, &big)["summary"]["window"], 1_000_000);
+}
+
+#[test]
+fn the_demo_and_its_replay_report_what_the_hooks_did() {
+    let w = World::new();
+    let o = w.run(&["demo", "--json", "--keep"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let demo: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let transcript = PathBuf::from(demo["transcript"].as_str().unwrap());
+    let kept = transcript
+        .ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("interband-demo."))
+        })
+        .unwrap()
+        .to_path_buf();
+    let v = replay_json(&w, &transcript);
+    std::fs::remove_dir_all(&kept).unwrap();
+    let events = v["events"].as_array().unwrap();
+    let of = |kind: &str, field: &str| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["event"] == kind)
+            .map(|e| json!([e["call"], e[field]]))
+            .collect()
+    };
+    assert_eq!(Value::from(of("warning", "level")), demo["warnings"], "{v}");
+    assert_eq!(Value::from(of("note", "trigger")), demo["notes"], "{v}");
+    let directives: Vec<Value> = events
+        .iter()
+        .filter(|e| e["event"] == "directives")
+        .map(|e| e["call"].clone())
+        .collect();
+    assert_eq!(Value::from(directives), demo["directives"]);
+    let s = &v["summary"];
+    assert_eq!(s["trigger_firings"], demo["trigger_firings"]);
+    assert_eq!(s["notes_back"], demo["notes_back"]);
+    assert_eq!(s["calls"], demo["calls"]);
+    assert_eq!(demo["warnings"].as_array().unwrap().len(), 3, "{demo}");
+    assert_eq!(demo["notes"].as_array().unwrap().len(), 3, "{demo}");
+}
+
+/// A small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One generated transcript line, and whether it is a tool call's result
+/// (the hook runs once it is written).
+struct Gen {
+    line: Value,
+    result: bool,
+}
+
+/// A session in Claude Code's shapes with what real transcripts hold and
+/// naive readers get wrong: responses split over lines with one id (the
+/// first with the whole prompt, the last with a tiny figure), text-only
+/// answers that peak between tool calls, `stop_reason: null` on every line
+/// (older versions), `turn_duration` records, `<synthetic>` error lines, and
+/// compactions without `postTokens`.
+fn generate(seed: u64) -> Vec<Gen> {
+    let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let null_stops = r.below(2) == 0;
+    let mut out = Vec::new();
+    let mut t = 0u64;
+    let mut used = 20_000u64;
+    let mut n = 0u64;
+    let mut stamp = |v: &mut Value| {
+        t += 7;
+        v["timestamp"] = json!(time(t));
+        v["isSidechain"] = json!(false);
+        v["sessionId"] = json!("9f1c2b7e-0d4a-4e21-8a3c-5b6d7e8f9a0b");
+        v["cwd"] = json!("/work/lines");
+    };
+    let usage = |u: u64| json!({"input_tokens": u / 2, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u - u / 2, "output_tokens": 50});
+    let mut prompt =
+        json!({"type": "user", "message": {"role": "user", "content": "Carry on with the parser"}});
+    stamp(&mut prompt);
+    out.push(Gen {
+        line: prompt,
+        result: false,
+    });
+    for _ in 0..(14 + r.below(10)) {
+        n += 1;
+        used = (used + 4_000 + r.below(14_000)).min(190_000);
+        let id = format!("msg_{n}");
+        match r.below(10) {
+            // A tool call, its response split over one to three lines.
+            0..=5 => {
+                let parts = 1 + r.below(3);
+                for k in 0..parts {
+                    let last = k + 1 == parts;
+                    let figure = match (parts, k) {
+                        (1, _) => used,
+                        (_, 0) => used,
+                        _ => 100 + r.below(900),
+                    };
+                    let mut content = vec![json!({"type": "text", "text": "Looking."})];
+                    if last {
+                        content = vec![
+                            json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": "Bash", "input": {"command": format!("cargo test step{n}")}}),
+                        ];
+                    }
+                    let stop = if null_stops || !last {
+                        Value::Null
+                    } else {
+                        json!("tool_use")
+                    };
+                    let mut a = json!({"type": "assistant", "message": {"id": id, "type": "message", "role": "assistant",
+                        "model": "claude-x", "content": content, "stop_reason": stop, "usage": usage(figure)}});
+                    stamp(&mut a);
+                    out.push(Gen {
+                        line: a,
+                        result: false,
+                    });
+                }
+                let mut u = json!({"type": "user", "message": {"role": "user", "content": [{"tool_use_id": format!("toolu_{n}"), "type": "tool_result", "content": "ok", "is_error": false}]}, "toolUseResult": {"stdout": "ok"}});
+                stamp(&mut u);
+                out.push(Gen {
+                    line: u,
+                    result: true,
+                });
+            }
+            // A text-only answer ending the turn, higher than the calls around it.
+            6 | 7 => {
+                let peak = (used + 10_000).min(199_000);
+                let stop = if null_stops {
+                    Value::Null
+                } else {
+                    json!("end_turn")
+                };
+                let mut a = json!({"type": "assistant", "message": {"id": id, "type": "message", "role": "assistant",
+                    "model": "claude-x", "content": [{"type": "text", "text": "Done for now."}], "stop_reason": stop, "usage": usage(peak)}});
+                stamp(&mut a);
+                out.push(Gen {
+                    line: a,
+                    result: false,
+                });
+                if r.below(2) == 0 {
+                    let mut d =
+                        json!({"type": "system", "subtype": "turn_duration", "durationMs": 1200});
+                    stamp(&mut d);
+                    out.push(Gen {
+                        line: d,
+                        result: false,
+                    });
+                }
+                if r.below(3) == 0 {
+                    let mut e = json!({"type": "assistant", "message": {"id": format!("syn_{n}"), "model": "<synthetic>", "role": "assistant",
+                        "content": [{"type": "text", "text": "API Error: overloaded"}], "stop_reason": "stop_sequence", "usage": usage(0)}});
+                    stamp(&mut e);
+                    out.push(Gen {
+                        line: e,
+                        result: false,
+                    });
+                }
+                let mut p =
+                    json!({"type": "user", "message": {"role": "user", "content": "Go on"}});
+                stamp(&mut p);
+                out.push(Gen {
+                    line: p,
+                    result: false,
+                });
+            }
+            // A compaction without postTokens, as every real one seen.
+            8 => {
+                let mut b = json!({"type": "system", "subtype": "compact_boundary", "uuid": format!("b-{n}"), "content": "Conversation compacted",
+                    "compactMetadata": {"trigger": "auto", "preTokens": used}});
+                stamp(&mut b);
+                out.push(Gen {
+                    line: b,
+                    result: false,
+                });
+                let mut s = json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": "Summary: parser work"}});
+                stamp(&mut s);
+                out.push(Gen {
+                    line: s,
+                    result: false,
+                });
+                used = 15_000;
+            }
+            _ => {
+                let mut e = json!({"type": "assistant", "message": {"id": format!("syn_{n}"), "model": "<synthetic>", "role": "assistant",
+                    "content": [{"type": "text", "text": "API Error"}], "stop_reason": "stop_sequence", "usage": usage(0)}});
+                stamp(&mut e);
+                out.push(Gen {
+                    line: e,
+                    result: false,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The context figure after each line, the most seen, and the turns ended,
+/// by the documented rule, read here without interband's code: a response's
+/// lines (one message id, nothing between) count their largest figure, a
+/// compaction without a figure leaves none, `<synthetic>` lines say nothing;
+/// a turn ends with an answer that asks for no tool (when the stop reason
+/// is written), or before the next prompt or a `turn_duration` record.
+fn independent(lines: &[Gen]) -> (Vec<Option<u64>>, Option<u64>, u64) {
+    let (mut figure, mut id, mut max) = (None::<u64>, None::<String>, None::<u64>);
+    let (mut open, mut turns) = (false, 0);
+    let mut after = Vec::new();
+    for g in lines {
+        let v = &g.line;
+        let m = &v["message"];
+        match v["type"].as_str() {
+            Some("assistant") if m["model"] != "<synthetic>" => {
+                let u = &m["usage"];
+                let t: u64 = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]
+                .iter()
+                .map(|k| u[*k].as_u64().unwrap_or(0))
+                .sum();
+                let this = m["id"].as_str().map(str::to_owned);
+                figure = Some(match (figure, &id) {
+                    (Some(f), Some(prev)) if Some(prev) == this.as_ref() => f.max(t),
+                    _ => t,
+                });
+                id = this;
+                max = Some(max.unwrap_or(0).max(t));
+                open = true;
+                let calls = m["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|b| b["type"] == "tool_use");
+                if !calls && m["stop_reason"].as_str().is_some_and(|s| s != "tool_use") {
+                    turns += 1;
+                    open = false;
+                }
+            }
+            Some("user") => {
+                id = None;
+                let prompt = m["content"].is_string() && v["isCompactSummary"] != true;
+                if prompt && open {
+                    turns += 1;
+                    open = false;
+                }
+            }
+            Some("system") if v["subtype"] == "compact_boundary" => {
+                figure = v["compactMetadata"]["postTokens"].as_u64();
+                id = None;
+            }
+            Some("system") if v["subtype"] == "turn_duration" && open => {
+                turns += 1;
+                open = false;
+            }
+            _ => {}
+        }
+        after.push(figure);
+    }
+    if open {
+        turns += 1;
+    }
+    (after, max, turns)
+}
+
+#[test]
+fn the_hook_and_the_replay_read_generated_sessions_as_a_reader_written_here() {
+    for seed in 1..=6 {
+        let lines = generate(seed);
+        let (after, max, turns) = independent(&lines);
+        let w = World::new();
+        let path = w
+            .dir
+            .path()
+            .join("9f1c2b7e-0d4a-4e21-8a3c-5b6d7e8f9a0b.jsonl");
+        // The hook, at each tool call, with the transcript as far as its result.
+        let mut text = String::new();
+        let mut hook_figures = Vec::new();
+        let mut want = Vec::new();
+        for (i, g) in lines.iter().enumerate() {
+            text += &format!("{}\n", g.line);
+            if !g.result {
+                continue;
+            }
+            std::fs::write(&path, &text).unwrap();
+            let mut input: Value =
+                serde_json::from_slice(&capture("PostToolUse.input.json")).unwrap();
+            input["session_id"] = json!("9f1c2b7e-0d4a-4e21-8a3c-5b6d7e8f9a0b");
+            input["transcript_path"] = json!(path);
+            input["cwd"] = json!(w.dir.path());
+            let o = w.run_with_stdin(&["hook"], &serde_json::to_vec(&input).unwrap());
+            assert_eq!(code(&o), 0);
+            let p = w
+                .bus()
+                .read(
+                    "interpulse",
+                    "pressure",
+                    "9f1c2b7e-0d4a-4e21-8a3c-5b6d7e8f9a0b",
+                )
+                .unwrap();
+            hook_figures.push(p.envelope.payload["used_tokens"].as_u64());
+            want.push(after[i]);
+        }
+        assert_eq!(
+            hook_figures, want,
+            "seed {seed}: the hook's figure at each call"
+        );
+        // The replay, of the whole file.
+        std::fs::write(&path, &text).unwrap();
+        let r = replay_json(&World::new(), &path);
+        let s = &r["summary"];
+        assert_eq!(
+            s["max_used_tokens"].as_u64(),
+            max,
+            "seed {seed}: the peak, text-only answers included"
+        );
+        assert_eq!(s["turns"].as_u64(), Some(turns), "seed {seed}: turns ended");
+        // Every figure the replay plotted is the reader's after that line.
+        let series: Vec<Option<u64>> = r["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["used_tokens"].as_u64())
+            .collect();
+        let changes: Vec<Option<u64>> = lines
+            .iter()
+            .zip(&after)
+            .filter(|(g, _)| {
+                let v = &g.line;
+                (v["type"] == "assistant" && v["message"]["model"] != "<synthetic>")
+                    || v["subtype"] == "compact_boundary"
+            })
+            .map(|(_, f)| *f)
+            .collect();
+        assert_eq!(series, changes, "seed {seed}: the replay's curve");
+    }
+}
+
+#[test]
+fn the_plot_is_svg_only_and_its_labels_read_in_a_real_renderer() {
+    let w = World::new();
+    let bad = w.dir.path().join("out.png");
+    let o = w.run(&["replay", FIXTURE, "--plot", bad.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains(".svg"), "{}", stderr(&o));
+    assert!(!bad.exists());
+
+    let mut pcts = vec![20, 40, 60, 70];
+    pcts.extend([85; 3]);
+    let t = write(w.dir.path(), "p.jsonl", &calls_at(&pcts));
+    let svg_path = w.dir.path().join("out.svg");
+    let o = w.run(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--plot",
+        svg_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(
+        !svg.contains("paint-order"),
+        "no label relies on paint-order"
+    );
+
+    // Rendered by resvg: the autocompact label's box is white and holds dark text.
+    let mut opt = resvg::usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let fonts = opt.fontdb.len();
+    // The generic family the SVG asks for, as a browser maps it: a sans
+    // face this machine has (DejaVu Sans on Debian).
+    let sans = opt
+        .fontdb
+        .faces()
+        .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+        .find(|n| n.contains("Sans") && !n.contains("Mono"))
+        .or_else(|| opt.fontdb.faces().next().map(|f| f.families[0].0.clone()));
+    if let Some(family) = sans {
+        opt.fontdb_mut().set_sans_serif_family(family);
+    }
+    let tree = resvg::usvg::Tree::from_str(&svg, &opt).unwrap();
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::default(),
+        &mut pixmap.as_mut(),
+    );
+    let png = repo().join("target/replay-plot.png");
+    pixmap.save_png(&png).unwrap();
+    let label = svg
+        .split("<rect class=\"label-box\" ")
+        .nth(1)
+        .unwrap()
+        .split("/>")
+        .next()
+        .unwrap();
+    let attr = |name: &str| -> f32 {
+        label
+            .split(&format!("{name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (x, y, wd, ht) = (attr("x"), attr("y"), attr("width"), attr("height"));
+    let (mut dark, mut light) = (0, 0);
+    for py in y as u32 + 1..(y + ht) as u32 - 1 {
+        for px in x as u32 + 1..(x + wd) as u32 - 1 {
+            let c = pixmap.pixel(px, py).unwrap();
+            let lum = (c.red() as u32 + c.green() as u32 + c.blue() as u32) / 3;
+            if lum < 110 {
+                dark += 1;
+            } else if lum > 230 {
+                light += 1;
+            }
+        }
+    }
+    assert!(
+        light > dark,
+        "the label's box is light: {light} light, {dark} dark"
+    );
+    if fonts > 0 {
+        assert!(
+            dark > 20,
+            "the label's text is dark on it: {dark} dark pixels ({})",
+            png.display()
+        );
+    } else {
+        eprintln!("no system fonts: the label's text could not be rendered");
+    }
+}
+
+#[test]
+fn codex_and_gemini_transcripts_replay_through_their_own_hooks() {
+    let w = World::new();
+    let fixtures = repo().join("tests/fixtures");
+    // Codex's rollout, cut at its PostToolUse: one call, a figure, the host's window.
+    let dir = w.dir.path().join("codex/sessions/2026/11/30");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rollout =
+        dir.join("rollout-2026-11-30T07-24-45-01a22b5a-f865-7f42-bd9a-3be6150b497a.jsonl");
+    std::fs::copy(
+        fixtures.join("codex-0.171.0/rollout.at-PostToolUse.140k.jsonl"),
+        &rollout,
+    )
+    .unwrap();
+    let v = replay_json(&w, &rollout);
+    assert_eq!(v["host"], "codex");
+    assert_eq!(v["summary"]["calls"], 1);
+    assert!(
+        v["summary"]["max_used_tokens"].as_u64().unwrap() > 100_000,
+        "{}",
+        v["summary"]
+    );
+    // Gemini's chat: a call and its answer, at Gemini's limit.
+    let chats = w.dir.path().join("gemini/tmp/p/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let chat = chats.join("session-2026-11-30T07-27-566ab2a4.jsonl");
+    std::fs::copy(
+        fixtures.join("gemini-cli-0.61.0/transcript.session.jsonl"),
+        &chat,
+    )
+    .unwrap();
+    let v = replay_json(&w, &chat);
+    assert_eq!(v["host"], "gemini");
+    assert_eq!(v["summary"]["calls"], 1);
+    assert_eq!(v["summary"]["max_used_tokens"], 190_000);
+    assert_eq!(v["summary"]["window"], 1_048_576);
+    assert_eq!(v["summary"]["turns"], 1);
 }

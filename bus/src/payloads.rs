@@ -382,6 +382,9 @@ pub struct Pressure {
     /// The context window size, tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<u64>,
+    /// Where the host compacts this context, tokens (when the figures are known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at: Option<u64>,
     /// Where the context figure came from (e.g. `transcript`, `statusline`, `heuristic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,

@@ -18,30 +18,48 @@
 //! `compact_boundary` or `"user"` are parsed at all.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use crate::forward::{Happening, Seen, own};
 use crate::tail::{contains, number};
 use crate::usage::Fact;
 
-/// The few fields of a transcript line that matter; serde skips the rest
-/// (message content can be large) without building it.
+/// A line's fields that matter, for both directions; serde skips the rest,
+/// and the message's content and the tool's result (they can be large) are
+/// only delimited, not built.
 #[derive(serde::Deserialize)]
-struct Line {
+struct Line<'a> {
     #[serde(rename = "type")]
     kind: Option<Value>,
     subtype: Option<Value>,
     #[serde(rename = "isSidechain")]
-    is_sidechain: Option<Value>,
-    message: Option<LineMessage>,
+    sidechain: Option<Value>,
+    #[serde(rename = "isMeta")]
+    meta: Option<Value>,
+    #[serde(rename = "isCompactSummary")]
+    compact_summary: Option<Value>,
+    #[serde(borrow)]
+    message: Option<Message<'a>>,
     uuid: Option<Value>,
+    timestamp: Option<Value>,
     #[serde(rename = "compactMetadata")]
     compact_metadata: Option<Value>,
+    #[serde(rename = "toolUseResult", borrow)]
+    tool_use_result: Option<&'a RawValue>,
 }
 
 #[derive(serde::Deserialize)]
-struct LineMessage {
+struct Message<'a> {
     id: Option<Value>,
     model: Option<Value>,
     usage: Option<Value>,
+    stop_reason: Option<Value>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+}
+
+fn str_of(v: &Option<Value>) -> Option<&str> {
+    v.as_ref().and_then(Value::as_str)
 }
 
 /// Claude Code's reader (see the module's documentation).
@@ -53,17 +71,21 @@ pub(crate) fn fact(line: &[u8], _offset: u64) -> Option<Fact> {
     {
         return None;
     }
-    let l = serde_json::from_slice::<Line>(line).ok()?;
-    if l.is_sidechain == Some(Value::Bool(true)) {
+    fact_of(&serde_json::from_slice::<Line>(line).ok()?)
+}
+
+/// What a parsed line says of the context.
+fn fact_of(l: &Line) -> Option<Fact> {
+    if l.sidechain == Some(Value::Bool(true)) {
         return None;
     }
-    match l.kind.as_ref().and_then(Value::as_str) {
+    match str_of(&l.kind) {
         Some("assistant") => {
-            let message = l.message?;
-            let Some(Value::Object(usage)) = message.usage else {
+            let message = l.message.as_ref()?;
+            let Some(Value::Object(usage)) = &message.usage else {
                 return None;
             };
-            let model = message.model.as_ref().and_then(Value::as_str);
+            let model = str_of(&message.model);
             if model == Some("<synthetic>") {
                 return None;
             }
@@ -73,29 +95,18 @@ pub(crate) fn fact(line: &[u8], _offset: u64) -> Option<Fact> {
                 "cache_read_input_tokens",
             ]
             .iter()
-            .fold(0u64, |sum, key| sum.saturating_add(number(&usage, key)));
+            .fold(0u64, |sum, key| sum.saturating_add(number(usage, key)));
             Some(Fact::Usage {
-                message: message
-                    .id
-                    .as_ref()
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
+                message: str_of(&message.id).map(str::to_owned),
                 tokens,
                 model: model.map(str::to_owned),
                 window: None,
             })
         }
         Some("user") => Some(Fact::Break),
-        Some("system")
-            if l.subtype.as_ref().and_then(Value::as_str) == Some("compact_boundary") =>
-        {
+        Some("system") if str_of(&l.subtype) == Some("compact_boundary") => {
             Some(Fact::Compaction {
-                mark: l
-                    .uuid
-                    .as_ref()
-                    .and_then(Value::as_str)
-                    .unwrap_or("compact_boundary")
-                    .to_owned(),
+                mark: str_of(&l.uuid).unwrap_or("compact_boundary").to_owned(),
                 tokens: l
                     .compact_metadata
                     .as_ref()
@@ -105,4 +116,134 @@ pub(crate) fn fact(line: &[u8], _offset: u64) -> Option<Fact> {
         }
         _ => None,
     }
+}
+
+/// A line read forward: its fact, what happens, its time (one parse).
+pub(crate) fn forward(line: &[u8], _offset: u64) -> Seen {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        return Seen::default();
+    };
+    Seen {
+        fact: fact_of(&l),
+        happenings: happenings_of(&l),
+        timestamp: str_of(&l.timestamp).map(str::to_owned),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    id: Option<Value>,
+    name: Option<Value>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    tool_use_id: Option<Value>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    is_error: Option<Value>,
+}
+
+/// Claude Code's lines, forward (see [`crate::forward`]):
+///
+/// * an assistant line (not `<synthetic>`, an error the client wrote) is
+///   model activity; each `tool_use` block is a call (a sidechain's is a
+///   subagent's); a `stop_reason` other than `null`, `tool_use` or
+///   `pause_turn` on a line with no call ends the turn (versions 1.0.x,
+///   2.0.76 and 2.1.29–2.1.34 write `null` on every line);
+/// * a user line's `tool_result` blocks are results (the line's
+///   `toolUseResult` is what the hook gets); a main-thread user line with
+///   text, not meta, is a prompt, and ends the turn before it; the one with
+///   `isCompactSummary` is a compaction's summary;
+/// * `system` lines: `compact_boundary` (a compaction), `stop_hook_summary`
+///   and `turn_duration` (written after a turn's end).
+fn happenings_of(l: &Line) -> Vec<Happening> {
+    let side = l.sidechain == Some(Value::Bool(true));
+    let mut out = Vec::new();
+    match str_of(&l.kind) {
+        Some("assistant") => {
+            let Some(m) = &l.message else { return out };
+            if str_of(&m.model) == Some("<synthetic>") {
+                return out;
+            }
+            if !side {
+                out.push(Happening::Activity);
+            }
+            let blocks: Vec<Block> = m
+                .content
+                .filter(|c| c.get().starts_with('['))
+                .and_then(|c| serde_json::from_str(c.get()).ok())
+                .unwrap_or_default();
+            for b in &blocks {
+                if str_of(&b.kind) == Some("tool_use") {
+                    out.push(Happening::ToolCall {
+                        id: str_of(&b.id).map(str::to_owned),
+                        name: str_of(&b.name).unwrap_or("?").to_owned(),
+                        input: own(b.input),
+                        subagent: side,
+                    });
+                }
+            }
+            let stop = str_of(&m.stop_reason);
+            let calls = out.iter().any(|h| matches!(h, Happening::ToolCall { .. }));
+            if !side && !calls && stop.is_some_and(|s| s != "tool_use" && s != "pause_turn") {
+                out.push(Happening::EndsTurn);
+            }
+        }
+        Some("user") => {
+            if l.compact_summary == Some(Value::Bool(true)) {
+                out.push(Happening::CompactionSummary);
+                return out;
+            }
+            let Some(m) = &l.message else { return out };
+            let content = m.content.map(RawValue::get).unwrap_or("");
+            if content.starts_with('"') {
+                if !side && l.meta != Some(Value::Bool(true)) {
+                    out.extend([Happening::TurnEnded, Happening::Prompt]);
+                }
+                return out;
+            }
+            let blocks: Vec<Block> = serde_json::from_str(content).unwrap_or_default();
+            let results: Vec<&Block> = blocks
+                .iter()
+                .filter(|b| str_of(&b.kind) == Some("tool_result"))
+                .collect();
+            for b in &results {
+                let Some(id) = str_of(&b.tool_use_id) else {
+                    continue;
+                };
+                // The hook is given the tool's own output object when the
+                // line has it for its only result.
+                let response = match (results.len(), l.tool_use_result) {
+                    (1, Some(r)) => r.to_owned(),
+                    _ => own(b.content),
+                };
+                out.push(Happening::ToolResult {
+                    id: id.to_owned(),
+                    response,
+                    error: b.is_error == Some(Value::Bool(true)),
+                    subagent: side,
+                });
+            }
+            let text = blocks.iter().any(|b| str_of(&b.kind) == Some("text"));
+            if results.is_empty() && text && !side && l.meta != Some(Value::Bool(true)) {
+                out.extend([Happening::TurnEnded, Happening::Prompt]);
+            }
+        }
+        Some("system") if !side => match str_of(&l.subtype) {
+            Some("compact_boundary") => {
+                let get = |k: &str| l.compact_metadata.as_ref().and_then(|m| m.get(k));
+                out.push(Happening::Compaction {
+                    trigger: get("trigger").and_then(Value::as_str).map(str::to_owned),
+                    pre_tokens: get("preTokens").and_then(Value::as_u64),
+                    post_tokens: get("postTokens").and_then(Value::as_u64),
+                });
+            }
+            Some("stop_hook_summary" | "turn_duration") => out.push(Happening::TurnEnded),
+            _ => {}
+        },
+        _ => {}
+    }
+    out
 }

@@ -25,6 +25,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod forward;
 pub mod gemini;
 pub mod tail;
 pub mod usage;
@@ -174,6 +175,17 @@ impl Host {
     /// from the end looks for them.
     pub fn states_window(self) -> bool {
         self == Host::Codex
+    }
+
+    /// A transcript line read forward (see [`forward`]): what it says of
+    /// the context, what it shows happening, and its time. `offset` is just
+    /// past the line.
+    pub fn forward(self, line: &[u8], offset: u64) -> forward::Seen {
+        match self {
+            Host::Claude => claude::forward(line, offset),
+            Host::Codex => codex::forward(line, offset),
+            Host::Gemini => gemini::forward(line, offset),
+        }
     }
 
     /// Folds a whole transcript forward, line by line, into its current

@@ -332,6 +332,7 @@ fn publish_pressure(
         context_raw: f.map(|f| pct_tenths(f.raw_remaining())),
         used_tokens: f.map(|f| f.used_tokens),
         window: f.map(|f| f.window),
+        compact_at: f.map(|f| f.autocompact_at),
         source: Some(
             f.map_or(Source::Heuristic, |f| f.source)
                 .as_str()

@@ -24,5 +24,4 @@ pub enum Error {
     #[error(transparent)]
     Bus(#[from] interband::Error),
 }
-pub mod replay;
 pub mod synthetic;

@@ -30,6 +30,30 @@ pub struct Demo {
     /// Keep the private folder (its path is printed) instead of removing it.
     #[arg(long)]
     keep: bool,
+    /// Print only what the hooks did, as JSON (the calls numbered as
+    /// `interband replay` numbers them, subagents' included).
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the hooks did during the demo, read from their output and the bus.
+#[derive(Debug, Default, serde::Serialize)]
+struct Record {
+    /// Each warning: the call it came with and its level.
+    warnings: Vec<(u64, String)>,
+    /// Each note written: the call it came with (or the last call before it) and its trigger.
+    notes: Vec<(u64, String)>,
+    /// The calls at which the project's directives came back.
+    directives: Vec<u64>,
+    /// Times the compaction trigger fired.
+    trigger_firings: u64,
+    /// Times the latest note came back.
+    notes_back: u64,
+    /// Tool calls, subagents' included.
+    calls: u64,
+    /// The transcript the demo wrote, when its folder is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript: Option<PathBuf>,
 }
 
 /// Terminal styling: colour on a terminal unless `NO_COLOR` is set.
@@ -72,6 +96,8 @@ struct World {
     t: Writer,
     project: PathBuf,
     used: u64,
+    record: Record,
+    note_seq: u64,
 }
 
 impl World {
@@ -97,6 +123,8 @@ impl World {
             project,
             dir,
             used: 0,
+            record: Record::default(),
+            note_seq: 0,
         })
     }
 
@@ -142,6 +170,40 @@ impl World {
             bail!("interband {} exited with {}", args.join(" "), out.status);
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+    }
+
+    /// Runs one hook event and records what it did.
+    fn hook(&mut self, event: &str, extra: Value) -> Result<String> {
+        let out = self.run(&["hook"], &self.input(event, extra), &[])?;
+        let r = &mut self.record;
+        if event == "PostToolUse" {
+            r.calls += 1;
+        }
+        let said = context_of(&out).unwrap_or_default();
+        for para in said.split("\n\n") {
+            if let Some(rest) = para.strip_prefix("Context ") {
+                let level = rest.split([' ', ':']).next().unwrap_or("").to_lowercase();
+                r.warnings.push((r.calls, level));
+            } else if para.starts_with("Project directives") {
+                r.directives.push(r.calls);
+            }
+        }
+        if serde_json::from_str::<Value>(&out).is_ok_and(|v| v["decision"] == "block") {
+            r.trigger_firings += 1;
+        }
+        if said.contains("<interband-memory-note") {
+            r.notes_back += 1;
+        }
+        let bus = interband::Bus::new(self.root());
+        if let Ok(e) = bus.read_typed::<interband::payloads::MemoryNote>(SESSION)
+            && e.seq > self.note_seq
+        {
+            self.note_seq = e.seq;
+            self.record
+                .notes
+                .push((self.record.calls, e.payload.trigger));
+        }
+        Ok(out)
     }
 
     fn input(&self, event: &str, extra: Value) -> Value {
@@ -298,21 +360,6 @@ fn script() -> Vec<Step> {
     ]
 }
 
-/// `println!` that returns the error (a closed pipe) instead of panicking,
-/// so the demo's temporary folder is still removed.
-macro_rules! say_or_stop {
-    () => {
-        writeln!(std::io::stdout())?
-    };
-    ($($t:tt)*) => {
-        writeln!(
-            std::io::stdout(),
-            "{}",
-            interband::text::terminal_block(&format!($($t)*))
-        )?
-    };
-}
-
 impl Demo {
     pub fn run(self) -> Result<u8> {
         // Private files, whatever the umask (children inherit it too).
@@ -334,6 +381,24 @@ impl Demo {
         let st = Style {
             on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         };
+        let quiet = self.json;
+        // In --json mode only the record is printed.
+        macro_rules! say_or_stop {
+            () => {
+                if !quiet {
+                    writeln!(std::io::stdout())?
+                }
+            };
+            ($($t:tt)*) => {
+                if !quiet {
+                    writeln!(
+                        std::io::stdout(),
+                        "{}",
+                        interband::text::terminal_block(&format!($($t)*))
+                    )?
+                }
+            };
+        }
         let mut w = World::new()?;
         say_or_stop!(
             "{}",
@@ -349,27 +414,23 @@ impl Demo {
         say_or_stop!();
 
         w.t.prompt(TASK)?;
-        w.run(
-            &["hook"],
-            &w.input(
-                "SessionStart",
-                json!({"source": "startup", "model": "claude-opus-5-5"}),
-            ),
-            &[],
+        w.hook(
+            "SessionStart",
+            json!({"source": "startup", "model": "claude-opus-5-5"}),
         )?;
         say_or_stop!("{} {TASK}", st.bold("user ›"));
         say_or_stop!();
         say_or_stop!("{}", st.dim(" call  used  statusline"));
 
-        for (i, s) in script().into_iter().enumerate() {
+        for s in script() {
             w.used = WINDOW * s.used_pct / 100;
             w.t.tool(s.tool, s.input.clone(), s.result, s.error, w.used, false)?;
             let args = interpulse_summary(&s.input);
-            let out = w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}})), &[])?;
+            let out = w.hook("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}}))?;
             let line = w.statusline()?;
             say_or_stop!(
                 " {:>4}  {:>3}%  {}  {}",
-                i + 1,
+                w.record.calls,
                 s.used_pct,
                 st.level(&line),
                 st.dim(&format!("{} {args}", s.tool))
@@ -381,9 +442,9 @@ impl Demo {
                     ("Read", json!({"file_path": "src/net.rs"})),
                 ] {
                     w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
-                    w.run(&["hook"], &w.input("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}})), &[])?;
+                    w.hook("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}}))?;
                 }
-                say_or_stop!("{}", st.dim("             (2 subagent calls: counted, but they do not move the parent's level)"));
+                say_or_stop!("{}", st.dim(&format!("       (calls {} and {}: the subagent's; counted, but they do not move the parent's level)", w.record.calls - 1, w.record.calls)));
             }
             if let Some(said) = context_of(&out) {
                 let first = said.lines().next().unwrap_or("");
@@ -397,6 +458,12 @@ impl Demo {
                     );
                 } else {
                     say_or_stop!("{}", st.level(&format!("       → to the agent: {first}")));
+                    if let Some(saved) = said
+                        .split("\n\n")
+                        .find(|p| p.starts_with("interband saved a memory note"))
+                    {
+                        say_or_stop!("{}", st.dim(&format!("         {saved}")));
+                    }
                     if said.contains("Project directives") {
                         say_or_stop!(
                             "{}",
@@ -410,7 +477,7 @@ impl Demo {
         say_or_stop!();
 
         // The turn ends: intermem writes the notes the checkpoints asked for; the trigger advises once.
-        let out = w.run(&["hook"], &w.input("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."})), &[])?;
+        let out = w.hook("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."}))?;
         if let Ok(block) = serde_json::from_str::<Value>(&out) {
             say_or_stop!(
                 "{} {}",
@@ -431,13 +498,9 @@ impl Demo {
 
         // The user runs /compact: PreCompact, the host compacts, SessionStart(compact).
         say_or_stop!("{} /compact", st.bold("user ›"));
-        w.run(
-            &["hook"],
-            &w.input(
-                "PreCompact",
-                json!({"trigger": "manual", "custom_instructions": null}),
-            ),
-            &[],
+        w.hook(
+            "PreCompact",
+            json!({"trigger": "manual", "custom_instructions": null}),
         )?;
         say_or_stop!(
             "{}",
@@ -445,13 +508,9 @@ impl Demo {
         );
         w.t.compact(w.used, 9_000, "Summary:\nThe user asked for a retry with backoff in the uploader; retry.rs and tests were added; all tests pass.")?;
         w.used = 9_000;
-        let out = w.run(
-            &["hook"],
-            &w.input(
-                "SessionStart",
-                json!({"source": "compact", "model": "claude-opus-5-5"}),
-            ),
-            &[],
+        let out = w.hook(
+            "SessionStart",
+            json!({"source": "compact", "model": "claude-opus-5-5"}),
         )?;
         match context_of(&out) {
             Some(ctx) => {
@@ -483,9 +542,19 @@ impl Demo {
             st.bold(&format!("done: {count} notes, every warning delivered through additionalContext, the note back after the compaction."))
         );
         if self.keep {
+            let transcript = w.t.path().to_path_buf();
+            w.record.transcript = Some(transcript.clone());
             let kept = w.dir.keep();
-            say_or_stop!("kept {}", kept.display());
+            say_or_stop!(
+                "kept {} (replay it: interband replay {})",
+                kept.display(),
+                transcript.display()
+            );
         }
+        if quiet {
+            say_json!(serde_json::to_string_pretty(&w.record)?);
+        }
+        // (The folder is removed when `w` goes, unless kept.)
         Ok(exit::OK)
     }
 }

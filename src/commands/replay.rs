@@ -1,29 +1,18 @@
-//! `interband replay TRANSCRIPT`: a transcript replayed offline through the
-//! producer's engine (see `interpulse::replay`): a timeline, a summary, and
-//! optionally JSON or an SVG plot.
+//! `interband replay TRANSCRIPT`: a transcript re-enacted through the hooks'
+//! own code (see [`crate::replay`]): a timeline, a summary, and optionally
+//! JSON or an SVG plot.
 
-use interband::context::pct_text;
-use std::io::{BufReader, IsTerminal};
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use interband::Bus;
-use interband::payloads::{Level, ModelWindow};
-use interband::settings::ProcessEnv;
-use interpulse::config::Config;
-use interpulse::replay::{self, Event, Replay as Run, Summary, What};
+use interband::context::{pct_text, tokens_text};
+use interband::payloads::Level;
+use interband_hosts::Host;
 
 use crate::exit;
-
-/// The session's project folder and model, from the transcript's first 64 MiB.
-fn session_of(path: &Path) -> (Option<PathBuf>, Option<String>) {
-    use std::io::Read;
-    match interband::fsio::open_regular(path, interband::fsio::Links::Follow) {
-        Ok(f) => replay::session_head(BufReader::new(f.take(64 << 20))),
-        Err(_) => (None, None),
-    }
-}
+use crate::replay::{self, Event, Options, Replay as Run, Summary, What};
 
 /// Files larger than this get a progress bar (on a terminal).
 const PROGRESS_BAR_BYTES: u64 = 20 << 20;
@@ -31,21 +20,24 @@ const PROGRESS_BAR_BYTES: u64 = 20 << 20;
 /// `interband replay TRANSCRIPT`
 #[derive(Args)]
 pub struct Replay {
-    /// The Claude Code transcript (JSONL) to replay.
+    /// The transcript to replay: Claude Code's session JSONL, Codex CLI's
+    /// rollout or Gemini CLI's chat recording.
     transcript: PathBuf,
-    /// The context window, tokens (default: `[interpulse] window` of the
-    /// session's project, else the window a statusline reported for the
-    /// transcript's model, else 200k; capped by `CLAUDE_CODE_AUTO_COMPACT_WINDOW`;
-    /// raised to 1M when usage exceeds it).
+    /// The context window, tokens (default: as the hook finds it: the
+    /// `[interpulse] window` setting, the window a statusline reported for the
+    /// transcript's model, the host's own, else 200k).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     window: Option<u64>,
+    /// The host that wrote the transcript, when its name and lines do not tell.
+    #[arg(long, value_parser = ["claude", "codex", "gemini"])]
+    host: Option<String>,
     /// Use the default settings, not the settings files and `INTERBAND_*` variables.
     #[arg(long)]
     defaults: bool,
     /// Print the events and the summary as JSON.
     #[arg(long)]
     json: bool,
-    /// Also draw used context over the session into this SVG file.
+    /// Also draw the context used over the session into this SVG file (`.svg`).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
 }
@@ -53,42 +45,20 @@ pub struct Replay {
 impl Replay {
     pub fn run(self) -> Result<u8> {
         let path = &self.transcript;
-        let cfg = if self.defaults {
-            Config::default()
-        } else {
-            // As the live hook would: the session's project settings, and the
-            // window a statusline reported for its model when nothing else says it.
-            let (cwd, model) = session_of(path);
-            let mut loaded = Config::load(cwd.as_deref(), &ProcessEnv);
-            for p in &loaded.problems {
-                tell!("interband: {p}");
-            }
-            if loaded.value.window == 0
-                && self.window.is_none()
-                && let Some(m) = model
-                && let Some(w) = Bus::from_env()
-                    .ok()
-                    .and_then(|b| b.read_typed::<ModelWindow>(&m).ok())
-            {
-                tell!(
-                    "window: {} tokens, as a statusline reported for {m}",
-                    w.payload.window
-                );
-                loaded.value.window = w.payload.window;
-            }
-            loaded.value
-        };
-        // A regular file only, opened without blocking: a FIFO or a device is refused.
-        let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
-            .map_err(|e| match e {
-                interband::Error::NotAFile { .. } => anyhow::anyhow!(
-                    "cannot read {}: not a regular file (a folder, a FIFO or a device)",
-                    path.display()
-                ),
-                e => anyhow::anyhow!("cannot read {}: {}", path.display(), e.into_io()),
-            })?;
-        let bar = (meta.len > PROGRESS_BAR_BYTES && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(meta.len);
+        if let Some(out) = &self.plot
+            && !out
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+        {
+            tell!(
+                "interband: --plot writes an SVG image; name the file .svg (not {})",
+                out.display()
+            );
+            return Ok(exit::TROUBLE);
+        }
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        let bar = (len > PROGRESS_BAR_BYTES && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(len);
             if let Ok(style) = indicatif::ProgressStyle::with_template(
                 "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
             ) {
@@ -96,8 +66,16 @@ impl Replay {
             }
             bar
         });
-        let reader = BufReader::with_capacity(256 << 10, file);
-        let result = replay::replay(reader, &cfg, &ProcessEnv, self.window, &mut |bytes| {
+        let opts = Options {
+            defaults: self.defaults,
+            window: self.window,
+            host: self.host.as_deref().map(|h| match h {
+                "codex" => Host::Codex,
+                "gemini" => Host::Gemini,
+                _ => Host::Claude,
+            }),
+        };
+        let result = replay::replay(path, &opts, &mut |bytes| {
             if let Some(bar) = &bar {
                 bar.set_position(bytes);
             }
@@ -105,21 +83,28 @@ impl Replay {
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
-        if let Some(e) = &result.summary.read_error {
-            anyhow::bail!("cannot read {}: {e}", path.display());
-        }
+        let result = result?;
         if let Some(out) = &self.plot {
-            std::fs::write(out, replay::svg(&result, &cfg))
+            std::fs::write(out, replay::plot::svg(&result, &result.thresholds))
                 .with_context(|| format!("cannot write {}", out.display()))?;
         }
         if self.json {
             say_json!(serde_json::to_string_pretty(&serde_json::json!({
                 "transcript": path.to_string_lossy(),
+                "host": result.host,
                 "events": result.events,
                 "summary": result.summary,
+                "series": result.series,
             }))?);
         } else {
             say_part!("{}", text(&result, &path.display().to_string()));
+        }
+        if !result.summary.found {
+            tell!(
+                "interband: nothing to replay in {}: no tool call, usage figure or compaction (is it a Claude Code, Codex or Gemini transcript?)",
+                path.display()
+            );
+            return Ok(exit::INVALID);
         }
         Ok(exit::OK)
     }
@@ -129,15 +114,19 @@ impl Replay {
 fn text(r: &Run, name: &str) -> String {
     let s = &r.summary;
     let name = interband::text::terminal(name);
-    let mut out = format!("replay of {name}: {} lines, {} bytes\n", s.lines, s.bytes);
+    let mut out = format!(
+        "replay of {name} ({}): {} lines, {} bytes\n",
+        r.host.profile().name,
+        s.lines,
+        s.bytes
+    );
     if !s.found {
         out += "nothing found: no tool call, usage figure or compaction in this transcript\n";
-        out += &summary(s);
         return out;
     }
     out += &format!(
-        "\n{:<19}  {:>6}  {:>6}  {:>7}  {:<6}  what\n",
-        "time", "call", "used", "usable", "level"
+        "\n{:<19}  {:>6}  {:>5}  {:>6}  {:<6}  what\n",
+        "time", "call", "used", "room", "level"
     );
     for e in &r.events {
         // A line holds the transcript's own text (times, triggers): one line, escaped.
@@ -153,18 +142,10 @@ fn text(r: &Run, name: &str) -> String {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), interband::context::pct_text)
+    v.map_or_else(|| "-".to_owned(), pct_text)
 }
 
-fn usable(v: Option<f64>) -> String {
-    pct(v)
-}
-
-fn k(tokens: u64) -> String {
-    interband::context::tokens_text(tokens)
-}
-
-/// One timeline line: time, call, used %, usable %, level, what.
+/// One timeline line: time, call, used %, usable room left %, level, what.
 fn line(e: &Event) -> String {
     let time = e
         .time
@@ -173,18 +154,17 @@ fn line(e: &Event) -> String {
     let what = match &e.what {
         What::LevelChange { from, to } => format!("level {} → {}", from.as_str(), to.as_str()),
         What::Warning { level, message } => format!("warning ({}): {message}", level.as_str()),
+        What::Directives => "the project's directives given again".to_owned(),
         What::Checkpoint { trigger } => format!("checkpoint requested ({trigger})"),
         What::CheckpointFile => "red checkpoint file written".to_owned(),
-        What::Note { trigger } if trigger == "precompact" => {
-            "memory note written (PreCompact)".to_owned()
-        }
         What::Note { trigger } => format!("memory note written ({trigger})"),
+        What::Notice { message } => format!("the agent is told: {message}"),
         What::Compaction {
             trigger,
             pre_tokens,
             post_tokens,
         } => {
-            let tokens = |t: &Option<u64>| t.map_or_else(|| "?".to_owned(), k);
+            let tokens = |t: &Option<u64>| t.map_or_else(|| "?".to_owned(), tokens_text);
             format!(
                 "compaction ({}): {} → {} tokens",
                 trigger.as_deref().unwrap_or("?"),
@@ -192,15 +172,21 @@ fn line(e: &Event) -> String {
                 tokens(post_tokens)
             )
         }
+        What::NoteBack { bytes } => {
+            format!("the latest note comes back into the new context ({bytes} bytes)")
+        }
+        What::CompactTrigger { strategy } if strategy == "advise" => {
+            "compaction trigger fires at the turn's end (advise)".to_owned()
+        }
         What::CompactTrigger { strategy } => {
-            format!("compaction trigger fires at Stop ({strategy}: the agent asks for /compact)")
+            format!("compaction trigger fires at the turn's end ({strategy}; replayed as advise)")
         }
     };
     format!(
-        "{time:<19}  {:>6}  {:>6}  {:>7}  {:<6}  {what}",
+        "{time:<19}  {:>6}  {:>5}  {:>6}  {:<6}  {what}",
         e.call,
         pct(e.used_pct),
-        usable(e.usable_pct),
+        pct(e.usable_pct),
         e.level.as_str()
     )
 }
@@ -222,13 +208,17 @@ fn summary(s: &Summary) -> String {
     row(
         "max used",
         match (s.max_used_pct, s.max_used_tokens) {
-            (Some(p), Some(t)) => format!("{} ({} tokens)", pct_text(p), k(t)),
+            (Some(p), Some(t)) => format!("{} ({} tokens)", pct_text(p), tokens_text(t)),
             _ => "-".to_owned(),
         },
     );
     row(
         "window",
-        format!("{} (autocompact at {})", k(s.window), k(s.autocompact_at)),
+        format!(
+            "{} (compacts at {})",
+            tokens_text(s.window),
+            tokens_text(s.autocompact_at)
+        ),
     );
     row(
         "checkpoints",
@@ -239,10 +229,17 @@ fn summary(s: &Summary) -> String {
     );
     row("memory notes", s.notes.to_string());
     row("compactions", s.compactions.to_string());
+    row("notes brought back", s.notes_back.to_string());
     row("trigger firings", s.trigger_firings.to_string());
     row("final level", s.final_level.as_str().to_owned());
     if s.skipped_lines > 0 {
         row("skipped lines", s.skipped_lines.to_string());
+    }
+    if !s.hook_problems.is_empty() {
+        row("hook problems", s.hook_problems.len().to_string());
+        for p in s.hook_problems.iter().take(5) {
+            row("", p.clone());
+        }
     }
     out += &format!("  {:<22} {:>6}  {:>8}\n", "level", "calls", "warnings");
     for level in [Level::Green, Level::Yellow, Level::Orange, Level::Red] {
