@@ -33,7 +33,16 @@ pub struct Outside<'a> {
 pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     let input =
         HookInput::parse(buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
-    let consumer_input: hooks::Input = serde_json::from_slice(buf)?;
+    // The consumers' view of the input, parsed when a consumer runs (a tool
+    // call's input can be large, and most tool calls need none).
+    let consumer_input = std::cell::OnceCell::new();
+    let consumer_input = || -> Result<&hooks::Input> {
+        if let Some(i) = consumer_input.get() {
+            return Ok(i);
+        }
+        let parsed: hooks::Input = serde_json::from_slice(buf)?;
+        Ok(consumer_input.get_or_init(|| parsed))
+    };
     let event = input.hook_event_name.as_str();
     let profile = input.host().profile();
     let producer = Producer {
@@ -56,8 +65,9 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         if reply.checkpoint {
             // The note a checkpoint asks for, in this very call (unless a
             // running watch writes it): what the agent is told is true.
+            let ci = consumer_input()?;
             let notes = with_consumers(o, &input, &log_problem, |ctx| {
-                Ok(hooks::checkpoint_notes(ctx, &consumer_input))
+                Ok(hooks::checkpoint_notes(ctx, ci))
             })?;
             match notes {
                 Notes::Written(path) => said.push(format!(
@@ -76,9 +86,9 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         if reply.new_context && !profile.start_after_compaction {
             // The host compacted without a SessionStart (Gemini): the note
             // comes back with this tool call's output.
-            let record = consumers(&|ctx| {
-                hooks::after_compaction(ctx, &consumer_input, hooks::Fresh::Compacted)
-            })?;
+            let ci = consumer_input()?;
+            let record =
+                consumers(&|ctx| hooks::after_compaction(ctx, ci, hooks::Fresh::Compacted))?;
             said.extend(record);
         }
         if !input.in_subagent() {
@@ -95,16 +105,13 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         if !interpulse::hook::compacted_silently(&producer, &input)? {
             return Ok(None);
         }
-        let record = consumers(&|ctx| {
-            hooks::after_compaction(ctx, &consumer_input, hooks::Fresh::Compacted)
-        })?;
+        let ci = consumer_input()?;
+        let record = consumers(&|ctx| hooks::after_compaction(ctx, ci, hooks::Fresh::Compacted))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
+    let ci = consumer_input()?;
     if event == "SessionStart"
-        && matches!(
-            consumer_input.source.as_deref(),
-            Some("compact" | "resume" | "clear")
-        )
+        && matches!(ci.source.as_deref(), Some("compact" | "resume" | "clear"))
     {
         // A fresh context: the producer starts over, green. A reset that
         // fails must not cost the note's re-injection below.
@@ -115,7 +122,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         // (Its settings problems are the consumers' too: logged below.)
         problems.iter().for_each(|p| log_problem(p));
     }
-    consumers(&|ctx| hooks::handle(ctx, &consumer_input))
+    consumers(&|ctx| hooks::handle(ctx, ci))
 }
 
 /// Runs `f` with the consumers' context: their settings for the input's

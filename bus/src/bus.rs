@@ -1,6 +1,7 @@
 //! Publishing and reading messages: validate, then write atomically; read
 //! bounded, never through a symlink, and validated.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,19 @@ pub struct Bus {
     /// once, checked again (an `fstat` and a `stat`: still the user's, still
     /// the root) when it is used a second or more after the last check.
     handle: std::sync::Arc<std::sync::Mutex<Option<(Dir, std::time::Instant)>>>,
+    /// Folders under the root opened before, by their names joined with
+    /// `/`, with when each was last checked: reused as the root's handle is.
+    folders: std::sync::Arc<std::sync::Mutex<HashMap<String, Cached>>>,
+    /// The channels whose retention this process checked, and when: checked
+    /// again (a `stat` of the channel's stamp) at most once a minute.
+    pruned: std::sync::Arc<std::sync::Mutex<HashMap<(String, String), std::time::Instant>>>,
+}
+
+/// A folder under the root as last opened, and when it was last checked.
+#[derive(Debug, Clone)]
+struct Cached {
+    dir: Dir,
+    checked: std::time::Instant,
 }
 
 /// What a publish wrote.
@@ -85,6 +99,8 @@ impl Bus {
         Bus {
             root: root.into(),
             handle: Default::default(),
+            folders: Default::default(),
+            pruned: Default::default(),
         }
     }
 
@@ -139,7 +155,45 @@ impl Bus {
     /// assert!(bus.dir(&["..", "x"], true).is_err());
     /// ```
     pub fn dir(&self, names: &[&str], create: bool) -> Result<Dir> {
-        self.with_root(create, |root| root.walk(names, create))
+        let root = self.root_dir(create)?;
+        let mut folders = self.folders.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dir = root;
+        let mut key = String::new();
+        for name in names {
+            if !key.is_empty() {
+                key.push('/');
+            }
+            key.push_str(name);
+            // Reused, and checked again at most every second, as the root
+            // is. (A missing folder is looked for every time: another
+            // process may have just made it.)
+            let fresh = folders.get_mut(&key).and_then(|c| {
+                if c.checked.elapsed() < RECHECK {
+                    return Some(c.dir.clone());
+                }
+                c.dir.still_at(&self.root.join(&key)).then(|| {
+                    c.checked = std::time::Instant::now();
+                    c.dir.clone()
+                })
+            });
+            dir = match fresh {
+                Some(d) => d,
+                None => {
+                    folders.remove(&key);
+                    let d = dir.sub(name, create)?;
+                    let checked = std::time::Instant::now();
+                    folders.insert(
+                        key.clone(),
+                        Cached {
+                            dir: d.clone(),
+                            checked,
+                        },
+                    );
+                    d
+                }
+            };
+        }
+        Ok(dir)
     }
 
     /// `<root>/<namespace>/<channel>`, after checking both are plain names.
@@ -253,8 +307,23 @@ impl Bus {
             dir.write(&file, &bytes, policy.durable)?;
             Ok(envelope.seq)
         })?;
-        // Retention is housekeeping: it must never fail a publish.
-        let _ = retention::prune_dir(&dir, namespace, channel, false, &|k| std::env::var(k).ok());
+        // Retention is housekeeping: it must never fail a publish. Its
+        // throttle is looked at once a minute per channel in this process.
+        let due = {
+            let mut pruned = self.pruned.lock().unwrap_or_else(|p| p.into_inner());
+            let key = (namespace.to_owned(), channel.to_owned());
+            let due = pruned
+                .get(&key)
+                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60));
+            if due {
+                pruned.insert(key, std::time::Instant::now());
+            }
+            due
+        };
+        if due {
+            let _ =
+                retention::prune_dir(&dir, namespace, channel, false, &|k| std::env::var(k).ok());
+        }
         Ok(Published { path, seq })
     }
 

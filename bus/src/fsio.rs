@@ -127,9 +127,10 @@ pub fn my_uid() -> u32 {
 }
 
 /// A verified folder under the root (or the root itself).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Dir {
-    fd: OwnedFd,
+    /// Shared: a second handle on the folder costs no system call.
+    fd: std::sync::Arc<OwnedFd>,
     path: PathBuf,
 }
 
@@ -228,7 +229,7 @@ impl Dir {
             check_owner(&fd, path)?;
         }
         Ok(Dir {
-            fd,
+            fd: fd.into(),
             path: path.to_owned(),
         })
     }
@@ -268,7 +269,10 @@ impl Dir {
             Err(e) => return Err(self.classify_dir(name, e)),
         };
         verify_dir(&fd, &path)?;
-        Ok(Dir { fd, path })
+        Ok(Dir {
+            fd: fd.into(),
+            path,
+        })
     }
 
     /// Walks down `names`, one [`Dir::sub`] each.
@@ -302,7 +306,7 @@ impl Dir {
     /// A second handle on the same folder.
     pub fn try_clone(&self) -> Result<Dir> {
         Ok(Dir {
-            fd: self.fd.try_clone().map_err(|e| Error::io(&self.path, e))?,
+            fd: self.fd.clone(),
             path: self.path.clone(),
         })
     }
@@ -659,8 +663,9 @@ pub(crate) fn random64() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    // RandomState's keys are random per process: with a counter and the
+    // time, unique across processes without asking for the pid each time.
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u32(std::process::id());
     h.write_u128(
         SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -696,16 +701,21 @@ fn read_bounded(file: File, len: u64, limit: u64, path: &Path) -> Result<Vec<u8>
         });
     }
     let mut buf = Vec::with_capacity(len as usize);
-    // One byte past the cap, in case the file grew since the stat.
-    file.take(limit + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io(path, e))?;
-    if buf.len() as u64 > limit {
-        return Err(Error::TooLarge {
-            path: path.into(),
-            size: buf.len() as u64,
-            limit,
-        });
+    // The bytes the stat saw, no more (a file that grew since is read as it
+    // was; one that shrank, as far as it goes): no read to confirm the end.
+    let mut file = file.take(len);
+    while buf.len() < len as usize {
+        let at = buf.len();
+        buf.resize(len as usize, 0);
+        match std::io::Read::read(&mut file, &mut buf[at..]) {
+            Ok(0) => {
+                buf.truncate(at);
+                break;
+            }
+            Ok(n) => buf.truncate(at + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(at),
+            Err(e) => return Err(Error::io(path, e)),
+        }
     }
     Ok(buf)
 }
@@ -845,7 +855,7 @@ pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     )
     .map_err(|e| Error::io(dir, errno_io(e)))?;
     Dir {
-        fd,
+        fd: fd.into(),
         path: dir.to_owned(),
     }
     .write(name, bytes, durable)

@@ -241,20 +241,32 @@ fn from_split(head: &[u8], tail: &[u8], limits: &Limits, host: Host) -> Digest {
 fn lines(bytes: &[u8], skip_first: bool, skip_unterminated: bool) -> impl Iterator<Item = &[u8]> {
     let mut body = bytes;
     if skip_first {
-        body = match body.iter().position(|&b| b == b'\n') {
+        body = match memchr::memchr(b'\n', body) {
             Some(i) => &body[i + 1..],
             None => &[],
         };
     }
     if skip_unterminated && !body.ends_with(b"\n") {
-        body = match body.iter().rposition(|&b| b == b'\n') {
+        body = match memchr::memrchr(b'\n', body) {
             Some(i) => &body[..=i],
             None => &[],
         };
     }
-    body.split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
+    // Split with memchr: a window is megabytes of long lines.
+    let mut rest = body;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, after) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = after;
+        Some(line)
+    })
+    .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+    .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
 }
 
 /// Text openings the client writes into `user` lines itself: these lines (or
@@ -328,6 +340,17 @@ impl<'a> Scan<'a> {
 
     /// Takes in one line; anything that is not a JSON object is skipped.
     fn line(&mut self, raw: &[u8]) {
+        // A tool's plain result that did not fail tells a note nothing (the
+        // call itself is on the assistant line): not parsed, whatever its size.
+        let find = |needle: &[u8]| memchr::memmem::find(raw, needle).is_some();
+        if self.host == Host::Claude
+            && find(b"\"tool_result\"")
+            && !find(b"\"is_error\":true")
+            && !find(b"\"type\":\"text\"")
+            && !find(b"isCompactSummary")
+        {
+            return;
+        }
         let Ok(Value::Object(line)) = serde_json::from_slice::<Value>(raw) else {
             return;
         };

@@ -11,11 +11,12 @@
 //!   not a sidechain's) starts the context over at its
 //!   `compactMetadata.postTokens`, or with no figure when it has none (no
 //!   real boundary seen so far has it).
-//! * A main-thread `user` line (a prompt, a tool's result) comes between
-//!   two responses.
+//! * Any other line naming `"user"` (a prompt, a tool's result), not a
+//!   sidechain's, comes between two responses.
 //!
-//! Every other line says nothing. Only lines containing `"assistant"`,
-//! `compact_boundary` or `"user"` are parsed at all.
+//! Every other line says nothing. Only lines naming `"assistant"` or
+//! `compact_boundary` are parsed at all: a tool's result of megabytes is
+//! only searched.
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -62,16 +63,16 @@ fn str_of(v: &Option<Value>) -> Option<&str> {
     v.as_ref().and_then(Value::as_str)
 }
 
-/// Claude Code's reader (see the module's documentation).
+/// Claude Code's reader (see the module's documentation). A line that
+/// names neither `"assistant"` nor `compact_boundary` is never parsed: it is
+/// a break between responses when it names `"user"` (a prompt, a tool's
+/// result) and is not a sidechain's, whatever its size.
 pub(crate) fn fact(line: &[u8], _offset: u64) -> Option<Fact> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if !contains(line, b"\"assistant\"")
-        && !contains(line, b"compact_boundary")
-        && !contains(line, b"\"user\"")
-    {
-        return None;
+    if contains(line, b"\"assistant\"") || contains(line, b"compact_boundary") {
+        return fact_of(&serde_json::from_slice::<Line>(line).ok()?);
     }
-    fact_of(&serde_json::from_slice::<Line>(line).ok()?)
+    (contains(line, b"\"user\"") && !contains(line, b"\"isSidechain\":true")).then_some(Fact::Break)
 }
 
 /// What a parsed line says of the context.
@@ -119,13 +120,14 @@ fn fact_of(l: &Line) -> Option<Fact> {
 }
 
 /// A line read forward: its fact, what happens, its time (one parse).
-pub(crate) fn forward(line: &[u8], _offset: u64) -> Seen {
+pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let Ok(l) = serde_json::from_slice::<Line>(line) else {
         return Seen::default();
     };
     Seen {
-        fact: fact_of(&l),
+        // The same reading as from the end, by construction.
+        fact: fact(line, offset),
         happenings: happenings_of(&l),
         timestamp: str_of(&l.timestamp).map(str::to_owned),
     }

@@ -162,7 +162,7 @@ where
         bytes_read += n;
 
         let mut end = buf.len();
-        while let Some(nl) = buf[..end].iter().rposition(|&b| b == b'\n') {
+        while let Some(nl) = memchr::memrchr(b'\n', &buf[..end]) {
             let offset = offset_past(line_end, len);
             let decided = if pieces.is_empty() {
                 judge(&buf[nl + 1..end], offset)
@@ -214,21 +214,7 @@ pub(crate) fn number(obj: &Map<String, Value>, key: &str) -> u64 {
 
 /// Whether `needle` (not empty) occurs in `haystack`.
 pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
-        return true;
-    };
-    let mut from = 0;
-    while let Some(i) = haystack
-        .get(from..)
-        .and_then(|h| h.iter().position(|&b| b == first))
-    {
-        let at = from + i + 1;
-        if haystack.get(at..at + rest.len()) == Some(rest) {
-            return true;
-        }
-        from = at;
-    }
-    false
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 #[cfg(test)]

@@ -53,6 +53,11 @@ pub struct State {
     /// The latest compaction seen in the transcript (its mark), so each
     /// starts one new context, once. Kept across contexts.
     pub compaction_seen: Option<String>,
+    /// The level last written on the legacy channel, and when (kept across
+    /// contexts): it is written again when the level changes or it is due.
+    pub legacy_level: Option<Level>,
+    /// When it was written, Unix seconds.
+    pub legacy_ts: f64,
 }
 
 impl State {

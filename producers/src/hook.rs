@@ -253,7 +253,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             let o = engine::step(s, &call, &obs, cfg);
             fresh = o.state.compactions > s.compactions;
             *s = o.state.clone();
-            let published = publish_pressure(h, input, &o, cfg);
+            let published = publish_pressure(h, input, &o, cfg, s);
             (o, published)
         })?;
 
@@ -314,11 +314,14 @@ fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
 
+/// Publishes the outcome's pressure, and the legacy level when it changed
+/// or is due a refresh (what was last written is kept in `state`).
 fn publish_pressure(
     h: &Hook,
     input: &HookInput,
     o: &Outcome,
     cfg: &Config,
+    state: &mut State,
 ) -> Result<(), interband::Error> {
     let s = &o.state;
     let session = input.session_id.trim();
@@ -346,12 +349,9 @@ fn publish_pressure(
     h.bus.publish_typed(session, session, &p)?;
     // Older statuslines read only the legacy level: rewrite it when the level
     // changes, and every few minutes so retention never takes it away.
-    let stale = |l: &LegacyPressure| l.level != o.level || h.now - l.ts >= LEGACY_REFRESH_SECS;
-    if cfg.legacy_dual_write
-        && h.bus
-            .read_typed::<LegacyPressure>(session)
-            .map_or(true, |e| stale(&e.payload))
-    {
+    let stale = state.legacy_level != Some(o.level)
+        || (h.now - state.legacy_ts).abs() >= LEGACY_REFRESH_SECS;
+    if cfg.legacy_dual_write && stale {
         let legacy = LegacyPressure {
             level: o.level,
             pressure: p.pressure,
@@ -359,6 +359,8 @@ fn publish_pressure(
             ts: h.now,
         };
         h.bus.publish_typed(session, session, &legacy)?;
+        state.legacy_level = Some(o.level);
+        state.legacy_ts = h.now;
     }
     Ok(())
 }
@@ -444,7 +446,7 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
                 heuristic_level: Level::Green,
                 actions: vec![],
             };
-            publish_pressure(h, input, &fresh, &settings.value)
+            publish_pressure(h, input, &fresh, &settings.value, s)
         },
     )?;
     if let Err(e) = published {

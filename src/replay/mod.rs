@@ -413,6 +413,8 @@ struct Play {
     pressure: Option<Pressure>,
     checkpoint_seq: u64,
     note_seq: u64,
+    /// The event just dispatched was a tool call's.
+    last_event_tool: bool,
     out: Replay,
 }
 
@@ -450,6 +452,7 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         pressure: None,
         checkpoint_seq: 0,
         note_seq: 0,
+        last_event_tool: false,
         out: Replay {
             host,
             events: Vec::new(),
@@ -807,7 +810,9 @@ impl Stage {
             &self.input(p, event, extra)[1..]
         );
         let main = !c.subagent;
+        p.last_event_tool = true;
         self.dispatch(p, input.as_bytes())?;
+        p.last_event_tool = false;
         if main {
             p.out.summary.calls_at_level.add(p.level);
         }
@@ -918,9 +923,15 @@ impl Stage {
                 );
             }
         }
-        if let Ok(e) = self.bus.read_typed::<Checkpoint>(&self.session)
-            && e.seq > p.checkpoint_seq
-        {
+        // A checkpoint comes only at orange or red; a note with a checkpoint,
+        // or from an event that is not a tool call's.
+        let tool_call = p.last_event_tool;
+        let checkpoint = (p.level >= Level::Orange)
+            .then(|| self.bus.read_typed::<Checkpoint>(&self.session).ok())
+            .flatten()
+            .filter(|e| e.seq > p.checkpoint_seq);
+        let new_checkpoint = checkpoint.is_some();
+        if let Some(e) = checkpoint {
             p.checkpoint_seq = e.seq;
             p.out.summary.checkpoints += 1;
             let red = e.payload.trigger == "red_pressure";
@@ -935,9 +946,11 @@ impl Stage {
                 self.record(p, What::CheckpointFile);
             }
         }
-        if let Ok(e) = self.bus.read_typed::<MemoryNote>(&self.session)
-            && e.seq > p.note_seq
-        {
+        let note = (new_checkpoint || !tool_call)
+            .then(|| self.bus.read_typed::<MemoryNote>(&self.session).ok())
+            .flatten()
+            .filter(|e| e.seq > p.note_seq);
+        if let Some(e) = note {
             p.note_seq = e.seq;
             p.out.summary.notes += 1;
             self.record(
