@@ -1,0 +1,227 @@
+//! `interband replay` of a large transcript, side by side with the cost of
+//! merely reading the file (`wc -l`, the floor any replay pays).
+//!
+//! The transcript is generated in Claude Code's shapes: a long session of
+//! tool calls whose results are 2-40 KB (each written twice, as the client
+//! does: in the message and in `toolUseResult`), usage rising to the
+//! compaction point and compacting (with the checkpoints, notes, trigger
+//! firings and re-injections that brings), text-only answers ending turns.
+//! The replay runs every one of those hook events through the hooks' own
+//! code, so it is measured with the notes on (as installed) and off.
+//!
+//! Run: `cargo bench --bench replay`. Environment:
+//! - `INTERBAND_BENCH_REPLAY_MB`: the transcript's size, default 200.
+//! - `INTERBAND_BENCH_ROUNDS`: rounds, default 3.
+//!
+//! Prints a markdown table (median wall time, ratio to the floor, MB/s,
+//! calls/s, peak memory) and writes it as JSON to `target/bench-replay.json`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_interband");
+
+/// A small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Writes a session of about `mb` MB; returns its tool calls.
+fn generate(path: &Path, mb: u64) -> std::io::Result<u64> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    let size = std::cell::Cell::new(0u64);
+    let (mut n, mut t, mut used) = (0u64, 0u64, 20_000u64);
+    let session = "3c9d1e2f-0a4b-4c5d-8e6f-7a8b9c0d1e2f";
+    let mut line = |f: &mut std::io::BufWriter<std::fs::File>, mut v: serde_json::Value| {
+        t += 3;
+        v["sessionId"] = session.into();
+        v["cwd"] = "/work/big".into();
+        v["isSidechain"] = false.into();
+        v["timestamp"] = format!(
+            "2026-11-30T{:02}:{:02}:{:02}.000Z",
+            t / 3600 % 24,
+            t / 60 % 60,
+            t % 60
+        )
+        .into();
+        let text = v.to_string();
+        size.set(size.get() + text.len() as u64 + 1);
+        writeln!(f, "{text}")
+    };
+    let usage = |u: u64| serde_json::json!({"input_tokens": u / 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u - u / 10, "output_tokens": 50});
+    line(
+        &mut f,
+        serde_json::json!({"type": "user", "message": {"role": "user", "content": "Refactor the parser"}}),
+    )?;
+    let tools = ["Read", "Bash", "Edit", "Grep"];
+    while size.get() < mb << 20 {
+        n += 1;
+        used = (used + 500 + r.below(2500)).min(180_000);
+        let tool = tools[r.below(4) as usize];
+        line(
+            &mut f,
+            serde_json::json!({"type": "assistant", "message": {"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+                "model": "claude-opus-5-5", "stop_reason": "tool_use", "usage": usage(used),
+                "content": [{"type": "tool_use", "id": format!("toolu_{n}"), "name": tool,
+                    "input": {"command": format!("cargo test step{n}"), "file_path": format!("src/f{n}.rs")}}]}}),
+        )?;
+        let body = "x".repeat(2000 + r.below(38_000) as usize);
+        line(
+            &mut f,
+            serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"tool_use_id": format!("toolu_{n}"),
+                "type": "tool_result", "content": body, "is_error": false}]}, "toolUseResult": {"stdout": body}}),
+        )?;
+        if n % 40 == 0 {
+            line(
+                &mut f,
+                serde_json::json!({"type": "assistant", "message": {"id": format!("msg_t{n}"), "type": "message", "role": "assistant",
+                    "model": "claude-opus-5-5", "stop_reason": "end_turn", "usage": usage(used),
+                    "content": [{"type": "text", "text": "Done with this step."}]}}),
+            )?;
+            line(
+                &mut f,
+                serde_json::json!({"type": "user", "message": {"role": "user", "content": "Go on"}}),
+            )?;
+        }
+        if used >= 170_000 {
+            line(
+                &mut f,
+                serde_json::json!({"type": "system", "subtype": "compact_boundary", "uuid": format!("b{n}"),
+                    "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": used}}),
+            )?;
+            line(
+                &mut f,
+                serde_json::json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": "Summary: parser work so far"}}),
+            )?;
+            used = 15_000;
+        }
+    }
+    f.flush()?;
+    Ok(n)
+}
+
+/// Runs `argv` to completion; returns the wall time (s) and the child's peak memory (KB).
+fn run(argv: &[&str], env: &[(&str, &str)]) -> Result<(f64, u64), String> {
+    let start = Instant::now();
+    let child = Command::new(argv[0])
+        .args(&argv[1..])
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{argv:?}: {e}"))?;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: waits for the child just spawned, with valid out-pointers.
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
+        return Err(format!("{argv:?}: wait4 failed"));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{argv:?} failed with status {status}"));
+    }
+    Ok((secs, usage.ru_maxrss as u64))
+}
+
+fn bench() -> Result<(), String> {
+    let mb: u64 = std::env::var("INTERBAND_BENCH_REPLAY_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let rounds: usize = std::env::var("INTERBAND_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(3);
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path: PathBuf = tmp.path().join("3c9d1e2f-0a4b-4c5d-8e6f-7a8b9c0d1e2f.jsonl");
+    let calls = generate(&path, mb).map_err(|e| format!("cannot write the transcript: {e}"))?;
+    let bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
+    let file = path.to_str().ok_or("a non-UTF-8 temp path")?;
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let home = home.to_str().ok_or("a non-UTF-8 temp path")?;
+    let base = [("HOME", home), ("PATH", "/usr/bin:/bin")];
+    let mut off = base.to_vec();
+    off.push(("INTERBAND_INTERMEM_ENABLED", "false"));
+    let cases: Vec<(&str, Vec<&str>, Vec<(&str, &str)>)> = vec![
+        ("wc -l (reading the file: the floor)", vec!["wc", "-l", file], base.to_vec()),
+        ("interband replay", vec![BIN, "replay", "--defaults", file], base.to_vec()),
+        // (Without --defaults, which drops every INTERBAND_* variable.)
+        ("interband replay, notes off", vec![BIN, "replay", file], off),
+    ];
+    let mut samples = vec![Vec::new(); cases.len()];
+    let mut peak = vec![0u64; cases.len()];
+    for r in 0..rounds {
+        for i in (0..cases.len()).map(|i| (r + i) % cases.len()) {
+            let (_, argv, env) = &cases[i];
+            let (secs, kb) = run(argv, env)?;
+            samples[i].push(secs);
+            peak[i] = peak[i].max(kb);
+        }
+    }
+    let medians: Vec<f64> = samples
+        .iter_mut()
+        .map(|xs| {
+            xs.sort_by(f64::total_cmp);
+            xs[xs.len() / 2]
+        })
+        .collect();
+    let floor = medians[0];
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    println!(
+        "transcript: {:.0} MB, {calls} tool calls; machine: nproc={cpus}, rounds={rounds}\n",
+        bytes as f64 / (1 << 20) as f64
+    );
+    println!("| case | median s | ratio to the floor | MB/s | calls/s | peak memory MB |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut json = Vec::new();
+    for (i, (name, _, _)) in cases.iter().enumerate() {
+        let m = medians[i];
+        let mbs = bytes as f64 / (1 << 20) as f64 / m;
+        let cps = if i == 0 { 0.0 } else { calls as f64 / m };
+        println!(
+            "| {name} | {m:.2} | {:.1}× | {mbs:.0} | {} | {:.1} |",
+            m / floor,
+            if i == 0 { "-".to_owned() } else { format!("{cps:.0}") },
+            peak[i] as f64 / 1024.0
+        );
+        json.push(serde_json::json!({"case": name, "median_s": m, "ratio": m / floor,
+            "mb_per_s": mbs, "calls_per_s": cps, "peak_mb": peak[i] as f64 / 1024.0}));
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    );
+    let out = target.join("bench-replay.json");
+    std::fs::create_dir_all(&target)
+        .and_then(|()| {
+            std::fs::write(
+                &out,
+                serde_json::to_string_pretty(&json).expect("serializes") + "\n",
+            )
+        })
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("replay bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
