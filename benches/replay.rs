@@ -146,7 +146,9 @@ fn bench() -> Result<(), String> {
         .filter(|&n| n > 0)
         .unwrap_or(3);
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path: PathBuf = tmp.path().join("3c9d1e2f-0a4b-4c5d-8e6f-7a8b9c0d1e2f.jsonl");
+    let path: PathBuf = tmp
+        .path()
+        .join("3c9d1e2f-0a4b-4c5d-8e6f-7a8b9c0d1e2f.jsonl");
     let calls = generate(&path, mb).map_err(|e| format!("cannot write the transcript: {e}"))?;
     let bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
     let file = path.to_str().ok_or("a non-UTF-8 temp path")?;
@@ -156,11 +158,23 @@ fn bench() -> Result<(), String> {
     let base = [("HOME", home), ("PATH", "/usr/bin:/bin")];
     let mut off = base.to_vec();
     off.push(("INTERBAND_INTERMEM_ENABLED", "false"));
-    let cases: Vec<(&str, Vec<&str>, Vec<(&str, &str)>)> = vec![
-        ("wc -l (reading the file: the floor)", vec!["wc", "-l", file], base.to_vec()),
-        ("interband replay", vec![BIN, "replay", "--defaults", file], base.to_vec()),
+    let cases: Vec<Case> = vec![
+        (
+            "wc -l (reading the file: the floor)",
+            vec!["wc", "-l", file],
+            base.to_vec(),
+        ),
+        (
+            "interband replay",
+            vec![BIN, "replay", "--defaults", file],
+            base.to_vec(),
+        ),
         // (Without --defaults, which drops every INTERBAND_* variable.)
-        ("interband replay, notes off", vec![BIN, "replay", file], off),
+        (
+            "interband replay, notes off",
+            vec![BIN, "replay", file],
+            off,
+        ),
     ];
     let mut samples = vec![Vec::new(); cases.len()];
     let mut peak = vec![0u64; cases.len()];
@@ -195,11 +209,17 @@ fn bench() -> Result<(), String> {
         println!(
             "| {name} | {m:.2} | {:.1}× | {mbs:.0} | {} | {:.1} |",
             m / floor,
-            if i == 0 { "-".to_owned() } else { format!("{cps:.0}") },
+            if i == 0 {
+                "-".to_owned()
+            } else {
+                format!("{cps:.0}")
+            },
             peak[i] as f64 / 1024.0
         );
-        json.push(serde_json::json!({"case": name, "median_s": m, "ratio": m / floor,
-            "mb_per_s": mbs, "calls_per_s": cps, "peak_mb": peak[i] as f64 / 1024.0}));
+        json.push(
+            serde_json::json!({"case": name, "median_s": m, "ratio": m / floor,
+            "mb_per_s": mbs, "calls_per_s": cps, "peak_mb": peak[i] as f64 / 1024.0}),
+        );
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
@@ -215,6 +235,9 @@ fn bench() -> Result<(), String> {
         })
         .map_err(|e| format!("cannot write {}: {e}", out.display()))
 }
+
+/// A case: its name, its command line and its environment.
+type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>);
 
 fn main() -> ExitCode {
     match bench() {

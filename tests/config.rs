@@ -115,6 +115,39 @@ fn statusline_wraps_an_existing_command_and_reports_timings() {
 }
 
 #[test]
+fn a_wrapped_statusline_that_fails_is_said_in_the_line_and_logged_once() {
+    let w = World::new();
+    let input = capture("statusLine.input.json");
+    let log = w.dir.path().join("interband.log");
+    for (argv, why) in [
+        (vec!["/no/such/statusline"], "could not run"),
+        (vec!["sh", "-c", "exit 7"], "failed"),
+    ] {
+        for _ in 0..2 {
+            let mut args = vec!["statusline", "--wrap"];
+            args.extend(&argv);
+            let o = with_stdin(
+                w.cmd(&args).env("NO_COLOR", "1").env("INTERBAND_LOG", &log),
+                &input,
+            );
+            assert_eq!(code(&o), 0);
+            let line = stdout(&o);
+            assert!(
+                line.starts_with("[your statusline: ") && line.contains(why),
+                "{line}"
+            );
+            assert!(line.contains("GREEN"), "ours is still there: {line}");
+        }
+        let logged = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            logged.lines().filter(|l| l.contains(why)).count(),
+            1,
+            "once: {logged}"
+        );
+    }
+}
+
+#[test]
 fn the_statusline_still_prints_a_line_without_a_bus() {
     let w = World::new();
     let input = capture("statusLine.input.json");

@@ -326,7 +326,16 @@ fn project_writes_the_settings_of_the_current_folder() {
         .unwrap();
     ok(&o);
     let path = project.join(".claude/settings.json");
-    assert_eq!(interband_hooks(&read(&path), "Stop").len(), 1);
+    let stop = interband_hooks(&read(&path), "Stop");
+    assert_eq!(stop.len(), 1);
+    // Shared with whoever clones the project: no path of this machine in
+    // it, and nothing of this install's own beside it.
+    assert_eq!(stop[0]["command"], "interband hook", "{stop:?}");
+    assert_eq!(files_under(&project), [".claude/settings.json"]);
+    let said = stdout(&o) + &stderr(&o);
+    assert!(said.contains("not on yours"), "{said}");
+    let kept = files_under(&w.home().join(".local/state/interband/installs"));
+    assert_eq!(kept.len(), 1, "the install's record: {kept:?}");
     assert!(!w.home().join(".claude").exists());
     let o = w
         .cmd(&["uninstall", "--project"])
@@ -335,6 +344,7 @@ fn project_writes_the_settings_of_the_current_folder() {
         .unwrap();
     ok(&o);
     assert!(!path.exists());
+    assert!(files_under(&w.home().join(".local/state/interband/installs")).is_empty());
 }
 
 #[test]

@@ -674,22 +674,31 @@ pub fn wrap_timeout(s: &Settings) -> Duration {
 
 /// Runs the user's statusline command `argv` (no shell) with `stdin`, waits
 /// at most `timeout`, and returns its stdout (every line, at most 64 KiB,
-/// without the final line ending), or `None` when it could not run, was late
-/// (it is killed with its whole process group), or printed nothing.
+/// without the final line ending; empty when it printed nothing), or why
+/// there is none: it could not run, it was late (it is killed with its
+/// whole process group), or it failed and printed nothing.
 ///
 /// No thread: the command's stdout goes to an unlinked scratch file (so a
 /// background child of it holding stdout open cannot stall us), and stdin
 /// larger than a pipe surely holds goes through one too, so nothing blocks
 /// past the timeout. When no scratch file can be made, pipes are used.
-pub fn wrap(argv: &[String], stdin: &[u8], timeout: Duration) -> Option<String> {
+pub fn wrap(argv: &[String], stdin: &[u8], timeout: Duration) -> Result<String, String> {
     run_wrapped(argv, stdin, timeout, true)
 }
 
 /// [`wrap`], with scratch files allowed or not (the pipes-only path is tested too).
-fn run_wrapped(argv: &[String], stdin: &[u8], timeout: Duration, files: bool) -> Option<String> {
+fn run_wrapped(
+    argv: &[String],
+    stdin: &[u8],
+    timeout: Duration,
+    files: bool,
+) -> Result<String, String> {
     let make_scratch = || if files { scratch() } else { None };
     let deadline = Instant::now() + timeout;
-    let (program, args) = argv.split_first()?;
+    let Some((program, args)) = argv.split_first() else {
+        return Err("no command to wrap".into());
+    };
+    let name = interband::text::terminal(program);
     let mut cmd = Command::new(program);
     // Its own process group, so a timeout takes its pipelines down with it.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -721,51 +730,62 @@ fn run_wrapped(argv: &[String], stdin: &[u8], timeout: Duration, files: bool) ->
         }
     };
 
-    let mut child = cmd.spawn().ok()?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("{name} could not run: {e}"))?;
     drop(cmd); // closes our copies of the child's ends
     if let (Some(bytes), Some(mut pipe)) = (stdin_pending, child.stdin.take()) {
         // A command that does not read its stdin may close it: not an error.
         let _ = pipe.write_all(bytes);
     }
 
-    let exited = loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break true,
+            Ok(Some(status)) => break Some(status),
             Ok(None) => {}
-            Err(_) => break false,
+            Err(_) => break None,
         }
         let now = Instant::now();
         if now >= deadline {
-            break false;
+            break None;
         }
         std::thread::sleep((deadline - now).min(POLL));
     };
-    if !exited {
+    let Some(status) = status else {
         // SAFETY: kill(2) on the child's own process group (its id, made
         // above); no memory is involved.
         unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
         let _ = child.wait();
-        return None;
-    }
+        return Err(format!(
+            "{name} did not finish within {} ms",
+            timeout.as_millis()
+        ));
+    };
 
     let mut out = Vec::new();
+    let unread = |e: std::io::Error| format!("{name}'s output could not be read: {e}");
     match (&mut out_file, child.stdout.take()) {
         (Some(f), _) => {
-            f.seek(SeekFrom::Start(0)).ok()?;
-            f.take(MAX_OUTPUT).read_to_end(&mut out).ok()?;
+            f.seek(SeekFrom::Start(0)).map_err(unread)?;
+            f.take(MAX_OUTPUT).read_to_end(&mut out).map_err(unread)?;
         }
         (None, Some(pipe)) => {
             // A pipe is read to its end, which waits for every holder of it:
             // what the command left running in its group must not keep us.
             // SAFETY: kill(2) on the command's own process group.
             unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            pipe.take(MAX_OUTPUT).read_to_end(&mut out).ok()?;
+            pipe.take(MAX_OUTPUT)
+                .read_to_end(&mut out)
+                .map_err(unread)?;
         }
-        (None, None) => return None,
+        (None, None) => return Err(format!("{name}'s output could not be read")),
     }
     let text = String::from_utf8_lossy(&out);
     let text = text.trim_end_matches(['\n', '\r']);
-    (!text.is_empty()).then(|| text.replace("\r\n", "\n"))
+    if text.is_empty() && !status.success() {
+        return Err(format!("{name} failed ({status}) and printed nothing"));
+    }
+    Ok(text.replace("\r\n", "\n"))
 }
 
 /// A private scratch file in the temp folder, already unlinked.
@@ -1372,8 +1392,9 @@ mod tests {
                 &argv(&["sh", "-c", &script]),
                 b"",
                 Duration::from_millis(300)
-            ),
-            None
+            )
+            .map_err(|e| e.contains("did not finish")),
+            Err(true)
         );
         let pid: i32 = std::fs::read_to_string(&pidfile)
             .unwrap()
@@ -1399,13 +1420,24 @@ mod tests {
     fn wrap_returns_every_line() {
         let t = Duration::from_secs(5);
         let out = wrap(&argv(&["sh", "-c", "cat >/dev/null; echo left"]), b"{}", t);
-        assert_eq!(out.as_deref(), Some("left"));
+        assert_eq!(out.as_deref(), Ok("left"));
         let out = wrap(&argv(&["sh", "-c", "printf 'one\\r\\ntwo\\n'"]), b"", t);
-        assert_eq!(out.as_deref(), Some("one\ntwo"));
+        assert_eq!(out.as_deref(), Ok("one\ntwo"));
         let out = wrap(&argv(&["sh", "-c", "printf 'no newline'"]), b"", t);
-        assert_eq!(out.as_deref(), Some("no newline"));
-        assert_eq!(wrap(&argv(&["sh", "-c", "exit 0"]), b"", t), None);
-        assert_eq!(wrap(&[], b"", t), None);
+        assert_eq!(out.as_deref(), Ok("no newline"));
+        assert_eq!(
+            wrap(&argv(&["sh", "-c", "exit 0"]), b"", t).as_deref(),
+            Ok("")
+        );
+        assert!(wrap(&[], b"", t).is_err());
+        // Why there is no line, said: missing, or failing with nothing printed.
+        let missing = wrap(&argv(&["/no/such/statusline"]), b"", t).unwrap_err();
+        assert!(missing.contains("could not run"), "{missing}");
+        let failing = wrap(&argv(&["sh", "-c", "exit 3"]), b"", t).unwrap_err();
+        assert!(
+            failing.contains("failed") && failing.contains('3'),
+            "{failing}"
+        );
     }
 
     #[test]
@@ -1427,7 +1459,7 @@ mod tests {
             b"{}",
             Duration::from_millis(200),
         );
-        assert_eq!(out, None);
+        assert!(out.is_err());
         assert!(
             start.elapsed() < Duration::from_secs(2),
             "{:?}",
@@ -1437,7 +1469,7 @@ mod tests {
         let start = Instant::now();
         let big = vec![b'x'; 1 << 20];
         let out = wrap(&argv(&["sleep", "5"]), &big, Duration::from_millis(200));
-        assert_eq!(out, None);
+        assert!(out.is_err());
         assert!(
             start.elapsed() < Duration::from_secs(2),
             "{:?}",
@@ -1453,7 +1485,7 @@ mod tests {
             b"",
             Duration::from_secs(1),
         );
-        assert_eq!(out.as_deref(), Some("partial"));
+        assert_eq!(out.as_deref(), Ok("partial"));
         assert!(
             start.elapsed() < Duration::from_secs(2),
             "{:?}",
@@ -1470,13 +1502,13 @@ mod tests {
             t,
             false,
         );
-        assert_eq!(out.as_deref(), Some("left"));
+        assert_eq!(out.as_deref(), Ok("left"));
         let out = run_wrapped(&argv(&["wc", "-c"]), &[b'x'; 10_000], t, false);
-        assert_eq!(out.as_deref().map(str::trim), Some("10000"));
+        assert_eq!(out.as_deref().map(str::trim), Ok("10000"));
         // A background child holding the pipe does not keep us past the command.
         let start = Instant::now();
         let out = run_wrapped(&argv(&["sh", "-c", "echo hi; (sleep 30 &)"]), b"", t, false);
-        assert_eq!(out.as_deref(), Some("hi"));
+        assert_eq!(out.as_deref(), Ok("hi"));
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "{:?}",
@@ -1489,7 +1521,7 @@ mod tests {
             Duration::from_millis(200),
             false,
         );
-        assert_eq!(out, None);
+        assert!(out.is_err(), "{out:?}");
         assert!(
             start.elapsed() < Duration::from_secs(2),
             "{:?}",
@@ -1498,12 +1530,12 @@ mod tests {
     }
 
     #[test]
-    fn wrap_of_a_missing_program_is_none() {
+    fn wrap_of_a_missing_program_says_so() {
         let out = wrap(
             &argv(&["/nonexistent/interline-no-such-program"]),
             b"{}",
             Duration::from_secs(1),
         );
-        assert_eq!(out, None);
+        assert!(out.is_err(), "{out:?}");
     }
 }

@@ -33,7 +33,7 @@ impl ShowConfig {
         rows.extend(consumers.compact.entries("compact"));
         if self.json {
             for (k, v, o) in &rows {
-                say_json!(serde_json::json!({"key": k, "value": v, "from": o.to_string()}));
+                say_json!(serde_json::json!({"key": k, "value": whole(v), "from": o.to_string()}));
             }
         } else {
             println!("# settings files, lowest precedence first:");
@@ -54,24 +54,12 @@ impl ShowConfig {
                 println!("#   {}", terminal(&format!("{}{state}", f.path.display())));
             }
             for (k, v, o) in &rows {
-                println!("{}", terminal(&format!("{k} = {v}    # {o}")));
+                println!("{}", terminal(&format!("{k} = {}    # {o}", whole(v))));
             }
         }
         // Each part reads the same files: a file's problem is said once.
-        // (An untrusted file's ignored settings are shown above, not a problem.)
-        let notices = files.notices();
-        let mut problems: Vec<String> = Vec::new();
-        for p in files
-            .problems
-            .iter()
-            .chain(&pulse.problems)
-            .cloned()
-            .chain(consumers.problems())
-        {
-            if !problems.contains(&p) && !notices.contains(&p) {
-                problems.push(p);
-            }
-        }
+        let theirs = consumers.problems();
+        let problems = problems(&files, &[&pulse.problems, &theirs]);
         for p in &problems {
             eprintln!("interband: {}", terminal(p));
         }
@@ -81,6 +69,36 @@ impl ShowConfig {
             exit::INVALID
         })
     }
+}
+
+/// `v` with every whole number written as one (`900`, not `900.0`), as a
+/// person writes it in a settings file.
+pub fn whole(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => Value::from(f as i64),
+            _ => v.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(whole).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), whole(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The problems with the settings files and values, each said once (an
+/// untrusted project file's ignored settings are notices, not problems).
+pub fn problems(files: &Files, parts: &[&[String]]) -> Vec<String> {
+    let notices = files.notices();
+    let mut out: Vec<String> = Vec::new();
+    for p in files.problems.iter().chain(parts.iter().copied().flatten()) {
+        if !out.contains(p) && !notices.contains(p) {
+            out.push(p.clone());
+        }
+    }
+    out
 }
 
 /// `interband trust [PATH]`: trust a project's settings file as it is now.

@@ -237,10 +237,21 @@ impl Statusline {
                 interline::render(&Bus::new(""), &input, &alone, &ProcessEnv, now())
             }
         };
-        let theirs = self
-            .wrap
-            .as_deref()
-            .and_then(|argv| interline::wrap(argv, &buf, interline::wrap_timeout(s)));
+        // The user's own statusline: when it cannot give a line, the line
+        // says why in its place (and the log, once), rather than vanish.
+        let theirs = self.wrap.as_deref().map(|argv| {
+            match interline::wrap(argv, &buf, interline::wrap_timeout(s)) {
+                Ok(line) => line,
+                Err(why) => {
+                    if let Ok(bus) = Bus::from_env() {
+                        log_once(&bus, &format!("statusline --wrap: {why}"));
+                    } else {
+                        log(&format!("statusline --wrap: {why}"));
+                    }
+                    format!("[your statusline: {why}]")
+                }
+            }
+        });
         let line = interline::compose(theirs.as_deref(), &ours.line, &s.separator);
         print(&line);
         if self.timings {

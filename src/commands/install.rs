@@ -52,7 +52,8 @@ struct Target {
     /// Print the change as a diff and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The interband program the host should run (default: this binary's absolute path).
+    /// The interband program the host should run (default: this binary's
+    /// absolute path; with --project, `interband`, found on each user's PATH).
     #[arg(long, value_name = "PATH")]
     command: Option<PathBuf>,
 }
@@ -183,10 +184,13 @@ impl Target {
     }
 
     /// The program the hooks run, shell-quoted (hosts run hook commands through a shell).
+    /// A project's settings are shared with everyone who clones it: there the
+    /// program is `interband` on each one's PATH, never this machine's path.
     fn program(&self) -> Result<String> {
         let program = match &self.command {
             Some(p) if p.as_os_str().is_empty() => anyhow::bail!("--command is empty"),
             Some(p) => p.clone(),
+            None if self.project => PathBuf::from("interband"),
             None => std::env::current_exe()
                 .and_then(std::fs::canonicalize)
                 .context(
@@ -242,7 +246,7 @@ impl Install {
         let t = &self.target;
         let path = t.path()?;
         let ours = Ours::new(t.program()?);
-        let files = Files::new(&path);
+        let files = Files::new(&path, t.project);
         let original = read_settings(&path)?;
         let old_record = read_record(&files.record)?;
         let first_install = old_record.is_none();
@@ -259,6 +263,14 @@ impl Install {
         check_shape(&path, &settings, t.host)?;
         let mut notes = Vec::new();
         host_notes(t.host, &settings, &mut notes);
+        if t.project && t.command.is_none() && !on_path("interband") {
+            notes.push(
+                "the project's hooks run `interband` from each user's PATH, and it is not on yours: \
+                 put the release binary there (e.g. `cargo install --path .` or copy \
+                 target/static/release/interband into ~/.local/bin)"
+                    .into(),
+            );
+        }
         if ours.program.contains("/target/debug/") {
             notes.push(
                 "this is a debug build: every hook call would be several times slower; \
@@ -449,7 +461,7 @@ impl Uninstall {
     pub fn run(self) -> Result<u8> {
         let t = &self.target;
         let path = t.path()?;
-        let files = Files::new(&path);
+        let files = Files::new(&path, t.project);
         let record = read_record(&files.record)?;
         let Some(original) = read_settings(&path)? else {
             if record.is_some() && !t.dry_run {
@@ -790,9 +802,30 @@ struct Files {
 }
 
 impl Files {
-    fn new(path: &Path) -> Self {
+    /// Next to the settings file; for a project's (which is usually
+    /// committed), in the user's own state folder instead
+    /// (`$XDG_STATE_HOME/interband/installs/`, else `~/.local/state/...`),
+    /// named after the file's path.
+    fn new(path: &Path, project: bool) -> Self {
+        let base = if project {
+            let state = std::env::var_os("XDG_STATE_HOME")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|h| !h.is_empty())
+                        .map(|h| PathBuf::from(h).join(".local/state"))
+                });
+            let name = interband_consumers::intermem::slug(path);
+            match state {
+                Some(s) => s.join("interband/installs").join(name),
+                None => path.to_owned(),
+            }
+        } else {
+            path.to_owned()
+        };
         let with = |suffix: &str| {
-            let mut s = path.as_os_str().to_owned();
+            let mut s = base.as_os_str().to_owned();
             s.push(suffix);
             PathBuf::from(s)
         };
@@ -1013,7 +1046,26 @@ fn unchanged_since_read(path: &Path, original: Option<&Original>) -> Result<()> 
     Ok(())
 }
 
+/// Whether an executable `name` is on the PATH.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
 fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| dir.display().to_string())?;
+    }
     interband::fsio::write_atomic(path, bytes, true)?;
     if let Some(mode) = mode {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))

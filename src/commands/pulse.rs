@@ -25,17 +25,26 @@ pub struct Thresholds {
 impl Thresholds {
     pub fn run(self) -> Result<u8> {
         let project = std::env::current_dir().ok();
-        let cfg = Config::load(project.as_deref(), &ProcessEnv);
-        for p in &cfg.problems {
+        let files = interband::settings::Files::read(project.as_deref(), &ProcessEnv);
+        let cfg = Config::load_from(&files, &ProcessEnv);
+        // As `interband config`: the thresholds in force are shown, and a
+        // broken settings file makes it exit 1.
+        let problems = super::config::problems(&files, &[&cfg.problems]);
+        for p in &problems {
             tell!("interband: {p}");
         }
         let t = cfg.value.thresholds;
         if self.markdown {
             say_part!("{}", t.markdown());
         } else {
-            say_json!(serde_json::to_string_pretty(&t)?);
+            let v = super::config::whole(&serde_json::to_value(t)?);
+            say_json!(serde_json::to_string_pretty(&v)?);
         }
-        Ok(exit::OK)
+        Ok(if problems.is_empty() {
+            exit::OK
+        } else {
+            exit::INVALID
+        })
     }
 }
 
