@@ -150,6 +150,16 @@ fn bench() -> Result<(), String> {
         .path()
         .join("3c9d1e2f-0a4b-4c5d-8e6f-7a8b9c0d1e2f.jsonl");
     let calls = generate(&path, mb).map_err(|e| format!("cannot write the transcript: {e}"))?;
+    if let Some(keep) = std::env::var_os("INTERBAND_BENCH_KEEP") {
+        // For profiling: keep a copy of the generated transcript and stop.
+        std::fs::copy(&path, &keep).map_err(|e| e.to_string())?;
+        println!(
+            "transcript: {} calls, kept at {}",
+            calls,
+            Path::new(&keep).display()
+        );
+        return Ok(());
+    }
     let bytes = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
     let file = path.to_str().ok_or("a non-UTF-8 temp path")?;
     let home = tmp.path().join("home");

@@ -4,7 +4,7 @@
 //!
 //! Runs only with `INTERBAND_E2E_GEMINI=1`. The CLI is `INTERBAND_E2E_GEMINI_BIN`, else
 //! `@google/gemini-cli@0.61.0` installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e-gemini-0.61.0`
-//! (`.ci/run` fills it). Infrastructure trouble (no npm, no network) skips; it never fails.
+//! (`.ci/run` fills it). Infrastructure trouble (no npm, no network) reports the test as ignored, with the reason.
 //!
 //! It proves from what the mock receives and what interband publishes that the hook reads
 //! Gemini's real figure from its chat recording against its real limit and compression point,
@@ -84,32 +84,16 @@ fn notes(w: &World) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_real_gemini_cli_reads_its_real_figures_offline() {
-    if std::env::var("INTERBAND_E2E_GEMINI").as_deref() != Ok("1") {
-        println!("skipped: set INTERBAND_E2E_GEMINI=1");
-        return;
-    }
-    let Some(bin) = gemini_bin() else {
-        println!("skipped: cannot install gemini");
-        return;
-    };
-    let version = run_timed(
-        {
-            let mut c = Command::new(&bin);
-            c.arg("--version");
-            c
-        },
-        Duration::from_secs(60),
-    );
-    let Some(version) = version
-        .ok()
-        .filter(|v| v.status.is_some_and(|s| s.success()))
-    else {
-        println!("skipped: cannot run {}", bin.display());
-        return;
-    };
-    println!("e2e: driving {} ({})", bin.display(), version.stdout.trim());
+fn main() -> std::process::ExitCode {
+    e2e::main(
+        "the_real_gemini_cli_reads_its_real_figures_offline",
+        || e2e::opt_in("INTERBAND_E2E_GEMINI", gemini_bin, Duration::from_secs(60)),
+        the_real_gemini_cli_reads_its_real_figures_offline,
+    )
+}
+
+fn the_real_gemini_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
+    let bin = cli.bin;
 
     let w = World::new();
     let mock = Mock::start();

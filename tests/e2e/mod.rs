@@ -357,3 +357,80 @@ pub fn npm_cli(
     }
     path.exists().then_some(path)
 }
+
+/// A real host CLI found and answering `--version`: its path and what it printed.
+pub struct Cli {
+    /// The executable.
+    pub bin: std::path::PathBuf,
+    /// Its `--version` line.
+    pub version: String,
+}
+
+/// The CLI to drive when the run opted in with `var=1`, found by `find` and answering
+/// `--version` within `timeout`; else why not.
+pub fn opt_in(
+    var: &str,
+    find: impl FnOnce() -> Option<std::path::PathBuf>,
+    timeout: Duration,
+) -> Result<Cli, String> {
+    if std::env::var(var).as_deref() != Ok("1") {
+        return Err(format!(
+            "opt-in: set {var}=1 (.ci/run does when npm can install the CLI)"
+        ));
+    }
+    let bin = find().ok_or("the CLI could not be installed with npm")?;
+    let mut c = std::process::Command::new(&bin);
+    c.arg("--version");
+    let ran = run_timed(c, timeout).map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    if !ran.status.is_some_and(|s| s.success()) {
+        return Err(format!(
+            "{} --version failed: {}",
+            bin.display(),
+            ran.stderr.trim()
+        ));
+    }
+    Ok(Cli {
+        bin,
+        version: ran.stdout.trim().to_owned(),
+    })
+}
+
+/// The test binary's `main` for one end-to-end test: runs `test` when `ready` finds the CLI,
+/// else reports the test as ignored, with the reason on stderr (so a skipped run never reads
+/// as a pass). Forced with `--include-ignored`, a test that cannot run fails with its reason.
+pub fn main(
+    name: &'static str,
+    ready: impl FnOnce() -> Result<Cli, String>,
+    test: fn(Cli),
+) -> std::process::ExitCode {
+    use libtest_mimic::{Arguments, Trial};
+    let args = Arguments::from_args();
+    let selected = !args.list
+        && args.filter.as_deref().is_none_or(|f| {
+            if args.exact {
+                f == name
+            } else {
+                name.contains(f)
+            }
+        });
+    let found = if selected {
+        ready()
+    } else {
+        Err("not selected".to_owned())
+    };
+    let trial = match found {
+        Ok(cli) => Trial::test(name, move || {
+            println!("e2e: driving {} ({})", cli.bin.display(), cli.version);
+            test(cli);
+            Ok(())
+        }),
+        Err(why) => {
+            if selected {
+                eprintln!("{name}: ignored: {why}");
+            }
+            Trial::test(name, move || Err(format!("cannot run: {why}").into()))
+                .with_ignored_flag(true)
+        }
+    };
+    libtest_mimic::run(&args, vec![trial]).exit_code()
+}
