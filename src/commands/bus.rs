@@ -172,8 +172,14 @@ impl Schema {
 /// `interband publish NAMESPACE CHANNEL KEY --type TYPE --payload JSON`
 #[derive(Args)]
 pub struct Publish {
+    /// The plugin or part that owns the channel, e.g. `interpulse`: a folder
+    /// under the root (A-Z a-z 0-9 . _ -, not starting with `.`).
     namespace: String,
+    /// The channel in that namespace, e.g. `pressure`: a folder in it (same
+    /// rules).
     channel: String,
+    /// The key, e.g. a session id: one file per key, the latest value wins.
+    /// Other characters become `_`, as in protocol v1.
     key: String,
     /// The message type, e.g. `context_pressure`.
     #[arg(long = "type", value_name = "TYPE")]
@@ -181,7 +187,7 @@ pub struct Publish {
     /// The payload as JSON, or `-` to read it from stdin.
     #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
     payload: String,
-    /// The envelope's `session_id`.
+    /// The envelope's `session_id` (empty when omitted).
     #[arg(long, default_value = "")]
     session: String,
 }
