@@ -417,15 +417,15 @@ fn the_dashboard_shows_level_usable_tokens_source_and_calls() {
 }
 
 #[test]
-fn the_readme_carries_the_threshold_table_the_code_prints() {
+fn the_docs_carry_the_threshold_table_the_code_prints() {
     let w = World::new();
     let o = w.run(&["thresholds", "--markdown"]);
     assert_eq!(code(&o), 0);
     let table = stdout(&o);
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("docs/hooks.md")).unwrap();
     assert!(
         readme.contains(&table),
-        "README's threshold table differs from `interband thresholds --markdown`:\n{table}"
+        "docs/hooks.md's threshold table differs from `interband thresholds --markdown`:\n{table}"
     );
 }
 

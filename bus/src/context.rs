@@ -273,7 +273,7 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
-    /// The table as markdown; the README carries exactly this.
+    /// The table as markdown; docs/hooks.md carries exactly this.
     ///
     /// ```
     /// let md = interband::context::Thresholds::default().markdown();

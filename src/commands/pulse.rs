@@ -17,7 +17,7 @@ pub fn now() -> f64 {
 /// `interband thresholds`: the effective threshold table.
 #[derive(Args)]
 pub struct Thresholds {
-    /// Print the markdown table (the README carries the default one).
+    /// Print the markdown table (docs/hooks.md carries the default one).
     #[arg(long)]
     markdown: bool,
 }
