@@ -6,6 +6,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::envelope::{WRITE_VERSION, check_envelope, now_timestamp};
@@ -74,6 +75,41 @@ pub struct Message<P = Value> {
     pub address: Option<Address>,
     /// The envelope.
     pub envelope: Envelope<P>,
+    /// The rules it breaks that a v1 reader tolerates (see [`crate::v1`]):
+    /// accepted, and said. Empty for a message that follows every rule.
+    pub flags: Vec<String>,
+    /// The file it was read from, as it was then: tells one value from the
+    /// next when the envelope cannot (a v1 writer has no `seq`).
+    pub file: Option<FileId>,
+}
+
+/// A message file's identity when it was read: which file (a rewrite makes
+/// a new one), its size and its modification time in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FileId {
+    /// The device.
+    pub dev: u64,
+    /// The inode.
+    pub ino: u64,
+    /// The size in bytes.
+    pub len: u64,
+    /// The modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+}
+
+impl FileId {
+    /// The identity of the file `stat` described.
+    pub fn of(meta: &crate::fsio::Meta) -> Self {
+        FileId {
+            dev: meta.dev,
+            ino: meta.ino,
+            len: meta.len,
+            mtime_ns: meta
+                .mtime
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        }
+    }
 }
 
 /// Where a message lives: namespace, channel folder and (safe) key.
@@ -418,8 +454,10 @@ impl Bus {
 
 /// Reads and validates the message file `name` in a channel folder.
 fn read_in(dir: &Dir, name: &str) -> Result<Message> {
-    let bytes = dir.read(name, MAX_MESSAGE_BYTES)?;
-    parse_message(&dir.join(name), &bytes)
+    let (bytes, meta) = dir.read_meta(name, MAX_MESSAGE_BYTES)?;
+    let mut msg = parse_message(&dir.join(name), &bytes)?;
+    msg.file = Some(FileId::of(&meta));
+    Ok(msg)
 }
 
 /// Decodes a validated message's payload into a typed one.
@@ -456,23 +494,34 @@ pub fn read_path(path: &Path) -> Result<Message> {
     parse_message(path, &bytes)
 }
 
-/// Validates message bytes that came from `path`.
+/// Validates message bytes that came from `path`, as a reader: a message
+/// that breaks a rule either v1 reader tolerates (see [`crate::v1`]) is
+/// accepted with the rule in [`Message::flags`]; `interband validate` and
+/// publishing accept no flag.
 pub fn parse_message(path: &Path, bytes: &[u8]) -> Result<Message> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| Error::Json {
+    let mut value: Value = serde_json::from_slice(bytes).map_err(|e| Error::Json {
         path: path.into(),
         source: e,
     })?;
-    let invalid = |reason| Error::Invalid {
-        path: path.into(),
-        reason,
-    };
-    check_envelope(&value).map_err(invalid)?;
-    check_payload(
-        value["namespace"].as_str().unwrap_or_default(),
-        value["type"].as_str().unwrap_or_default(),
-        &value["payload"],
-    )
-    .map_err(invalid)?;
+    let mut flags = Vec::new();
+    if let Err(reason) = check_message(&value) {
+        if !crate::v1::accepts(&value) {
+            return Err(Error::Invalid {
+                path: path.into(),
+                reason,
+            });
+        }
+        flags.push(reason);
+        // What the v1 readers ignore or leave empty, read as they do.
+        if let Some(o) = value.as_object_mut() {
+            if o.get("seq").is_some_and(|s| s.as_u64().is_none()) {
+                o.remove("seq");
+            }
+            if !o.get("session_id").is_some_and(Value::is_string) {
+                o.insert("session_id".into(), Value::String(String::new()));
+            }
+        }
+    }
     let envelope: Envelope = serde_json::from_value(value).map_err(|e| Error::Decode {
         path: path.into(),
         source: e,
@@ -481,7 +530,19 @@ pub fn parse_message(path: &Path, bytes: &[u8]) -> Result<Message> {
         path: path.into(),
         address: None,
         envelope,
+        flags,
+        file: None,
     })
+}
+
+/// The strict rules: the envelope's, then the payload's contract.
+pub fn check_message(value: &Value) -> std::result::Result<(), String> {
+    check_envelope(value)?;
+    check_payload(
+        value["namespace"].as_str().unwrap_or_default(),
+        value["type"].as_str().unwrap_or_default(),
+        &value["payload"],
+    )
 }
 
 /// The last seq the key had. The lock file remembers it (20 digits, written

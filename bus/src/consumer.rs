@@ -30,7 +30,7 @@ use crate::fsio::Dir;
 use crate::lock::{DEFAULT_WAIT, lock_name, with_lock};
 use crate::paths::check_segment;
 use crate::watch::{WatchOptions, candidate_files, compile_patterns};
-use crate::{Bus, Envelope, Error, Message, Result, Subscription};
+use crate::{Bus, Envelope, Error, FileId, Message, Result, Subscription};
 
 /// A handler's error: anything printable.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
@@ -100,49 +100,84 @@ pub trait Consumer {
 }
 
 /// The position of one key in a consumer's stream: the last value acted on.
+///
+/// A value is told from the next by its `seq` when interband wrote both; when
+/// a v1 writer (no `seq`, whole-second timestamps) wrote either, by its
+/// timestamp when the seconds differ, and within one second by what changed
+/// in the file: a new file (a rewrite renames one into place), another size
+/// or modification time, or other content.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cursor {
     /// The value's seq (0 for v1 writers).
     pub seq: u64,
     /// The value's timestamp.
     pub timestamp: String,
+    /// The file the value was read from (absent in cursors saved before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileId>,
+    /// A digest of the value's content (the first 16 hex digits of the
+    /// SHA-256 of its envelope as read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 impl Cursor {
-    /// The cursor position of an envelope.
+    /// The cursor position of an envelope alone (no file, no content).
     pub fn of<P>(e: &Envelope<P>) -> Self {
         Cursor {
             seq: e.seq,
             timestamp: e.timestamp.clone(),
+            file: None,
+            content: None,
+        }
+    }
+
+    /// The cursor position of a message read from a file: its envelope, the
+    /// file it came from and a digest of its content.
+    pub fn of_message(m: &Message) -> Self {
+        use sha2::{Digest, Sha256};
+        let bytes = serde_json::to_vec(&m.envelope).unwrap_or_default();
+        let digest = Sha256::digest(&bytes);
+        Cursor {
+            file: m.file,
+            content: Some(digest[..8].iter().map(|b| format!("{b:02x}")).collect()),
+            ..Cursor::of(&m.envelope)
         }
     }
 
     /// True when this value comes after `before`. Between two values of
     /// ours a higher seq is newer, and so is a later timestamp (one seq has
     /// one timestamp: a later one means the key's seq restarted). When a v1
-    /// writer (no seq) is on either side, the timestamp decides and the seq
-    /// breaks a tie, so a stale value of ours offered late never passes for
-    /// the v1 value that replaced it. (Two v1 writes in the same second look
-    /// like one value: v1 timestamps have one-second resolution.)
+    /// writer is on either side, a later timestamp is newer and an earlier
+    /// one is a stale value; within the same second, a value is new when its
+    /// file or its content differs from the last one's (a cursor saved
+    /// without them falls back to the seq).
     ///
     /// ```
     /// use interband::consumer::Cursor;
-    /// let c = |seq, ts: &str| Cursor { seq, timestamp: ts.into() };
+    /// let c = |seq, ts: &str| Cursor { seq, timestamp: ts.into(), ..Cursor::default() };
     /// let (t1, t2) = ("2026-11-30T00:00:01Z", "2026-11-30T00:00:02Z");
     /// assert!(c(5, t1).is_newer_than(&c(4, t1)));
     /// assert!(!c(4, t1).is_newer_than(&c(4, t1)));
     /// assert!(c(1, t2).is_newer_than(&c(9, t1)), "the seq restarted");
-    /// assert!(c(1, t2).is_newer_than(&c(1, t1)), "restarted at the same seq");
     /// assert!(c(0, t2).is_newer_than(&c(5, t1)), "a v1 writer came after");
     /// assert!(!c(5, t1).is_newer_than(&c(0, t2)), "a stale value after the v1 one");
-    /// assert!(c(6, t2).is_newer_than(&c(0, t2)), "ours again, same second");
+    /// // Two v1 values in one second: told apart by their content.
+    /// let v = |hash: &str| Cursor { content: Some(hash.into()), ..c(0, t1) };
+    /// assert!(v("b").is_newer_than(&v("a")));
+    /// assert!(!v("a").is_newer_than(&v("a")));
     /// ```
     pub fn is_newer_than(&self, before: &Cursor) -> bool {
         if self.seq > 0 && before.seq > 0 {
-            self.seq > before.seq || self.timestamp > before.timestamp
-        } else {
-            (self.timestamp.as_str(), self.seq) > (before.timestamp.as_str(), before.seq)
+            return self.seq > before.seq || self.timestamp > before.timestamp;
         }
+        if self.timestamp != before.timestamp {
+            return self.timestamp > before.timestamp;
+        }
+        if before.file.is_none() && before.content.is_none() {
+            return self.seq > before.seq;
+        }
+        self.file != before.file || self.content != before.content
     }
 }
 
@@ -283,9 +318,9 @@ pub fn offer(
     let save = |c: &Cursors| save_cursors(&dir, &file, c);
     with_lock(&dir, &lock_name(&file), DEFAULT_WAIT, |_| {
         let mut cursors = load_cursors(&dir, &file)?;
-        let value = Cursor::of(&message.envelope);
+        let value = Cursor::of_message(message);
         let entry = cursors.entry(addr.clone()).or_default();
-        if !value.is_newer_than(&entry.done) {
+        if !value.is_newer_than(&entry.done) || superseded(bus, message) {
             return Ok(false);
         }
         if entry.pending.as_ref() != Some(&value) {
@@ -347,6 +382,24 @@ pub fn offer(
         save(&cursors)?;
         Ok(true)
     })
+}
+
+/// Whether the file a message was read from holds another value now (or is
+/// gone): that value, not this one, is the key's latest, and is offered on
+/// its own. Offering only the current value keeps a stale one, read before
+/// a newer one was handled, from passing for new.
+fn superseded(bus: &Bus, message: &Message) -> bool {
+    let (Some(was), Some(a)) = (message.file, message.address.as_ref()) else {
+        return false;
+    };
+    let now = bus
+        .channel(&a.namespace, &a.channel, false)
+        .and_then(|d| d.stat(&format!("{}.json", a.key)));
+    match now {
+        Ok(Some(meta)) => FileId::of(&meta) != was,
+        Ok(None) => true,
+        Err(_) => false,
+    }
 }
 
 /// One shot: offers every matching value newer than the consumer's cursor.

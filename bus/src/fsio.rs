@@ -374,8 +374,14 @@ impl Dir {
 
     /// Reads the whole regular file `name`, at most `limit` bytes (see [`Dir::open`]).
     pub fn read(&self, name: &str, limit: u64) -> Result<Vec<u8>> {
+        self.read_meta(name, limit).map(|(bytes, _)| bytes)
+    }
+
+    /// [`Dir::read`], with what `stat` said of the file it read.
+    pub fn read_meta(&self, name: &str, limit: u64) -> Result<(Vec<u8>, Meta)> {
         let (file, meta) = self.open_meta(name)?;
-        read_bounded(file, meta.len, limit, &self.path.join(name))
+        let bytes = read_bounded(file, meta.len, limit, &self.path.join(name))?;
+        Ok((bytes, meta))
     }
 
     /// Writes `bytes` to `name` atomically: a private temp file named

@@ -47,9 +47,10 @@ pub mod schema;
 pub mod settings;
 pub mod text;
 pub mod trust;
+pub mod v1;
 pub mod watch;
 
-pub use bus::{Address, Bus, Message, Published, decode, parse_message, read_path};
+pub use bus::{Address, Bus, FileId, Message, Published, decode, parse_message, read_path};
 pub use consumer::Consumer;
 pub use envelope::Envelope;
 pub use error::{Error, Result, is_transient_io};

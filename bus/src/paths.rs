@@ -100,12 +100,15 @@ pub fn is_internal_name(name: &str) -> bool {
 }
 
 /// The parts of a message path relative to the root: `namespace/channel/key.json`.
-/// Returns `None` for anything else (temp files, locks, deeper or shallower paths).
+/// Returns `None` for anything else (temp files, locks, the bus's own
+/// folders, deeper or shallower paths). A key may start with `.`: both v1
+/// libraries write such keys (`.hidden`, `..`), and none of the bus's own
+/// files in a channel folder ends in `.json`.
 pub fn split_message_path(root: &Path, path: &Path) -> Option<(String, String, String)> {
     let rel = path.strip_prefix(root).ok()?;
     let mut parts = rel.iter().map(|p| p.to_str());
     let (ns, ch, file) = (parts.next()??, parts.next()??, parts.next()??);
-    if parts.next().is_some() || [ns, ch, file].iter().any(|s| is_internal_name(s)) {
+    if parts.next().is_some() || [ns, ch].iter().any(|s| is_internal_name(s)) {
         return None;
     }
     let key = file.strip_suffix(".json")?;
@@ -167,9 +170,16 @@ mod tests {
             split_message_path(root, Path::new("/r/a/b/k.json")),
             Some(("a".into(), "b".into(), "k".into()))
         );
+        assert_eq!(
+            split_message_path(root, Path::new("/r/a/b/..json")),
+            Some(("a".into(), "b".into(), ".".into())),
+            "a v1 writer's key"
+        );
         for other in [
             "/r/a/b/.interband-tmp.x",
-            "/r/a/b/.k.lock",
+            "/r/a/b/.k.json.lock",
+            "/r/a/b/.interband-prune.stamp",
+            "/r/a/b/.json",
             "/r/a/b/k.txt",
             "/r/a/k.json",
             "/r/a/b/c/k.json",

@@ -12,6 +12,22 @@ use serde_json::{Map, Value};
 
 use crate::envelope::kind;
 
+/// Writes a number as an integer when it is one (`23`, not `23.0`): v1
+/// writers wrote integers, and shell arithmetic on a read value needs them.
+fn whole<S: serde::Serializer>(n: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.0e15 {
+        s.serialize_i64(*n as i64)
+    } else {
+        s.serialize_f64(*n)
+    }
+}
+
+/// Writes a Unix time as whole seconds, an integer, as v1 writers did
+/// (`date +%s`); readers accept any number.
+fn seconds<S: serde::Serializer>(t: &f64, s: S) -> Result<S::Ok, S::Error> {
+    whole(&t.floor(), s)
+}
+
 /// A payload type with a known contract.
 pub trait Payload: Serialize + DeserializeOwned + JsonSchema {
     /// The namespace that writes it, e.g. `interpulse`.
@@ -133,7 +149,7 @@ pub enum Phase {
     Shipping,
     Done,
 }
-const PHASES: &[&str] = &[
+pub(crate) const PHASES: &[&str] = &[
     "brainstorm",
     "brainstorm-reviewed",
     "strategized",
@@ -156,6 +172,7 @@ pub struct BeadPhase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(
@@ -183,12 +200,16 @@ pub struct Dispatch {
     #[schemars(extend("pattern" = r"\S"))]
     pub activity: String,
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub started: f64,
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub turns: f64,
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub commands: f64,
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub messages: f64,
 }
 contract!(
@@ -218,6 +239,7 @@ pub struct CoordinationSignal {
     #[schemars(extend("pattern" = r"\S"))]
     pub text: String,
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub priority: f64,
     /// A timestamp string (this contract's `ts` is text, not a number).
     #[schemars(extend("pattern" = r"\S"))]
@@ -261,7 +283,7 @@ pub enum Level {
     Orange,
     Red,
 }
-const LEVELS: &[&str] = &["green", "yellow", "orange", "red"];
+pub(crate) const LEVELS: &[&str] = &["green", "yellow", "orange", "red"];
 
 impl Level {
     /// The level's name as written on the wire.
@@ -278,11 +300,14 @@ pub struct LegacyPressure {
     pub level: Level,
     /// Heuristic pressure score.
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub pressure: f64,
     /// Estimated tokens.
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub est_tokens: f64,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 fn check_pressure(f: &Fields) -> Result<(), String> {
@@ -309,6 +334,7 @@ pub struct LegacyCheckpoint {
     #[schemars(extend("pattern" = r"\S"))]
     pub trigger: String,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(
@@ -331,11 +357,13 @@ pub struct BudgetAlert {
     pub pct_consumed: f64,
     /// Tokens used.
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub total_tokens: f64,
     /// The session the budget belongs to.
     #[schemars(extend("pattern" = r"\S"))]
     pub session_id: String,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(
@@ -362,11 +390,14 @@ pub struct Pressure {
     pub level: Level,
     /// Heuristic pressure score.
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub pressure: f64,
     /// Estimated tokens from tool output sizes (the fallback).
     #[schemars(range(min = 0))]
+    #[serde(serialize_with = "whole")]
     pub est_tokens: f64,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
     /// Usable context remaining, percent (the autocompact reserve taken out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -427,6 +458,7 @@ pub struct Checkpoint {
     #[schemars(extend("pattern" = r"\S"))]
     pub trigger: String,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
     /// Usable context remaining, percent, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -478,6 +510,7 @@ pub struct ContextWindow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_bytes: Option<u64>,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(
@@ -508,6 +541,7 @@ pub struct ModelWindow {
     #[schemars(range(min = 1))]
     pub window: u64,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(
@@ -540,6 +574,7 @@ pub struct MemoryNote {
     #[schemars(range(min = 0, max = 100))]
     pub context_usable: Option<f64>,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(
@@ -570,6 +605,7 @@ pub struct CompactionRequested {
     #[serde(default)]
     pub focus: String,
     /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
 contract!(

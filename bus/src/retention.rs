@@ -141,7 +141,10 @@ pub(crate) fn prune_dir(
             if meta.kind == Kind::File && age(meta.mtime) > retention && !dir.exists(key_file) {
                 let _ = with_lock(dir, name, Duration::ZERO, |_| dir.remove(name));
             }
-        } else if meta.kind == Kind::File && name.ends_with(".json") && !name.starts_with('.') {
+        } else if meta.kind == Kind::File && name.ends_with(".json") {
+            // Every `*.json` file counts, as for both v1 pruners: a v1
+            // writer's `.hidden.json` too (none of the bus's own files here
+            // ends in `.json`).
             if age(meta.mtime) > retention {
                 if remove_if(dir, name, |m| age(m) > retention) {
                     report.removed.push(dir.join(name));
@@ -167,11 +170,19 @@ fn remove_listed(dir: &Dir, listed: impl Iterator<Item = (SystemTime, String)>) 
         .collect()
 }
 
-/// Removes a message under its key's lock if `still(mtime)` holds then.
+/// Removes a message under its key's lock if `still(mtime)` holds then, and
+/// the lock file with it (while holding it: a waiter on the removed lock
+/// file sees that it no longer has the name and takes the new one), so no
+/// lock is left behind for a message that is gone.
 fn remove_if(dir: &Dir, name: &str, still: impl Fn(SystemTime) -> bool) -> bool {
-    with_lock(dir, &lock_name(name), Duration::from_millis(50), |_| {
+    let lock = lock_name(name);
+    with_lock(dir, &lock, Duration::from_millis(50), |_| {
         let now = dir.stat(name)?.map(|m| m.mtime);
-        Ok(now.is_some_and(&still) && dir.remove(name)?)
+        let removed = now.is_some_and(&still) && dir.remove(name)?;
+        if removed {
+            dir.remove(&lock)?;
+        }
+        Ok(removed)
     })
     .unwrap_or(false)
 }

@@ -320,7 +320,7 @@ impl Subscription {
             return;
         };
         self.stamps.insert(path.to_owned(), stamp);
-        let cursor = Cursor::of(&msg.envelope);
+        let cursor = Cursor::of_message(&msg);
         if self
             .delivered
             .get(path)

@@ -41,6 +41,15 @@ impl Validate {
         let mut valid = 0;
         for f in &files {
             match interband::read_path(f) {
+                // Strict: what a v1 reader tolerates is still invalid here.
+                Ok(m) if !m.flags.is_empty() => invalid.push((
+                    f.clone(),
+                    format!(
+                        "{}: invalid data: {} (a v1 reader tolerates it; interband readers accept it with a warning)",
+                        f.display(),
+                        m.flags.join("; ")
+                    ),
+                )),
                 Ok(_) => valid += 1,
                 Err(e) if e.is_invalid_data() => invalid.push((f.clone(), e.to_string())),
                 Err(e) => trouble.push((f.clone(), e.to_string())),
@@ -261,6 +270,9 @@ impl Read {
     pub fn run(self) -> Result<u8> {
         let bus = Bus::from_env()?;
         let msg = read_target(&bus, &self.target)?;
+        for f in &msg.flags {
+            tell!("interband: tolerated: {f}");
+        }
         let out = if self.payload {
             msg.envelope.payload
         } else {
@@ -289,12 +301,14 @@ impl Ls {
         let mut code = exit::OK;
         for (ns, ch) in interband::retention::channels(&bus)? {
             let dir = bus.channel(&ns, &ch, false)?;
+            // Every `*.json` in the folder, as the v1 pruners count them:
+            // nothing is passed over in silence.
             let mut names: Vec<String> = dir
                 .entries()?
                 .into_iter()
                 .map(|e| e.name.to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.'))
                 .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+                .filter(|k| !k.is_empty())
                 .collect();
             names.sort();
             for key in names {
@@ -302,47 +316,59 @@ impl Ls {
                 if !set.is_match(&address) {
                     continue;
                 }
-                if interband::paths::safe_key(&key) != key {
-                    // Not a name the bus writes (and not one to print as it is).
-                    code = exit::INVALID;
-                    let shown = address.escape_debug();
-                    let row = json!({"address": shown.to_string(), "error": "not a key name the bus writes"});
-                    match self.json {
-                        true => say_json!(row),
-                        false => say_row(&[
-                            &shown.to_string(),
-                            "INVALID",
-                            "not a key name the bus writes",
-                        ]),
-                    }
-                    continue;
-                }
-                let row = match bus.read(&ns, &ch, &key) {
+                let shown = interband::text::terminal(&address).into_owned();
+                let mut flags = key_flags(&key);
+                let row = match bus.read_file(&dir.path().join(format!("{key}.json"))) {
                     Ok(m) => {
-                        json!({"address": address, "type": m.envelope.msg_type, "seq": m.envelope.seq,
-                                    "timestamp": m.envelope.timestamp, "session_id": m.envelope.session_id})
+                        flags.extend(m.flags.iter().map(|f| format!("tolerated: {f}")));
+                        json!({"address": shown, "type": m.envelope.msg_type, "seq": m.envelope.seq,
+                               "timestamp": m.envelope.timestamp, "session_id": m.envelope.session_id,
+                               "flags": flags})
                     }
                     Err(e) => {
                         code = exit::INVALID;
-                        json!({"address": address, "error": e.to_string()})
+                        json!({"address": shown, "error": e.to_string(), "flags": flags})
                     }
                 };
                 if self.json {
                     say_json!(row);
-                } else if let Some(err) = row["error"].as_str() {
-                    say_row(&[&address, "INVALID", err]);
-                } else {
-                    say_row(&[
-                        &address,
+                    continue;
+                }
+                let flags = flags.join("; ");
+                match row["error"].as_str() {
+                    Some(err) => say_row(&[&shown, "INVALID", err, &flags]),
+                    None => say_row(&[
+                        &shown,
                         row["type"].as_str().unwrap_or(""),
                         &format!("seq {}", row["seq"]),
                         row["timestamp"].as_str().unwrap_or(""),
-                    ]);
+                        &flags,
+                    ]),
                 }
             }
         }
         Ok(code)
     }
+}
+
+/// What is unusual about a key's name: a v1 writer may make names interband
+/// never publishes, which are read, listed and delivered all the same.
+fn key_flags(key: &str) -> Vec<String> {
+    let mut flags = Vec::new();
+    if key.starts_with('.') {
+        flags.push("a key starting with '.': interband does not publish it".to_owned());
+    }
+    if key.len() > interband::paths::MAX_NAME_BYTES {
+        flags.push(format!(
+            "a key of {} bytes: interband publishes at most {}",
+            key.len(),
+            interband::paths::MAX_NAME_BYTES
+        ));
+    }
+    if interband::paths::safe_key(key) != key {
+        flags.push("not a key name the bus writes (outside A-Z a-z 0-9 . _ -)".to_owned());
+    }
+    flags
 }
 
 /// One tab-separated row: each field terminal-safe (its own tabs and
@@ -448,8 +474,11 @@ impl Watch {
             let envelope = serde_json::to_vec(&msg.envelope)?;
             match &self.exec {
                 None => {
-                    let line =
+                    let mut line =
                         json!({"address": address, "path": msg.path, "envelope": msg.envelope});
+                    if !msg.flags.is_empty() {
+                        line["flags"] = json!(msg.flags);
+                    }
                     writeln!(stdout, "{}", interband::text::json(&line.to_string()))?;
                     stdout.flush()?;
                 }
