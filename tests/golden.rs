@@ -184,3 +184,46 @@ fn the_host_captures_are_an_unchanged_copy_of_the_shared_ones() {
         assert!(compared > 10, "{host}: {compared} captures compared");
     }
 }
+
+/// What the real v1 readers said of each golden file (`readers.tsv`, from
+/// running `lib/interband.sh` and `interband.go` on them): the models in
+/// `bus/src/v1.rs` say the same, and `interband read` accepts a file exactly
+/// when either v1 reader does, with a warning when interband's own rules
+/// reject it.
+#[test]
+fn readers_accept_what_either_v1_reader_accepts_and_say_so() {
+    let table = std::fs::read_to_string(repo().join("tests/fixtures/v1/readers.tsv")).unwrap();
+    let mut rows = 0;
+    let w = World::new();
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [file, shell, go] = cols[..] else {
+            panic!("a row of three columns: {line}")
+        };
+        rows += 1;
+        let path = repo().join("tests/fixtures/v1").join(file);
+        let value: Option<Value> = serde_json::from_slice(&std::fs::read(&path).unwrap()).ok();
+        let model = value.as_ref().map_or((false, false), |v| {
+            (
+                interband::v1::shell_accepts(v),
+                interband::v1::go_accepts(v),
+            )
+        });
+        assert_eq!(
+            (model.0, model.1),
+            (shell == "accept", go == "accept"),
+            "{file}: the models (shell, Go) differ from the real readers"
+        );
+        let o = w.run(&["read", path.to_str().unwrap()]);
+        let either = shell == "accept" || go == "accept";
+        assert_eq!(code(&o) == 0, either, "{file}: {}", stderr(&o));
+        let warned = stderr(&o).contains("tolerated:");
+        assert_eq!(
+            warned,
+            either && file.starts_with("invalid/"),
+            "{file}: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(rows, fixtures("valid").len() + fixtures("invalid").len());
+}

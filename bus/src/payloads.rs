@@ -632,6 +632,46 @@ mod tests {
     }
 
     #[test]
+    fn times_and_counts_are_written_as_integers_as_v1_wrote_them() {
+        let p = LegacyPressure {
+            level: Level::Yellow,
+            pressure: 23.0,
+            est_tokens: 150_000.0,
+            ts: 1_796_000_000.75,
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["ts"], json!(1_796_000_000u64), "whole seconds");
+        assert!(v["est_tokens"].is_u64() && v["pressure"].is_u64(), "{v}");
+        let v = serde_json::to_value(LegacyPressure {
+            pressure: 23.5,
+            ..p
+        })
+        .unwrap();
+        assert_eq!(v["pressure"], json!(23.5), "a fraction stays");
+        let d = Dispatch {
+            name: "n".into(),
+            workdir: "w".into(),
+            activity: "a".into(),
+            started: 1.0,
+            turns: 2.0,
+            commands: 3.0,
+            messages: 4.0,
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert!(
+            ["started", "turns", "commands", "messages"]
+                .iter()
+                .all(|f| v[f].is_u64()),
+            "{v}"
+        );
+        // Read back as numbers, whatever the writer.
+        let back: LegacyPressure =
+            serde_json::from_value(json!({"level":"red","pressure":1,"est_tokens":2.5,"ts":3.25}))
+                .unwrap();
+        assert_eq!((back.est_tokens, back.ts), (2.5, 3.25));
+    }
+
+    #[test]
     fn bead_reason_may_be_null_or_absent_but_not_false() {
         let ok = json!({"id":"b1","phase":"done","ts":1});
         check::<BeadPhase>(ok.clone()).unwrap();

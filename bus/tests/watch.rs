@@ -565,3 +565,106 @@ fn watch_does_not_spin_on_a_consumer_that_cannot_run_at_all() {
         r.errors[0]
     );
 }
+
+/// Writes a checkpoint as a v1 writer would: no seq, one whole-second
+/// timestamp for every value, a temp file renamed into place.
+fn v1_checkpoint(bus: &Bus, key: &str, trigger: &str) {
+    let dir = bus.root().join("interpulse/checkpoint");
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = format!(
+        r#"{{"version":"1.0.0","namespace":"interpulse","type":"checkpoint_needed","session_id":"{key}","timestamp":"2026-11-30T10:00:00Z","payload":{{"trigger":"{trigger}","ts":1}}}}"#
+    );
+    let tmp = dir.join(".interband-tmp.test");
+    std::fs::write(&tmp, body).unwrap();
+    std::fs::rename(&tmp, dir.join(format!("{key}.json"))).unwrap();
+}
+
+/// Logs each value's trigger: v1 values all have seq 0.
+struct Triggers {
+    log: PathBuf,
+}
+
+impl Consumer for Triggers {
+    fn name(&self) -> &str {
+        "triggers"
+    }
+    fn patterns(&self) -> Vec<String> {
+        vec!["interpulse/checkpoint/*".into()]
+    }
+    fn handle(&mut self, _: &Bus, m: &Message, _: bool) -> Result<(), HandlerError> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        writeln!(f, "{}", m.envelope.payload["trigger"].as_str().unwrap())?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_consumer_handles_each_value_a_v1_writer_makes_within_one_second_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = Bus::new(dir.path().join("root"));
+    let log = dir.path().join("log");
+    let mut c = Triggers { log: log.clone() };
+    for t in ["t1", "t2", "t3"] {
+        v1_checkpoint(&bus, "k", t);
+        assert_eq!(consumer::drain(&bus, &mut c).unwrap().handled, 1, "{t}");
+        assert_eq!(
+            consumer::drain(&bus, &mut c).unwrap().handled,
+            0,
+            "{t} once"
+        );
+    }
+    assert_eq!(log_lines(&log), ["t1", "t2", "t3"]);
+
+    // A drain and a watch together while a v1 writer rewrites the key in
+    // one second: each value handled at most once, the last one handled.
+    std::fs::remove_file(&log).unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut consumers: Vec<Box<dyn Consumer>> =
+                vec![Box::new(Triggers { log: log.clone() })];
+            consumer::watch(
+                &bus,
+                &mut consumers,
+                opts(false),
+                Duration::from_millis(20),
+                |_| !stop.load(Ordering::Relaxed),
+            )
+            .unwrap()
+        });
+        let drainer = s.spawn(|| {
+            let mut c = Triggers { log: log.clone() };
+            while !stop.load(Ordering::Relaxed) {
+                consumer::drain(&bus, &mut c).unwrap();
+            }
+        });
+        for i in 0..100 {
+            v1_checkpoint(&bus, "k", &format!("v{i}"));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let handled = || log_lines(&log).contains(&"v99".to_owned());
+        while !handled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // (Stopped before asserting, so a failure cannot leave the threads running.)
+        stop.store(true, Ordering::Relaxed);
+        watcher.join().unwrap();
+        drainer.join().unwrap();
+        assert!(handled(), "the last value was not handled");
+    });
+    let lines = log_lines(&log);
+    let unique: HashSet<&String> = lines.iter().collect();
+    assert_eq!(
+        unique.len(),
+        lines.len(),
+        "a value handled twice: {lines:?}"
+    );
+    let order: Vec<usize> = lines.iter().map(|l| l[1..].parse().unwrap()).collect();
+    assert!(
+        order.windows(2).all(|p| p[0] < p[1]),
+        "out of order: {order:?}"
+    );
+}
