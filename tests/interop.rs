@@ -300,6 +300,15 @@ fn ls_and_watch_show_every_file_in_a_channel_and_flag_the_unusual_ones() {
             assert!(flags.contains("230 bytes"), "{r}");
         }
     }
+    // Each can be read by its address, as `ls` shows it.
+    for key in [".hidden", "..", long.as_str()] {
+        let o = w.run(&["read", "--payload", &format!("v1/odd/{key}")]);
+        assert_eq!(code(&o), 0, "{key}: {}", stderr(&o));
+        assert_eq!(
+            serde_json::from_str::<Value>(&stdout(&o)).unwrap()["k"],
+            key
+        );
+    }
     // The watch delivers the same four.
     let mut watch = Watching::start(&w, "v1/odd/*");
     let mut delivered: Vec<String> = (0..4)

@@ -261,9 +261,9 @@ impl Bus {
             })
     }
 
-    /// The file name of a key: `<safe key>.json`. A key whose safe form
-    /// starts with `.` is refused: such names are the bus's own (locks, temp
-    /// files, stamps), which readers, watchers and retention pass over.
+    /// The file name a key is published at: `<safe key>.json`. A key whose
+    /// safe form starts with `.` is refused (the bus's own files there start
+    /// with `.`), and so is one over 200 bytes (its lock's name must fit).
     pub fn file_name(key: &str) -> Result<String> {
         let key = safe_key(key);
         let refuse = |reason: &str| Error::InvalidName {
@@ -393,8 +393,10 @@ impl Bus {
     }
 
     /// Reads and validates the message at `namespace/channel/key`.
+    /// Any key a v1 writer may have used is read, including those interband
+    /// never publishes (starting with `.`, longer than 200 bytes).
     pub fn read(&self, namespace: &str, channel: &str, key: &str) -> Result<Message> {
-        let file = Self::file_name(key)?;
+        let file = format!("{}.json", safe_key(key));
         let dir = self.existing_channel(namespace, channel, &file)?;
         let mut msg = read_in(&dir, &file)?;
         msg.address = Some(Address {
