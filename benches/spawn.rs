@@ -9,10 +9,12 @@
 //! Everything runs against a private temp dir (`INTERBAND_ROOT=<tmp>/root`, `HOME=<tmp>/home`),
 //! seeded with one message so `read` has something to read.
 //!
-//! Two builds are measured side by side: the one `cargo build --release` makes (dynamically
-//! linked, "dynamic" below) and the statically linked one we ship on Linux/glibc, built by
-//! `scripts/build-release` into `target/static/` (the bench builds it if needed). A static
-//! binary skips the dynamic loader, which is most of a Rust binary's cost over `/bin/true`.
+//! Builds measured side by side: the one `scripts/build-release` makes (statically linked on
+//! Linux/glibc, into `target/static/`), and the one `cargo install --path .` makes (into
+//! `target/install/`), which `.cargo/config.toml` links statically too. With
+//! `INTERBAND_BENCH_DYNAMIC=1`, also a dynamically linked build (`INTERBAND_DYNAMIC=1`, into
+//! `target/dynamic/`), to see what static linking saves: a static binary skips the dynamic
+//! loader, which is most of a Rust binary's cost over `/bin/true`.
 //!
 //! Run: `cargo bench --bench spawn`. Environment:
 //! - `INTERBAND_BENCH_ROUNDS`: measured rounds, default 300.
@@ -36,7 +38,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-const DYNAMIC_BIN: &str = env!("CARGO_BIN_EXE_interband");
 const WARMUP: usize = 10;
 const PAYLOAD: &str = r#"{"level":"yellow","pressure":61,"est_tokens":1200,"ts":1796000000}"#;
 /// The target the interband cases are held to: median at most this many times the floor's.
@@ -97,6 +98,55 @@ fn static_binary() -> Option<String> {
         eprintln!("spawn bench: no static build; measuring the dynamic one only");
         None
     }
+}
+
+/// Runs a build command from the repository (so `.cargo/config.toml` applies) and returns
+/// `bin` when it succeeded and exists.
+fn build(what: &str, cmd: &mut Command, bin: PathBuf) -> Option<String> {
+    eprintln!("spawn bench: building {what}...");
+    let ok = cmd
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok && bin.exists() {
+        Some(bin.to_string_lossy().into_owned())
+    } else {
+        eprintln!("spawn bench: {what} did not build; left out");
+        None
+    }
+}
+
+/// The binary a user's `cargo install --path .` makes, in a fresh clone of this one.
+fn installed_binary() -> Option<String> {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    build(
+        "the `cargo install --path .` binary",
+        Command::new("cargo")
+            .args([
+                "install", "--path", ".", "--locked", "--force", "--quiet", "--root",
+            ])
+            .arg(target.join("install-root"))
+            .arg("--target-dir")
+            .arg(target.join("install")),
+        target.join("install-root/bin/interband"),
+    )
+}
+
+/// A dynamically linked build, only with `INTERBAND_BENCH_DYNAMIC=1`.
+fn dynamic_binary() -> Option<String> {
+    if !std::env::var("INTERBAND_BENCH_DYNAMIC").is_ok_and(|v| v == "1") {
+        return None;
+    }
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dynamic");
+    build(
+        "a dynamically linked binary",
+        Command::new("cargo")
+            .args(["build", "--release", "--bin", "interband", "--target-dir"])
+            .arg(&target)
+            .env("INTERBAND_DYNAMIC", "1"),
+        target.join("release/interband"),
+    )
 }
 
 const FIXTURES: &str = concat!(
@@ -234,6 +284,7 @@ fn cases(
     peer: Option<&str>,
     static_bin: Option<&str>,
     baseline: Option<&str>,
+    others: &[(&str, String)],
     small: &Path,
     big: &Path,
     hosts: &[HostFiles],
@@ -246,7 +297,9 @@ fn cases(
     if let Some(bin) = baseline {
         builds.push((" (baseline)", bin));
     }
-    builds.push((" (dynamic)", DYNAMIC_BIN));
+    for (suffix, bin) in others {
+        builds.push((suffix, bin.as_str()));
+    }
     for (suffix, bin) in builds {
         let publish = [
             bin,
@@ -286,7 +339,7 @@ fn cases(
         cases.push(
             Case::new(format!("statusline{suffix}"), &[bin, "statusline"]).with_stdin(&statusline),
         );
-        if suffix.is_empty() || static_bin.is_none() && suffix == " (dynamic)" {
+        if suffix.is_empty() {
             // The other hosts' formats, for the build we ship.
             for h in hosts {
                 cases.push(
@@ -370,6 +423,13 @@ fn bench() -> Result<(), String> {
     std::fs::create_dir_all(&env[1].1).map_err(|e| format!("cannot create the temp home: {e}"))?;
     let peer = std::env::var("INTERBAND_BENCH_PEER").ok();
     let static_bin = static_binary();
+    let mut others = Vec::new();
+    if let Some(bin) = installed_binary() {
+        others.push((" (cargo install)", bin));
+    }
+    if let Some(bin) = dynamic_binary() {
+        others.push((" (dynamic)", bin));
+    }
     let (small, big) = (tmp.path().join("small.jsonl"), tmp.path().join("big.jsonl"));
     let big_mb: u64 = std::env::var("INTERBAND_BENCH_TRANSCRIPT_MB")
         .ok()
@@ -402,6 +462,7 @@ fn bench() -> Result<(), String> {
         peer.as_deref(),
         static_bin.as_deref(),
         baseline.as_deref(),
+        &others,
         &small,
         &big,
         &hosts,
@@ -433,7 +494,14 @@ fn bench() -> Result<(), String> {
     let floor = stats[0].0;
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let bins = static_bin.as_deref().unwrap_or("-");
-    println!("machine: nproc={cpus}, rounds={rounds}, static={bins}, dynamic={DYNAMIC_BIN}\n");
+    let others_text: Vec<String> = others
+        .iter()
+        .map(|(s, b)| format!("{}={b}", s.trim()))
+        .collect();
+    println!(
+        "machine: nproc={cpus}, rounds={rounds}, static={bins} {}\n",
+        others_text.join(" ")
+    );
     println!("| case | median ms | p90 ms | ratio to floor | ≤ {TARGET_RATIO}× floor |");
     println!("|---|---:|---:|---:|:---:|");
     let mut json = Vec::new();

@@ -628,9 +628,16 @@ fn the_plugin_files_are_valid() {
     want.sort();
     assert_eq!(events, want);
     for e in CLAUDE_EVENTS {
-        let h = interband_hooks(&hooks, e);
+        let groups = hooks["hooks"][e].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{e}");
+        let h = groups[0]["hooks"].as_array().unwrap();
         assert_eq!(h.len(), 1, "{e}");
-        assert_eq!(h[0]["command"], "interband hook");
+        assert!(
+            h[0]["command"]
+                .as_str()
+                .unwrap()
+                .contains("exec interband hook")
+        );
         assert!(h[0]["timeout"].as_u64().unwrap() > 0);
     }
 
@@ -643,6 +650,117 @@ fn the_plugin_files_are_valid() {
     assert!(front.lines().any(|l| l == "name: interband-pressure"));
     assert!(front.lines().any(|l| l.starts_with("description: ")));
     assert!(skill.contains("interband pressure --json"));
+}
+
+/// Runs the plugin's hook command for `event` as Claude Code does (through bash, with
+/// `${CLAUDE_PLUGIN_ROOT}` substituted), with `stdin`, the given PATH, HOME and extra variables.
+fn plugin_hook(
+    w: &World,
+    event: &str,
+    stdin: &[u8],
+    path: &str,
+    vars: &[(&str, &str)],
+) -> std::process::Output {
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("hooks/hooks.json")).unwrap())
+            .unwrap();
+    let command = hooks["hooks"][event][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .replace("${CLAUDE_PLUGIN_ROOT}", repo().to_str().unwrap());
+    let mut c = std::process::Command::new("bash");
+    c.arg("-c")
+        .arg(command)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", w.home())
+        .env("INTERBAND_ROOT", w.root());
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    with_stdin(&mut c, stdin)
+}
+
+#[test]
+fn the_plugin_hooks_find_the_binary_or_say_once_how_to_install_it() {
+    let bin_dir = Path::new(BIN)
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let system = "/usr/bin:/bin";
+    let post = capture("PostToolUse.input.json");
+    let session = serde_json::from_slice::<Value>(&post).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let published = |w: &World| w.bus().read("interpulse", "pressure", &session).is_ok();
+    // Found on PATH, at $INTERBAND_BIN, or in cargo's bin folder: the hook runs.
+    let on_path = World::new();
+    let o = plugin_hook(
+        &on_path,
+        "PostToolUse",
+        &post,
+        &format!("{bin_dir}:{system}"),
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(published(&on_path), "PATH");
+    let by_var = World::new();
+    let o = plugin_hook(
+        &by_var,
+        "PostToolUse",
+        &post,
+        system,
+        &[("INTERBAND_BIN", BIN)],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(published(&by_var), "INTERBAND_BIN");
+    let in_cargo = World::new();
+    let cargo_bin = in_cargo.home().join(".cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).unwrap();
+    std::os::unix::fs::symlink(BIN, cargo_bin.join("interband")).unwrap();
+    let o = plugin_hook(&in_cargo, "PostToolUse", &post, system, &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(published(&in_cargo), "~/.cargo/bin");
+
+    // Nowhere: every hook succeeds silently; the session's start says how, once.
+    let none = World::new();
+    for e in CLAUDE_EVENTS {
+        let input = if e == "SessionStart" {
+            capture("SessionStart.compact.input.json")
+        } else {
+            post.clone()
+        };
+        let o = plugin_hook(
+            &none,
+            e,
+            &input,
+            system,
+            &[("INTERBAND_BIN", "/nonexistent")],
+        );
+        assert_eq!(code(&o), 0, "{e}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{e}: nothing said");
+    }
+    let o = plugin_hook(
+        &none,
+        "SessionStart",
+        &capture("SessionStart.startup.input.json"),
+        system,
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let said: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let text = said["systemMessage"].as_str().unwrap();
+    assert!(text.contains("cargo install --path ."), "{text}");
+    assert!(
+        text.contains(repo().to_str().unwrap()),
+        "names the plugin's folder: {text}"
+    );
+    assert_eq!(said["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert_eq!(said["hookSpecificOutput"]["additionalContext"], text);
+    assert!(!none.root().exists(), "nothing was written");
 }
 
 #[test]

@@ -1,0 +1,215 @@
+//! Opt-in end-to-end test of the Claude Code plugin as a user gets it: the real Claude Code
+//! 2.1.332 adds this repository's marketplace (`.claude-plugin/marketplace.json`) and installs
+//! the plugin into a private home, then runs headless against the mock Messages API.
+//!
+//! Runs with `INTERBAND_E2E_CLAUDE=1`, as `tests/e2e_claude.rs` (the same CLI, from npm).
+//! Proves that `claude plugin validate .` passes without a warning; that with the binary on
+//! `PATH` the plugin's hooks run (the session's pressure is published); and that with no binary
+//! anywhere, every hook succeeds and the session is told once, at its start, the one command
+//! that installs it.
+
+mod common;
+mod e2e;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use e2e::{Kind, MockApi, bash, run_timed, text};
+use serde_json::Value;
+
+/// Every claude run is killed after this.
+const TIME_BOX: Duration = Duration::from_secs(120);
+/// What the no-binary message says, in part.
+const MISSING: &str = "its binary was not found";
+
+fn claude_bin() -> Option<PathBuf> {
+    e2e::npm_cli(
+        "@anthropic-ai/claude-code",
+        "2.1.332",
+        "claude",
+        "interband-e2e-2.1.332",
+        "INTERBAND_E2E_CLAUDE_BIN",
+    )
+}
+
+fn main() -> std::process::ExitCode {
+    e2e::main(
+        "the_plugin_installed_from_the_marketplace_runs_or_says_how_to_get_the_binary",
+        || e2e::opt_in("INTERBAND_E2E_CLAUDE", claude_bin, Duration::from_secs(30)),
+        the_plugin_installed_from_the_marketplace_runs_or_says_how_to_get_the_binary,
+    )
+}
+
+/// Copies the plugin's own files (what the marketplace's `./` source holds that the plugin
+/// uses) into `to`, leaving out the build folder.
+fn copy_plugin(to: &Path) {
+    for part in [".claude-plugin", "hooks", "skills"] {
+        copy_tree(&repo().join(part), &to.join(part));
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+struct Session<'a> {
+    bin: &'a Path,
+    w: &'a World,
+    api: &'a MockApi,
+}
+
+impl Session<'_> {
+    fn dir(&self, name: &str) -> PathBuf {
+        let d = self.w.dir.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// claude in the private world, with `path` as its PATH.
+    fn command(&self, args: &[&str], path: &str) -> Command {
+        let runtime = self.dir("run");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut c = Command::new(self.bin);
+        c.args(args)
+            .current_dir(self.dir("project"))
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.w.home())
+            .env("CLAUDE_CODE_TMPDIR", self.dir("tmp"))
+            .env("XDG_RUNTIME_DIR", runtime)
+            .env("INTERBAND_ROOT", self.w.root())
+            .env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", "sk-test-interband-e2e-0123456789")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1");
+        c
+    }
+
+    fn run(&self, args: &[&str], path: &str) -> String {
+        let ran = run_timed(self.command(args, path), TIME_BOX).unwrap();
+        let why = format!(
+            "claude {args:?}\nstdout: {}\nstderr: {}",
+            ran.stdout, ran.stderr
+        );
+        let status = ran.status.unwrap_or_else(|| panic!("killed: {why}"));
+        assert!(status.success(), "{status}: {why}");
+        ran.stdout
+    }
+}
+
+fn the_plugin_installed_from_the_marketplace_runs_or_says_how_to_get_the_binary(cli: e2e::Cli) {
+    let bin = cli.bin;
+    // The repository's manifests validate without a warning.
+    let mut c = Command::new(&bin);
+    c.args(["plugin", "validate", "."]).current_dir(repo());
+    let v = run_timed(c, TIME_BOX).unwrap();
+    let out = format!("{}{}", v.stdout, v.stderr);
+    assert!(v.status.is_some_and(|s| s.success()), "{out}");
+    assert!(out.contains("Validation passed"), "{out}");
+    assert!(
+        !out.contains("warning"),
+        "claude plugin validate warned: {out}"
+    );
+
+    let w = World::new();
+    let api = MockApi::start(Duration::from_millis(50));
+    let s = Session {
+        bin: &bin,
+        w: &w,
+        api: &api,
+    };
+    let market = s.dir("market");
+    copy_plugin(&market);
+    let system = "/usr/local/bin:/usr/bin:/bin";
+    s.run(
+        &["plugin", "marketplace", "add", market.to_str().unwrap()],
+        system,
+    );
+    s.run(&["plugin", "install", "interband@interband"], system);
+    println!("e2e: the plugin installed from the local marketplace");
+
+    // 1. No interband anywhere (not on PATH, no ~/.cargo/bin, no INTERBAND_BIN): every hook
+    // succeeds, and the session is told once how to install it.
+    api.script([bash(30_000), bash(31_000), text(31_000, "Done.")]);
+    let out = s.run(
+        &[
+            "-p",
+            "Run `echo hi` twice",
+            "--allowedTools",
+            "Bash",
+            "--output-format",
+            "json",
+        ],
+        system,
+    );
+    let result: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(result["is_error"], false, "{out}");
+    let main: Vec<_> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.kind == Kind::Main)
+        .collect();
+    assert!(main.len() >= 3, "{} main requests", main.len());
+    let last = &main.last().unwrap().body;
+    assert_eq!(
+        last.matches(MISSING).count(),
+        1,
+        "the missing binary said once: {}",
+        &last[..last.len().min(3000)]
+    );
+    assert!(
+        last.contains("cargo install --path ."),
+        "the command that fixes it"
+    );
+    assert!(!last.contains("hook error"), "a hook failed: {last}");
+    assert!(
+        !w.root().join("interpulse").exists(),
+        "nothing ran without the binary"
+    );
+
+    // 2. The binary on PATH: the same hooks run it.
+    let dir = Path::new(BIN)
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let before = api.requests().len();
+    api.script([bash(30_000), text(30_000, "Done.")]);
+    let out = s.run(
+        &[
+            "-p",
+            "Run `echo hi`",
+            "--allowedTools",
+            "Bash",
+            "--output-format",
+            "json",
+        ],
+        &format!("{dir}:{system}"),
+    );
+    let result: Value = serde_json::from_str(out.trim()).unwrap();
+    let session = result["session_id"].as_str().unwrap();
+    let pressure = w.bus().read("interpulse", "pressure", session);
+    assert!(
+        pressure.is_ok(),
+        "the plugin's PostToolUse hook published nothing: {pressure:?}"
+    );
+    let later: Vec<_> = api.requests().into_iter().skip(before).collect();
+    assert!(
+        later.iter().all(|r| !r.body.contains(MISSING)),
+        "the binary was found: no message"
+    );
+    println!("e2e: without the binary, told once; with it, the hooks publish");
+}
