@@ -88,6 +88,8 @@ enum Command {
     Thresholds(commands::pulse::Thresholds),
     /// Show each session's context level, usable context, tokens and calls.
     Pressure(commands::pulse::Pressure),
+    /// A live view of every session, most urgent first (--once, --json: one snapshot).
+    Top(commands::top::Top),
 }
 
 /// Exit codes.
@@ -151,6 +153,7 @@ fn main() -> ExitCode {
         Command::Trust(a) => a.run(),
         Command::Thresholds(a) => a.run(),
         Command::Pressure(a) => a.run(),
+        Command::Top(a) => a.run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -8,3 +8,4 @@ pub mod hook;
 pub mod install;
 pub mod pulse;
 pub mod replay;
+pub mod top;

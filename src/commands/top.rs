@@ -1,0 +1,496 @@
+//! `interband top`: every session on the bus, live, most urgent first.
+//!
+//! One row per session that published its pressure: host, project, model, the
+//! level as a word (and a colour unless `NO_COLOR`), the usable room with a
+//! gauge, used/window, calls, how long ago it was updated, and markers for a
+//! saved note and a pending compaction. It redraws when the bus changes (a
+//! file watch on the channels it shows), and once a second for the ages.
+//! `--once` prints one snapshot as a table, `--json` as JSON.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use interband::Bus;
+use interband::context::{pct_text, tokens_text};
+use interband::paths::safe_key;
+use interband::payloads::{CompactionRequested, ContextWindow, Level, MemoryNote};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Row, Table, TableState};
+use serde_json::{Value, json};
+
+use crate::exit;
+
+/// The channels the view is made of; a change to any of them redraws it.
+const PATTERNS: [&str; 4] = [
+    "interpulse/pressure/*",
+    "interline/context/*",
+    "intermem/note/*",
+    "compact/pending/*",
+];
+
+/// `interband top`
+#[derive(Args)]
+pub struct Top {
+    /// Print one snapshot as a table and exit.
+    #[arg(long)]
+    once: bool,
+    /// Print one snapshot as JSON and exit.
+    #[arg(long, conflicts_with = "once")]
+    json: bool,
+    /// Show only sessions whose host, project, model or id contains this text.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+    /// The order: most urgent first, most recently updated first, or by project.
+    #[arg(long, value_enum, default_value = "urgency")]
+    sort: Sort,
+}
+
+/// The orders rows can be shown in.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Sort {
+    /// Red first, then less usable room first.
+    Urgency,
+    /// Most recently updated first.
+    Recent,
+    /// By project, then session.
+    Project,
+}
+
+impl Sort {
+    fn next(self) -> Self {
+        match self {
+            Sort::Urgency => Sort::Recent,
+            Sort::Recent => Sort::Project,
+            Sort::Project => Sort::Urgency,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Sort::Urgency => "urgency",
+            Sort::Recent => "recent",
+            Sort::Project => "project",
+        }
+    }
+}
+
+/// One session as the view shows it.
+#[derive(Debug, Clone)]
+pub struct Session {
+    session: String,
+    host: String,
+    project: String,
+    model: String,
+    pressure: interband::payloads::Pressure,
+    age_secs: f64,
+    note: Option<String>,
+    pending: Option<String>,
+}
+
+impl Session {
+    fn level(&self) -> Level {
+        self.pressure.level
+    }
+
+    fn used(&self) -> String {
+        let p = &self.pressure;
+        match (p.used_tokens, p.window) {
+            (Some(u), Some(w)) => format!("{}/{}", tokens_text(u), tokens_text(w)),
+            _ => format!("~{} est.", tokens_text(p.est_tokens as u64)),
+        }
+    }
+
+    fn usable(&self) -> String {
+        match self.pressure.context_usable {
+            Some(u) => format!("{} {:>4}", gauge(u, 10), pct_text(u)),
+            None => format!("{}    ?", "·".repeat(10)),
+        }
+    }
+
+    fn markers(&self) -> String {
+        let mut m = String::new();
+        if self.note.is_some() {
+            m.push_str("note ");
+        }
+        if self.pending.is_some() {
+            m.push_str("compact");
+        }
+        m.trim_end().to_owned()
+    }
+
+    fn matches(&self, text: &str) -> bool {
+        let t = text.to_lowercase();
+        [&self.session, &self.host, &self.project, &self.model]
+            .iter()
+            .any(|f| f.to_lowercase().contains(&t))
+    }
+
+    fn json(&self) -> Value {
+        let p = &self.pressure;
+        json!({
+            "session": self.session, "host": self.host, "project": self.project,
+            "model": self.model, "level": p.level.as_str(), "usable_pct": p.context_usable,
+            "used_tokens": p.used_tokens, "window": p.window, "calls": p.calls,
+            "source": p.source, "age_secs": self.age_secs.round(),
+            "note": self.note, "compaction_pending": self.pending,
+        })
+    }
+}
+
+/// A `width`-cell gauge of the usable room.
+fn gauge(pct: f64, width: usize) -> String {
+    let full = ((pct.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
+    format!("{}{}", "█".repeat(full), "░".repeat(width - full))
+}
+
+fn or_dash(text: &str) -> String {
+    if text.is_empty() {
+        "-".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+fn age(secs: f64) -> String {
+    match secs {
+        s if s < 90.0 => format!("{s:.0}s"),
+        s if s < 5400.0 => format!("{:.0}m", s / 60.0),
+        s => format!("{:.1}h", s / 3600.0),
+    }
+}
+
+fn this_host() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Every session with a published pressure, in `sort` order, those matching `filter`.
+pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Session> {
+    let host = this_host();
+    let mut list: Vec<Session> = interpulse::dashboard::rows(bus, now)
+        .into_iter()
+        .map(|r| {
+            let key = safe_key(&r.session);
+            let model = bus
+                .read_typed::<ContextWindow>(&key)
+                .ok()
+                .and_then(|e| e.payload.model)
+                .unwrap_or_default();
+            let project = r
+                .pressure
+                .cwd
+                .as_deref()
+                .and_then(|c| std::path::Path::new(c).file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Session {
+                note: bus
+                    .read_typed::<MemoryNote>(&key)
+                    .ok()
+                    .map(|e| e.payload.path),
+                pending: bus
+                    .read_typed::<CompactionRequested>(&key)
+                    .ok()
+                    .map(|e| e.payload.strategy),
+                session: r.session,
+                host: host.clone(),
+                project,
+                model,
+                pressure: r.pressure,
+                age_secs: r.age_secs,
+            }
+        })
+        .filter(|s| filter.is_none_or(|f| s.matches(f)))
+        .collect();
+    match sort {
+        Sort::Urgency => list.sort_by(|a, b| {
+            b.level()
+                .cmp(&a.level())
+                .then_with(|| {
+                    let room = |s: &Session| s.pressure.context_usable.unwrap_or(f64::INFINITY);
+                    room(a).total_cmp(&room(b))
+                })
+                .then_with(|| a.age_secs.total_cmp(&b.age_secs))
+        }),
+        Sort::Recent => list.sort_by(|a, b| a.age_secs.total_cmp(&b.age_secs)),
+        Sort::Project => list.sort_by(|a, b| {
+            (a.project.as_str(), a.session.as_str()).cmp(&(b.project.as_str(), b.session.as_str()))
+        }),
+    }
+    list
+}
+
+const HEADER: [&str; 10] = [
+    "HOST", "PROJECT", "MODEL", "LEVEL", "USABLE", "USED", "CALLS", "UPDATED", "MARKS", "SESSION",
+];
+
+fn cells(s: &Session) -> [String; 10] {
+    [
+        s.host.clone(),
+        or_dash(&s.project),
+        or_dash(&s.model),
+        s.level().as_str().to_uppercase(),
+        s.usable(),
+        s.used(),
+        s.pressure.calls.map_or("-".into(), |c| c.to_string()),
+        age(s.age_secs),
+        s.markers(),
+        s.session.chars().take(8).collect(),
+    ]
+}
+
+impl Top {
+    pub fn run(self) -> Result<u8> {
+        let bus = Bus::from_env()?;
+        if self.once || self.json {
+            let list = snapshot(&bus, super::pulse::now(), self.sort, self.filter.as_deref());
+            if self.json {
+                say_json!(Value::Array(list.iter().map(Session::json).collect()));
+            } else {
+                print_table(&list);
+            }
+            return Ok(exit::OK);
+        }
+        live(&bus, self.sort, self.filter.unwrap_or_default())
+    }
+}
+
+/// The snapshot as aligned columns, every field terminal-safe.
+fn print_table(list: &[Session]) {
+    let rows: Vec<[String; 10]> = list.iter().map(cells).collect();
+    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |fields: Vec<&str>| {
+        let cols: Vec<String> = fields
+            .iter()
+            .zip(&widths)
+            .map(|(f, w)| format!("{f:<w$}"))
+            .collect();
+        say!("{}", cols.join("  ").trim_end());
+    };
+    line(HEADER.to_vec());
+    for r in &rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+    if list.is_empty() {
+        say!(
+            "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed"
+        );
+    }
+}
+
+/// What the live view is showing.
+struct Ui {
+    sort: Sort,
+    filter: String,
+    editing_filter: bool,
+    details: bool,
+    table: TableState,
+    color: bool,
+}
+
+fn level_style(level: Level, color: bool) -> Style {
+    if !color {
+        return Style::default().add_modifier(Modifier::BOLD);
+    }
+    let c = match level {
+        Level::Green => Color::Green,
+        Level::Yellow => Color::Yellow,
+        Level::Orange => Color::Indexed(208),
+        Level::Red => Color::Red,
+    };
+    Style::default().fg(c).add_modifier(Modifier::BOLD)
+}
+
+fn live(bus: &Bus, sort: Sort, filter: String) -> Result<u8> {
+    let mut sub = interband::Subscription::new(
+        bus,
+        &PATTERNS,
+        interband::WatchOptions {
+            initial: false,
+            ..Default::default()
+        },
+    )?;
+    let mut ui = Ui {
+        sort,
+        filter,
+        editing_filter: false,
+        details: false,
+        table: TableState::default().with_selected(Some(0)),
+        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    };
+    let mut terminal = ratatui::init();
+    let result = (|| -> Result<()> {
+        let mut dirty = true;
+        let mut drawn = Instant::now();
+        let mut list = Vec::new();
+        loop {
+            if dirty || drawn.elapsed() >= Duration::from_secs(1) {
+                let f = (!ui.filter.is_empty()).then_some(ui.filter.as_str());
+                list = snapshot(bus, super::pulse::now(), ui.sort, f);
+                terminal.draw(|frame| draw(frame, &list, &mut ui))?;
+                drawn = Instant::now();
+                dirty = false;
+            }
+            // Keys, for at most a tenth of a second; then whatever the bus said meanwhile.
+            if event::poll(Duration::from_millis(100))?
+                && let Event::Key(k) = event::read()?
+                && k.kind == KeyEventKind::Press
+            {
+                dirty = true;
+                if ui.editing_filter {
+                    match k.code {
+                        KeyCode::Enter | KeyCode::Esc => ui.editing_filter = false,
+                        KeyCode::Backspace => {
+                            ui.filter.pop();
+                        }
+                        KeyCode::Char(c) => ui.filter.push(c),
+                        _ => {}
+                    }
+                    continue;
+                }
+                match k.code {
+                    KeyCode::Char('q') => return Ok(()),
+                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                        return Ok(());
+                    }
+                    KeyCode::Esc if ui.details => ui.details = false,
+                    KeyCode::Esc => return Ok(()),
+                    KeyCode::Char('/') => ui.editing_filter = true,
+                    KeyCode::Char('s') => ui.sort = ui.sort.next(),
+                    KeyCode::Enter => ui.details = !ui.details,
+                    KeyCode::Down | KeyCode::Char('j') => {
+                        let n = list.len().max(1);
+                        ui.table
+                            .select(Some(ui.table.selected().map_or(0, |i| (i + 1) % n)));
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => {
+                        let n = list.len().max(1);
+                        ui.table
+                            .select(Some(ui.table.selected().map_or(0, |i| (i + n - 1) % n)));
+                    }
+                    _ => {}
+                }
+            }
+            while sub.next(Duration::ZERO)?.is_some() {
+                dirty = true;
+            }
+        }
+    })();
+    ratatui::restore();
+    result.map(|()| exit::OK)
+}
+
+fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
+    let [head, body, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(if ui.details { 8 } else { 1 }),
+    ])
+    .areas(frame.area());
+    let count = |l: Level| list.iter().filter(|s| s.level() == l).count();
+    let summary = format!(
+        " interband top · {} sessions · {} red · {} orange · {} yellow · sort: {}{}",
+        list.len(),
+        count(Level::Red),
+        count(Level::Orange),
+        count(Level::Yellow),
+        ui.sort.name(),
+        if ui.filter.is_empty() {
+            String::new()
+        } else {
+            format!(" · filter: {}", ui.filter)
+        }
+    );
+    frame.render_widget(Paragraph::new(safe(&summary)), head);
+    let rows = list.iter().map(|s| {
+        let c = cells(s);
+        Row::new(c.into_iter().enumerate().map(|(i, text)| {
+            let span = Span::raw(safe(&text));
+            if i == 3 {
+                span.style(level_style(s.level(), ui.color))
+            } else {
+                span
+            }
+        }))
+    });
+    let widths = [
+        Constraint::Length(12),
+        Constraint::Length(16),
+        Constraint::Length(18),
+        Constraint::Length(7),
+        Constraint::Length(16),
+        Constraint::Length(12),
+        Constraint::Length(6),
+        Constraint::Length(8),
+        Constraint::Length(12),
+        Constraint::Length(9),
+    ];
+    let highlight = if ui.color {
+        Style::default().add_modifier(Modifier::REVERSED)
+    } else {
+        Style::default().add_modifier(Modifier::UNDERLINED)
+    };
+    let table = Table::new(rows, widths)
+        .header(Row::new(HEADER).style(Style::default().add_modifier(Modifier::BOLD)))
+        .row_highlight_style(highlight);
+    frame.render_stateful_widget(table, body, &mut ui.table);
+    if ui.details {
+        let selected = ui.table.selected().and_then(|i| list.get(i));
+        let text: Vec<Line> = match selected {
+            Some(s) => vec![
+                Line::from(safe(&format!("session     {}", s.session))),
+                Line::from(safe(&format!(
+                    "project     {}",
+                    s.pressure.cwd.as_deref().unwrap_or("-")
+                ))),
+                Line::from(safe(&format!(
+                    "transcript  {}",
+                    s.pressure.transcript_path.as_deref().unwrap_or("-")
+                ))),
+                Line::from(safe(&format!(
+                    "figure      {} ({})",
+                    s.used(),
+                    s.pressure.source.as_deref().unwrap_or("estimate")
+                ))),
+                Line::from(safe(&format!(
+                    "latest note {}",
+                    s.note.as_deref().unwrap_or("-")
+                ))),
+                Line::from(safe(&format!(
+                    "compaction  {}",
+                    s.pending
+                        .as_deref()
+                        .map_or("-".to_owned(), |p| format!("requested ({p})"))
+                ))),
+            ],
+            None => vec![Line::from("no session selected")],
+        };
+        frame.render_widget(
+            Paragraph::new(text)
+                .block(Block::bordered().title(" details (Enter or Esc to close) ")),
+            foot,
+        );
+    } else {
+        let keys = if ui.editing_filter {
+            format!(" filter: {}▏ (Enter to apply)", ui.filter)
+        } else {
+            " q quit · / filter · s sort · ↑↓ select · Enter details".to_owned()
+        };
+        frame.render_widget(Paragraph::new(safe(&keys)), foot);
+    }
+}
+
+/// Text from the bus, with its control characters shown escaped.
+fn safe(text: &str) -> String {
+    interband::text::terminal(text).into_owned()
+}

@@ -1,0 +1,151 @@
+//! `interband top`: the snapshot forms (`--once`, `--json`), and the live view in a real
+//! terminal (tmux): it shows the sessions, follows the bus as it changes, and obeys its keys.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// Publishes a session's pressure as the hook does.
+fn pressure(w: &World, session: &str, level: &str, usable: f64, used: u64, cwd: &str) {
+    let payload = json!({"level": level, "pressure": 10, "est_tokens": used, "ts": now(),
+        "context_usable": usable, "used_tokens": used, "window": 200_000,
+        "source": "transcript", "calls": 12, "cwd": cwd});
+    let o = w.run(&[
+        "publish",
+        "interpulse",
+        "pressure",
+        session,
+        "--type",
+        "context_pressure",
+        "--session",
+        session,
+        "--payload",
+        &payload.to_string(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn a_snapshot_lists_every_session_most_urgent_first() {
+    let w = World::new();
+    pressure(&w, "s-green", "green", 80.0, 20_000, "/work/alpha");
+    pressure(&w, "s-red", "red", 4.0, 160_000, "/work/beta");
+    pressure(&w, "s-orange", "orange", 15.0, 140_000, "/work/gamma");
+    let o = w.run(&["top", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let list: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let order: Vec<&str> = list
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["s-red", "s-orange", "s-green"]);
+    assert_eq!(list[0]["project"], "beta");
+    assert_eq!(list[0]["level"], "red");
+    assert!(list[0]["host"].as_str().is_some_and(|h| !h.is_empty()));
+
+    let o = w.run(&["top", "--once", "--filter", "gamma"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 2, "header and one row: {out}");
+    assert!(out.contains("ORANGE") && out.contains("140k/200k"), "{out}");
+}
+
+/// A tmux server of the test's own (its socket in the temp folder).
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "top"]).stdout).into_owned()
+    }
+    fn wait_for(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
+        poll(20, what, || {
+            let s = self.screen();
+            f(&s).then_some(s)
+        })
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+#[test]
+fn the_live_view_follows_the_bus_and_its_keys_in_a_real_terminal() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        println!("skipped: no tmux");
+        return;
+    }
+    let w = World::new();
+    pressure(&w, "s-one", "yellow", 30.0, 115_000, "/work/alpha");
+    let tmux = Tmux {
+        socket: w.dir.path().join("tmux.sock"),
+    };
+    let launch = format!(
+        "env INTERBAND_ROOT='{}' HOME='{}' NO_COLOR=1 '{}' top",
+        w.root().display(),
+        w.home().display(),
+        BIN
+    );
+    let o = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "top",
+        "-x",
+        "150",
+        "-y",
+        "30",
+        &launch,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    tmux.wait_for("the first session", |s| {
+        s.contains("YELLOW") && s.contains("alpha")
+    });
+
+    // A new session and a change of level appear without a key pressed.
+    pressure(&w, "s-two", "red", 3.0, 162_000, "/work/beta");
+    let s = tmux.wait_for("the red session", |s| {
+        s.contains("RED") && s.contains("beta")
+    });
+    // Most urgent first: beta's row above alpha's.
+    assert!(s.find("beta").unwrap() < s.find("alpha").unwrap(), "{s}");
+    pressure(&w, "s-one", "orange", 16.0, 140_000, "/work/alpha");
+    tmux.wait_for("alpha at orange", |s| s.contains("ORANGE"));
+
+    // Keys: filter, details, quit.
+    tmux.cmd(&["send-keys", "-t", "top", "/", "alpha", "Enter"]);
+    tmux.wait_for("the filter", |s| {
+        s.contains("filter: alpha") && !s.contains("beta")
+    });
+    tmux.cmd(&["send-keys", "-t", "top", "Enter"]);
+    tmux.wait_for("the details", |s| {
+        s.contains("details") && s.contains("/work/alpha")
+    });
+    tmux.cmd(&["send-keys", "-t", "top", "Escape"]);
+    tmux.cmd(&["send-keys", "-t", "top", "q"]);
+    poll(20, "top to quit", || {
+        (!tmux.cmd(&["has-session", "-t", "top"]).status.success()).then_some(())
+    });
+}
