@@ -90,6 +90,8 @@ enum Command {
     Pressure(commands::pulse::Pressure),
     /// A live view of every session, most urgent first (--once, --json: one snapshot).
     Top(commands::top::Top),
+    /// Share chosen channels with other machines through a NATS JetStream bucket.
+    Bridge(commands::bridge::Bridge),
 }
 
 /// Exit codes.
@@ -154,6 +156,7 @@ fn main() -> ExitCode {
         Command::Thresholds(a) => a.run(),
         Command::Pressure(a) => a.run(),
         Command::Top(a) => a.run(),
+        Command::Bridge(a) => a.run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

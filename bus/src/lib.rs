@@ -50,7 +50,9 @@ pub mod trust;
 pub mod v1;
 pub mod watch;
 
-pub use bus::{Address, Bus, FileId, Message, Published, decode, parse_message, read_path};
+pub use bus::{
+    Address, Bus, FileId, Message, Published, check_message, decode, parse_message, read_path,
+};
 pub use consumer::Consumer;
 pub use envelope::Envelope;
 pub use error::{Error, Result, is_transient_io};

@@ -152,6 +152,9 @@ pub struct Subscription {
     delivered: HashMap<PathBuf, Cursor>,
     queue: VecDeque<Message>,
     last_scan: Instant,
+    /// A full rescan due shortly: a new folder appeared, and a folder made in
+    /// it before the watcher watched it would give no event of its own.
+    soon: Option<Instant>,
 }
 
 impl Subscription {
@@ -176,6 +179,7 @@ impl Subscription {
             delivered: HashMap::new(),
             queue: VecDeque::new(),
             last_scan: Instant::now(),
+            soon: None,
         };
         sub.scan();
         if !sub.opts.initial {
@@ -205,7 +209,7 @@ impl Subscription {
             } else {
                 self.opts.poll_interval
             };
-            let next_scan = self.last_scan + interval;
+            let next_scan = (self.last_scan + interval).min(self.soon.unwrap_or(deadline));
             if now >= next_scan {
                 self.scan();
                 continue;
@@ -256,12 +260,14 @@ impl Subscription {
     /// Rescans every folder the patterns can match.
     fn scan(&mut self) {
         self.last_scan = Instant::now();
+        self.soon = None;
         for f in candidate_files(&self.bus, &self.patterns) {
             self.offer(&f, Read::IfChanged);
         }
     }
 
     fn scan_dir(&mut self, dir: &Path) {
+        self.soon = Some(Instant::now() + Duration::from_millis(100));
         // A new namespace or channel folder: its files may predate our watch
         // on it. Listed through verified handles, never through a link.
         let Ok(rel) = dir.strip_prefix(self.bus.root()) else {

@@ -1,5 +1,6 @@
 //! One module per group of subcommands.
 
+pub mod bridge;
 pub mod bus;
 pub mod codex_trust;
 pub mod config;

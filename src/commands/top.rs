@@ -205,6 +205,7 @@ pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Se
                 age_secs: r.age_secs,
             }
         })
+        .chain(remote_sessions(bus, now))
         .filter(|s| filter.is_none_or(|f| s.matches(f)))
         .collect();
     match sort {
@@ -223,6 +224,43 @@ pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Se
         }),
     }
     list
+}
+
+/// The sessions of other machines, as a running `interband bridge` keeps them.
+fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
+    let of = |ns: &str, ch: &str| interband_bridge::remote_messages(bus, ns, ch);
+    let models = of("interline", "context");
+    let notes = of("intermem", "note");
+    let pending = of("compact", "pending");
+    let find = |list: &[(String, interband::Message)], host: &str, key: &str| {
+        list.iter()
+            .find(|(h, m)| h == host && m.path.file_stem().is_some_and(|s| s == key))
+            .map(|(_, m)| m.envelope.payload.clone())
+    };
+    of("interpulse", "pressure")
+        .into_iter()
+        .filter_map(|(host, m)| {
+            let key = m.path.file_stem()?.to_string_lossy().into_owned();
+            let pressure: interband::payloads::Pressure =
+                serde_json::from_value(m.envelope.payload).ok()?;
+            let text = |v: Option<Value>, f: &str| v.and_then(|v| v[f].as_str().map(str::to_owned));
+            Some(Session {
+                project: pressure
+                    .cwd
+                    .as_deref()
+                    .and_then(|c| std::path::Path::new(c).file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                model: text(find(&models, &host, &key), "model").unwrap_or_default(),
+                note: text(find(&notes, &host, &key), "path"),
+                pending: text(find(&pending, &host, &key), "strategy"),
+                age_secs: (now - pressure.ts).max(0.0),
+                session: m.envelope.session_id,
+                host,
+                pressure,
+            })
+        })
+        .collect()
 }
 
 const HEADER: [&str; 10] = [

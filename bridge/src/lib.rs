@@ -1,0 +1,602 @@
+//! The bridge: mirrors chosen channels between the local bus and a NATS
+//! JetStream key-value bucket, both ways, so agents on several machines share
+//! one bus.
+//!
+//! Every value a bridge sends is stored under `<host>/<namespace>/<channel>/<key>`
+//! (its origin first), holding the envelope as the local bus has it. A bridge
+//! never applies what its own host sent, so nothing echoes back.
+//!
+//! Remote values are validated exactly as a local publish is (size, envelope,
+//! contract); anything else is dropped and counted. Then, by channel:
+//!
+//! - **shared** channels (coordination, dispatch, bead phases: by default
+//!   [`SHARED`]) are published into the local bus at the same address, for the
+//!   local plugins to act on;
+//! - **observed** channels (pressure, checkpoints, notes, statusline context:
+//!   [`OBSERVED`]) are kept apart, under `<root>/.remote/<host>/...`, for the
+//!   views (`interband top`, `interband pressure --all`). No consumer watches
+//!   there: a checkpoint from another machine never makes this machine write
+//!   a note from a transcript it does not have.
+//!
+//! While the server is unreachable the bridge keeps reading the local bus and
+//! holds the latest value per key (memory bounded by the number of keys),
+//! reconnects with backoff, and resumes the bucket's watch from the last
+//! revision it applied (kept in `<root>/.state/bridge.json` with its status).
+#![deny(missing_docs)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use interband::fsio::MAX_MESSAGE_BYTES;
+use interband::paths::{check_segment, safe_key};
+use interband::{Bus, Message, Subscription, WatchOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Channels applied into the local bus by default: what agents on several
+/// machines coordinate through.
+pub const SHARED: &[&str] = &[
+    "interphase/bead",
+    "clavain/dispatch",
+    "interlock/coordination",
+];
+
+/// Channels kept apart by default, for the views only: each session's own state.
+pub const OBSERVED: &[&str] = &[
+    "interpulse/pressure",
+    "interpulse/checkpoint",
+    "intermem/note",
+    "interline/context",
+    "compact/pending",
+];
+
+/// The folder, under the root, where observed remote values are kept.
+pub const REMOTE: &str = ".remote";
+
+/// What can stop the bridge.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A channel given is not `NAMESPACE/CHANNEL`.
+    #[error("{channel:?}: expected NAMESPACE/CHANNEL")]
+    Channel {
+        /// What was given.
+        channel: String,
+    },
+    /// The host name cannot name a folder or a key.
+    #[error("host {host:?}: {reason}")]
+    Host {
+        /// What was given.
+        host: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The bus failed.
+    #[error(transparent)]
+    Bus(#[from] interband::Error),
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// How to reach the server, what to mirror, and as whom.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Server URLs, comma-separated (`nats://host:4222`, `tls://...`).
+    pub url: String,
+    /// The key-value bucket (created, with one value per key, when missing).
+    pub bucket: String,
+    /// This machine's name: the origin of what it sends, the folder of what
+    /// others see of it. `A-Za-z0-9._-`.
+    pub host: String,
+    /// A credentials file (`.creds`).
+    pub creds: Option<PathBuf>,
+    /// An nkey seed.
+    pub nkey: Option<String>,
+    /// A CA certificate (PEM): the connection then requires TLS.
+    pub tls_ca: Option<PathBuf>,
+    /// Channels applied into the local bus (`NAMESPACE/CHANNEL`).
+    pub shared: Vec<String>,
+    /// Channels kept apart for the views.
+    pub observed: Vec<String>,
+}
+
+impl Options {
+    /// The defaults for `url`, as `host`: bucket `interband`, [`SHARED`] and [`OBSERVED`].
+    pub fn new(url: &str, host: &str) -> Self {
+        Options {
+            url: url.to_owned(),
+            bucket: "interband".to_owned(),
+            host: host.to_owned(),
+            creds: None,
+            nkey: None,
+            tls_ca: None,
+            shared: SHARED.iter().map(|s| (*s).to_owned()).collect(),
+            observed: OBSERVED.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        check_segment("host", &self.host).map_err(|e| Error::Host {
+            host: self.host.clone(),
+            reason: e.to_string(),
+        })?;
+        for c in self.shared.iter().chain(&self.observed) {
+            let ok = c.split_once('/').is_some_and(|(n, ch)| {
+                check_segment("n", n).is_ok() && check_segment("c", ch).is_ok()
+            });
+            if !ok {
+                return Err(Error::Channel { channel: c.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a running bridge says of itself (`<root>/.state/bridge.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// This machine's name.
+    #[serde(default)]
+    pub host: String,
+    /// The server URLs.
+    #[serde(default)]
+    pub url: String,
+    /// The bucket.
+    #[serde(default)]
+    pub bucket: String,
+    /// Whether the server is reachable now.
+    #[serde(default)]
+    pub connected: bool,
+    /// The last bucket revision applied or skipped: the watch resumes after it.
+    #[serde(default)]
+    pub last_revision: u64,
+    /// Values sent since the bridge started.
+    #[serde(default)]
+    pub sent: u64,
+    /// Remote values applied (shared) or kept (observed).
+    #[serde(default)]
+    pub applied: u64,
+    /// Remote values dropped as invalid.
+    #[serde(default)]
+    pub dropped: u64,
+    /// Local values waiting for the server.
+    #[serde(default)]
+    pub pending: usize,
+    /// The last problem, if any.
+    #[serde(default)]
+    pub problem: Option<String>,
+    /// When this was written, Unix seconds.
+    #[serde(default)]
+    pub updated: u64,
+}
+
+const STATE: &str = ".state";
+const STATUS_FILE: &str = "bridge.json";
+
+/// The status the bridge last wrote, if any.
+pub fn status(bus: &Bus) -> Option<Status> {
+    let dir = bus.dir(&[STATE], false).ok()?;
+    serde_json::from_slice(&dir.read(STATUS_FILE, MAX_MESSAGE_BYTES).ok()?).ok()
+}
+
+fn save_status(bus: &Bus, s: &Status) -> Result<(), Error> {
+    let bytes = serde_json::to_vec_pretty(s).expect("status serializes");
+    Ok(bus.dir(&[STATE], true)?.write(STATUS_FILE, &bytes, false)?)
+}
+
+/// Every observed remote value of `namespace/channel`, with the host it came from.
+pub fn remote_messages(bus: &Bus, namespace: &str, channel: &str) -> Vec<(String, Message)> {
+    let Ok(remote) = bus.dir(&[REMOTE], false) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for host in remote.entries().unwrap_or_default() {
+        let Some(host) = host.name_str().map(str::to_owned) else {
+            continue;
+        };
+        let Ok(dir) = bus.dir(&[REMOTE, &host, namespace, channel], false) else {
+            continue;
+        };
+        for name in dir.file_names(".json").unwrap_or_default() {
+            let Ok(bytes) = dir.read(&name, MAX_MESSAGE_BYTES) else {
+                continue;
+            };
+            if let Ok(m) = interband::parse_message(&dir.join(&name), &bytes) {
+                out.push((host.clone(), m));
+            }
+        }
+    }
+    out
+}
+
+/// The URLs without a `user:password@` part, and that login: given to the
+/// client apart, and never written to the status file.
+fn split_login(urls: &str) -> (String, Option<(String, String)>) {
+    let mut login = None;
+    let clean: Vec<String> = urls
+        .split(',')
+        .map(|u| {
+            let u = u.trim();
+            let (scheme, rest) = u.split_once("://").unwrap_or(("nats", u));
+            match rest.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    let (user, pass) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                    login = Some((user.to_owned(), pass.to_owned()));
+                    format!("{scheme}://{host}")
+                }
+                None => format!("{scheme}://{rest}"),
+            }
+        })
+        .collect();
+    (clean.join(","), login)
+}
+
+/// The key a value is stored under in the bucket.
+fn kv_key(host: &str, ns: &str, ch: &str, key: &str) -> String {
+    format!("{host}/{ns}/{ch}/{key}")
+}
+
+/// The parts of a bucket key, each a plain name.
+fn parse_kv_key(k: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut parts = k.splitn(4, '/');
+    let (host, ns, ch, key) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let plain = |s: &str| check_segment("part", s).is_ok();
+    (plain(host) && plain(ns) && plain(ch) && plain(key) && safe_key(key) == key)
+        .then_some((host, ns, ch, key))
+}
+
+/// A digest of what a value says (type and payload), to know the bridge's
+/// own writes when the local watch sees them.
+fn digest(msg_type: &str, payload: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(msg_type.as_bytes());
+    h.update([0]);
+    h.update(payload.to_string().as_bytes());
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Runs the bridge until `stop` is set. Problems with the server are
+/// retried for as long as it runs; only bad options and a bus that cannot be
+/// used end it.
+pub fn run(bus: &Bus, opts: &Options, stop: Arc<AtomicBool>) -> Result<(), Error> {
+    opts.check()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    rt.block_on(Bridge::new(bus, opts).run(stop))
+}
+
+struct Bridge<'a> {
+    bus: &'a Bus,
+    opts: &'a Options,
+    status: Status,
+    /// Local values not yet stored in the bucket: the latest per bucket key.
+    pending: HashMap<String, Vec<u8>>,
+    /// What the bridge last wrote into the local bus per address (shared
+    /// channels): the local watch's sight of it is not sent back.
+    written: HashMap<String, String>,
+}
+
+type Watch = async_nats::jetstream::kv::Watch;
+type Store = async_nats::jetstream::kv::Store;
+
+async fn next_entry(
+    w: &mut Option<Watch>,
+) -> Option<Result<async_nats::jetstream::kv::Entry, async_nats::jetstream::kv::WatcherError>> {
+    match w {
+        Some(w) => w.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<'a> Bridge<'a> {
+    fn new(bus: &'a Bus, opts: &'a Options) -> Self {
+        let last =
+            status(bus).filter(|s| s.bucket == opts.bucket && s.url == split_login(&opts.url).0);
+        Bridge {
+            bus,
+            opts,
+            status: Status {
+                host: opts.host.clone(),
+                url: split_login(&opts.url).0,
+                bucket: opts.bucket.clone(),
+                last_revision: last.map_or(0, |s| s.last_revision),
+                ..Status::default()
+            },
+            pending: HashMap::new(),
+            written: HashMap::new(),
+        }
+    }
+
+    async fn run(mut self, stop: Arc<AtomicBool>) -> Result<(), Error> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Message>();
+        let patterns: Vec<String> = self
+            .opts
+            .shared
+            .iter()
+            .chain(&self.opts.observed)
+            .map(|c| format!("{c}/*"))
+            .collect();
+        let mut sub = Subscription::new(self.bus, &patterns, WatchOptions::default())?;
+        let watching = stop.clone();
+        // The local bus is watched by its own thread (file events block).
+        std::thread::spawn(move || {
+            while !watching.load(Ordering::Relaxed) {
+                match sub.next(Duration::from_millis(200)) {
+                    Ok(Some(m)) => {
+                        if tx.send(m).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(_) => std::thread::sleep(Duration::from_millis(200)),
+                }
+            }
+        });
+        let mut client: Option<async_nats::Client> = None;
+        let mut store: Option<Store> = None;
+        let mut watch: Option<Watch> = None;
+        let mut backoff = Duration::from_millis(100);
+        let mut next_try = Instant::now();
+        let mut saved = Instant::now() - Duration::from_secs(10);
+        while !stop.load(Ordering::Relaxed) {
+            if store.is_none() && Instant::now() >= next_try {
+                match self.connect().await {
+                    Ok((c, s, w)) => {
+                        client = Some(c);
+                        store = Some(s);
+                        watch = Some(w);
+                        backoff = Duration::from_millis(100);
+                        self.status.connected = true;
+                        self.status.problem = None;
+                    }
+                    Err(e) => {
+                        self.status.connected = false;
+                        self.status.problem = Some(e);
+                        next_try = Instant::now() + backoff;
+                        backoff = (backoff * 2).min(Duration::from_secs(10));
+                    }
+                }
+            }
+            tokio::select! {
+                Some(m) = rx.recv() => self.outgoing(&m),
+                entry = next_entry(&mut watch) => match entry {
+                    Some(Ok(e)) => self.incoming(e),
+                    Some(Err(e)) => {
+                        self.status.problem = Some(format!("watch: {e}"));
+                        watch = None;
+                    }
+                    None => watch = None,
+                },
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+            // A connection that dropped is started afresh (after the backoff),
+            // its watch resumed from the last revision applied.
+            let lost = client
+                .as_ref()
+                .is_some_and(|c| c.connection_state() != async_nats::connection::State::Connected);
+            if lost || (store.is_some() && watch.is_none()) {
+                (client, store, watch) = (None, None, None);
+                self.status.connected = false;
+                next_try = Instant::now() + backoff;
+            }
+            if let Some(s) = &store
+                && !self.flush(s).await
+            {
+                (client, store, watch) = (None, None, None);
+                self.status.connected = false;
+                next_try = Instant::now() + backoff;
+            }
+            self.status.pending = self.pending.len();
+            if saved.elapsed() >= Duration::from_millis(500) {
+                self.status.updated = now();
+                save_status(self.bus, &self.status)?;
+                saved = Instant::now();
+            }
+        }
+        self.status.connected = false;
+        save_status(self.bus, &self.status)?;
+        Ok(())
+    }
+
+    async fn connect(&self) -> Result<(async_nats::Client, Store, Watch), String> {
+        let o = self.opts;
+        let (urls, login) = split_login(&o.url);
+        let mut co = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(3))
+            .request_timeout(Some(Duration::from_secs(3)));
+        if let Some((user, password)) = login {
+            co = co.user_and_password(user, password);
+        }
+        if let Some(c) = &o.creds {
+            co = co
+                .credentials_file(c)
+                .await
+                .map_err(|e| format!("{}: {e}", c.display()))?;
+        }
+        if let Some(seed) = &o.nkey {
+            co = co.nkey(seed.clone());
+        }
+        if let Some(ca) = &o.tls_ca {
+            co = co.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        let client = co
+            .connect(urls.as_str())
+            .await
+            .map_err(|e| format!("{urls}: {e}"))?;
+        let js = async_nats::jetstream::new(client.clone());
+        let store = match js.get_key_value(&o.bucket).await {
+            Ok(s) => s,
+            Err(_) => js
+                .create_key_value(async_nats::jetstream::kv::Config {
+                    bucket: o.bucket.clone(),
+                    history: 1,
+                    max_value_size: MAX_MESSAGE_BYTES as i32,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| format!("bucket {}: {e}", o.bucket))?,
+        };
+        let watch = store
+            .watch_all_from_revision(self.status.last_revision + 1)
+            .await
+            .map_err(|e| format!("bucket {}: watch: {e}", o.bucket))?;
+        Ok((client, store, watch))
+    }
+
+    /// A local value: queued for the bucket, unless the bridge wrote it itself.
+    fn outgoing(&mut self, m: &Message) {
+        let Some(a) = &m.address else { return };
+        if a.key.starts_with('.') || safe_key(&a.key) != a.key {
+            return;
+        }
+        let said = digest(&m.envelope.msg_type, &m.envelope.payload);
+        if self.written.get(&a.to_string()) == Some(&said) {
+            return;
+        }
+        let Ok(bytes) = serde_json::to_vec(&m.envelope) else {
+            return;
+        };
+        let k = kv_key(&self.opts.host, &a.namespace, &a.channel, &a.key);
+        self.pending.insert(k, bytes);
+    }
+
+    /// Stores the pending values; false when the server failed.
+    async fn flush(&mut self, store: &Store) -> bool {
+        let keys: Vec<String> = self.pending.keys().cloned().collect();
+        for k in keys {
+            let bytes = self.pending[&k].clone();
+            match store.put(k.as_str(), bytes.into()).await {
+                Ok(_) => {
+                    self.pending.remove(&k);
+                    self.status.sent += 1;
+                }
+                Err(e) => {
+                    self.status.problem = Some(format!("put {k}: {e}"));
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// A value from the bucket: dropped, or applied by its channel's kind.
+    fn incoming(&mut self, e: async_nats::jetstream::kv::Entry) {
+        self.status.last_revision = self.status.last_revision.max(e.revision);
+        if e.operation != async_nats::jetstream::kv::Operation::Put {
+            return;
+        }
+        let Some((origin, ns, ch, key)) = parse_kv_key(&e.key) else {
+            self.status.dropped += 1;
+            return;
+        };
+        if origin == self.opts.host {
+            return;
+        }
+        match self.apply(origin, ns, ch, key, &e.value) {
+            Ok(true) => self.status.applied += 1,
+            Ok(false) => {}
+            Err(why) => {
+                self.status.dropped += 1;
+                self.status.problem = Some(format!("dropped {}: {why}", e.key));
+            }
+        }
+    }
+
+    fn apply(
+        &mut self,
+        origin: &str,
+        ns: &str,
+        ch: &str,
+        key: &str,
+        bytes: &[u8],
+    ) -> Result<bool, String> {
+        if bytes.len() as u64 > MAX_MESSAGE_BYTES {
+            return Err(format!("{} bytes, over the limit", bytes.len()));
+        }
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        interband::check_message(&value)?;
+        if value["namespace"] != ns {
+            return Err("its namespace is not its channel's".into());
+        }
+        let channel = format!("{ns}/{ch}");
+        let env: interband::Envelope = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        if self.opts.shared.contains(&channel) {
+            self.written.insert(
+                format!("{ns}/{ch}/{key}"),
+                digest(&env.msg_type, &env.payload),
+            );
+            self.bus
+                .publish(ns, ch, key, &env.msg_type, &env.session_id, env.payload)
+                .map_err(|e| e.to_string())?;
+            Ok(true)
+        } else if self.opts.observed.contains(&channel) {
+            let dir = self
+                .bus
+                .dir(&[REMOTE, origin, ns, ch], true)
+                .map_err(|e| e.to_string())?;
+            dir.write(&format!("{key}.json"), bytes, false)
+                .map_err(|e| e.to_string())?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_keys_name_the_origin_and_plain_parts_only() {
+        assert_eq!(kv_key("a", "n", "c", "k"), "a/n/c/k");
+        assert_eq!(parse_kv_key("a/n/c/k"), Some(("a", "n", "c", "k")));
+        for bad in [
+            "a/n/c",
+            "a/../c/k",
+            "a/n/c/.k",
+            "a/n/c/k/x",
+            "/n/c/k",
+            "a/n/c/k k",
+        ] {
+            assert_eq!(parse_kv_key(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_login_in_the_url_is_taken_apart() {
+        assert_eq!(
+            split_login("nats://u:p@h:4222,tls://h2:4222"),
+            (
+                "nats://h:4222,tls://h2:4222".to_owned(),
+                Some(("u".into(), "p".into()))
+            )
+        );
+        assert_eq!(split_login("nats://h:1"), ("nats://h:1".to_owned(), None));
+    }
+
+    #[test]
+    fn options_refuse_a_host_or_channel_that_is_not_plain() {
+        assert!(Options::new("nats://x", "laptop-1").check().is_ok());
+        assert!(Options::new("nats://x", "a/b").check().is_err());
+        let mut o = Options::new("nats://x", "h");
+        o.shared.push("bad".into());
+        assert!(o.check().is_err());
+    }
+}

