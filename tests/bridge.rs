@@ -203,6 +203,15 @@ fn two_roots_share_and_observe(bin: PathBuf) {
     });
     assert_eq!(row["host"], "host-a");
     assert_eq!(row["level"], "orange");
+    let o = b.run(&["pressure", "--all", "--json"]);
+    let list: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        list.iter()
+            .any(|r| r["session"] == "s-a" && r["host"] == "host-a"),
+        "pressure --all: {list:?}"
+    );
+    let o = b.run(&["pressure", "--all"]);
+    assert!(stdout(&o).contains("host-a: s-a"), "{}", stdout(&o));
     poll(20, "a's checkpoint kept apart on b", || {
         b.root()
             .join(".remote/host-a/interpulse/checkpoint/s-a.json")

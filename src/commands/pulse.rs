@@ -72,16 +72,43 @@ impl Pressure {
         } else if !self.all {
             rows.truncate(1);
         }
+        // With --all, the sessions of other machines too, as a running bridge keeps them.
+        let remote: Vec<(String, interpulse::dashboard::Row)> = if self.all {
+            let now = now();
+            interband_bridge::remote_messages(&bus, "interpulse", "pressure")
+                .into_iter()
+                .filter_map(|(host, m)| {
+                    let pressure: interband::payloads::Pressure =
+                        serde_json::from_value(m.envelope.payload).ok()?;
+                    let row = interpulse::dashboard::Row {
+                        session: m.envelope.session_id,
+                        age_secs: (now - pressure.ts).max(0.0),
+                        pressure,
+                    };
+                    Some((host, row))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         if self.json {
-            let list: Vec<_> = rows.iter().map(interpulse::dashboard::json).collect();
+            let mut list: Vec<_> = rows.iter().map(interpulse::dashboard::json).collect();
+            for (host, r) in &remote {
+                let mut v = interpulse::dashboard::json(r);
+                v["host"] = serde_json::Value::String(host.clone());
+                list.push(v);
+            }
             say_json!(serde_json::Value::Array(list));
-        } else if rows.is_empty() {
+        } else if rows.is_empty() && remote.is_empty() {
             say!(
                 "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed"
             );
         } else {
             for r in &rows {
                 say!("{}", interpulse::dashboard::line(r));
+            }
+            for (host, r) in &remote {
+                say!("{host}: {}", interpulse::dashboard::line(r));
             }
         }
         Ok(exit::OK)
