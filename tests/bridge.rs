@@ -239,23 +239,46 @@ fn two_roots_share_and_observe(bin: PathBuf) {
     });
     assert!(b.bus().read("interlock", "coordination", "bad").is_err());
 
-    // Nothing echoed back: a's value was applied on b once, and came back to a never.
-    assert_eq!(
-        a.bus()
-            .read("interlock", "coordination", "k1")
+    // Nothing echoed back, even for a key rewritten faster than a watch reads it: a burst of
+    // 40 values on a, then a sentinel from b; once a has the sentinel, a's key has its own 40.
+    let bus_a = a.bus();
+    for i in 0..40 {
+        bus_a
+            .publish(
+                "interlock",
+                "coordination",
+                "burst",
+                "coordination_signal",
+                "burst",
+                coordination(&format!("b{i}")),
+            )
+            .unwrap();
+    }
+    poll(20, "the burst's last value on b", || {
+        let m = b.bus().read("interlock", "coordination", "burst").ok()?;
+        (m.envelope.payload["text"] == "b39").then_some(())
+    });
+    publish(
+        &b,
+        "interlock",
+        "coordination",
+        "sentinel",
+        "coordination_signal",
+        coordination("s"),
+    );
+    poll(20, "b's sentinel on a", || {
+        a.bus().read("interlock", "coordination", "sentinel").ok()
+    });
+    let seq = |w: &World, key: &str| {
+        w.bus()
+            .read("interlock", "coordination", key)
             .unwrap()
             .envelope
-            .seq,
-        1
-    );
-    assert_eq!(
-        b.bus()
-            .read("interlock", "coordination", "k1")
-            .unwrap()
-            .envelope
-            .seq,
-        1
-    );
+            .seq
+    };
+    assert_eq!(seq(&a, "burst"), 40, "a value came back to a");
+    assert_eq!(seq(&a, "k1"), 1);
+    assert_eq!(seq(&b, "k1"), 1);
 }
 
 fn a_server_restart_loses_nothing_and_applies_nothing_twice(bin: PathBuf) {
@@ -347,6 +370,43 @@ fn a_wrong_credential_is_refused(bin: PathBuf) {
     connected(&w);
 }
 
+fn a_watch_runs_the_bridge_when_its_settings_name_a_server(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&bin, tmp.path(), &[]);
+    let (a, c) = (World::new(), World::new());
+    let _ba = Bridge::start(&a, &server.url(), "host-a");
+    // c runs only `interband watch`, with `[bridge]` from the environment.
+    let watch = c
+        .cmd(&["watch"])
+        .env("INTERBAND_BRIDGE_URL", server.url())
+        .env("INTERBAND_BRIDGE_HOST", "host-c")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _watch = Bridge(watch);
+    connected(&a);
+    connected(&c);
+    let o = c
+        .cmd(&["config", "--json"])
+        .env("INTERBAND_BRIDGE_URL", server.url())
+        .output()
+        .unwrap();
+    assert!(stdout(&o).contains("bridge.url"), "{}", stdout(&o));
+    publish(
+        &a,
+        "interlock",
+        "coordination",
+        "w1",
+        "coordination_signal",
+        coordination("to c"),
+    );
+    let got = poll(20, "a's value on c", || {
+        c.bus().read("interlock", "coordination", "w1").ok()
+    });
+    assert_eq!(got.envelope.payload["text"], "to c");
+}
+
 /// A test, given the server's binary.
 type Test = fn(PathBuf);
 
@@ -354,7 +414,11 @@ fn main() -> std::process::ExitCode {
     use libtest_mimic::{Arguments, Trial};
     let args = Arguments::from_args();
     let server = server_bin();
-    let tests: [(&str, Test); 3] = [
+    let tests: [(&str, Test); 4] = [
+        (
+            "a_watch_runs_the_bridge_when_its_settings_name_a_server",
+            a_watch_runs_the_bridge_when_its_settings_name_a_server,
+        ),
         ("two_roots_share_and_observe", two_roots_share_and_observe),
         (
             "a_server_restart_loses_nothing_and_applies_nothing_twice",

@@ -136,6 +136,72 @@ impl Options {
     }
 }
 
+/// The `[bridge]` settings (also `INTERBAND_BRIDGE_<KEY>`). A project's file
+/// sets them only once trusted: they send this machine's sessions to a server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Server URLs, comma-separated; empty: no bridge.
+    pub url: String,
+    /// The bucket (default `interband`).
+    pub bucket: String,
+    /// This machine's name (default: the host name).
+    pub host: String,
+    /// A credentials file.
+    pub creds: String,
+    /// A file holding an nkey seed.
+    pub nkey: String,
+    /// A CA certificate (PEM); TLS is then required.
+    pub tls_ca: String,
+    /// Channels applied into the local bus (default [`SHARED`]).
+    pub shared: Vec<String>,
+    /// Channels kept apart for the views (default [`OBSERVED`]).
+    pub observed: Vec<String>,
+}
+
+impl Settings {
+    /// The options these settings make, for a machine named `default_host`
+    /// unless `host` is set; `None` without a URL. Reads the nkey file.
+    pub fn options(&self, default_host: &str) -> Result<Option<Options>, String> {
+        if self.url.trim().is_empty() {
+            return Ok(None);
+        }
+        let host = if self.host.is_empty() {
+            default_host
+        } else {
+            &self.host
+        };
+        let mut o = Options::new(self.url.trim(), host);
+        if !self.bucket.is_empty() {
+            o.bucket = self.bucket.clone();
+        }
+        let path = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
+        o.creds = path(&self.creds);
+        o.tls_ca = path(&self.tls_ca);
+        if let Some(f) = path(&self.nkey) {
+            let seed = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+            o.nkey = Some(seed.trim().to_owned());
+        }
+        if !self.shared.is_empty() {
+            o.shared = self.shared.clone();
+        }
+        if !self.observed.is_empty() {
+            o.observed = self.observed.clone();
+        }
+        Ok(Some(o))
+    }
+}
+
+/// This machine's host name.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
 /// What a running bridge says of itself (`<root>/.state/bridge.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Status {
@@ -173,6 +239,11 @@ pub struct Status {
     #[serde(default)]
     pub updated: u64,
 }
+
+/// How many recent writes per address the bridge remembers as its own: a
+/// local watch lagging behind a key rewritten faster than it reads still
+/// recognises each of them.
+const RECENT: usize = 64;
 
 const STATE: &str = ".state";
 const STATUS_FILE: &str = "bridge.json";
@@ -235,6 +306,11 @@ fn split_login(urls: &str) -> (String, Option<(String, String)>) {
     (clean.join(","), login)
 }
 
+/// The URLs without any `user:password@` part, for showing.
+pub fn without_login(urls: &str) -> String {
+    split_login(urls).0
+}
+
 /// The key a value is stored under in the bucket.
 fn kv_key(host: &str, ns: &str, ch: &str, key: &str) -> String {
     format!("{host}/{ns}/{ch}/{key}")
@@ -281,9 +357,10 @@ struct Bridge<'a> {
     status: Status,
     /// Local values not yet stored in the bucket: the latest per bucket key.
     pending: HashMap<String, Vec<u8>>,
-    /// What the bridge last wrote into the local bus per address (shared
-    /// channels): the local watch's sight of it is not sent back.
-    written: HashMap<String, String>,
+    /// What the bridge recently wrote into the local bus per address (shared
+    /// channels), newest last: the local watch's sight of any of them, however
+    /// late, is not sent back.
+    written: HashMap<String, std::collections::VecDeque<String>>,
 }
 
 type Watch = async_nats::jetstream::kv::Watch;
@@ -368,7 +445,13 @@ impl<'a> Bridge<'a> {
                 }
             }
             tokio::select! {
-                Some(m) = rx.recv() => self.outgoing(&m),
+                Some(m) = rx.recv() => {
+                    // Everything already waiting, so one flush sends it together.
+                    self.outgoing(&m);
+                    while let Ok(m) = rx.try_recv() {
+                        self.outgoing(&m);
+                    }
+                }
                 entry = next_entry(&mut watch) => match entry {
                     Some(Ok(e)) => self.incoming(e),
                     Some(Err(e)) => {
@@ -460,7 +543,11 @@ impl<'a> Bridge<'a> {
             return;
         }
         let said = digest(&m.envelope.msg_type, &m.envelope.payload);
-        if self.written.get(&a.to_string()) == Some(&said) {
+        if self
+            .written
+            .get(&a.to_string())
+            .is_some_and(|recent| recent.contains(&said))
+        {
             return;
         }
         let Ok(bytes) = serde_json::to_vec(&m.envelope) else {
@@ -470,23 +557,30 @@ impl<'a> Bridge<'a> {
         self.pending.insert(k, bytes);
     }
 
-    /// Stores the pending values; false when the server failed.
+    /// Stores the pending values, all at once (one value per key, so their
+    /// order does not matter); false when the server failed. A value that
+    /// failed waits for the next try, unless a newer one for its key came.
     async fn flush(&mut self, store: &Store) -> bool {
-        let keys: Vec<String> = self.pending.keys().cloned().collect();
-        for k in keys {
-            let bytes = self.pending[&k].clone();
-            match store.put(k.as_str(), bytes.into()).await {
-                Ok(_) => {
-                    self.pending.remove(&k);
-                    self.status.sent += 1;
-                }
+        if self.pending.is_empty() {
+            return true;
+        }
+        let batch: Vec<(String, Vec<u8>)> = self.pending.drain().collect();
+        let puts = batch
+            .iter()
+            .map(|(k, v)| store.put(k.as_str(), v.clone().into()));
+        let results = futures_util::future::join_all(puts).await;
+        let mut ok = true;
+        for ((k, v), r) in batch.into_iter().zip(results) {
+            match r {
+                Ok(_) => self.status.sent += 1,
                 Err(e) => {
                     self.status.problem = Some(format!("put {k}: {e}"));
-                    return false;
+                    self.pending.entry(k).or_insert(v);
+                    ok = false;
                 }
             }
         }
-        true
+        ok
     }
 
     /// A value from the bucket: dropped, or applied by its channel's kind.
@@ -531,10 +625,11 @@ impl<'a> Bridge<'a> {
         let channel = format!("{ns}/{ch}");
         let env: interband::Envelope = serde_json::from_value(value).map_err(|e| e.to_string())?;
         if self.opts.shared.contains(&channel) {
-            self.written.insert(
-                format!("{ns}/{ch}/{key}"),
-                digest(&env.msg_type, &env.payload),
-            );
+            let recent = self.written.entry(format!("{ns}/{ch}/{key}")).or_default();
+            recent.push_back(digest(&env.msg_type, &env.payload));
+            if recent.len() > RECENT {
+                recent.pop_front();
+            }
             self.bus
                 .publish(ns, ch, key, &env.msg_type, &env.session_id, env.payload)
                 .map_err(|e| e.to_string())?;

@@ -123,8 +123,11 @@ pub const MAX_SETTINGS_BYTES: u64 = 64 << 10;
 ///   (a project could name the user's `.env`); an untrusted project gets the
 ///   default `.interband/directives.md` only;
 /// - `intermem.claude_memory`: writes into `~/.claude`, which Claude Code
-///   loads into every later session of the project.
+///   loads into every later session of the project;
+/// - `bridge`: sends this machine's sessions to a server (a project could
+///   name its own).
 pub const PRIVILEGED: &[&str] = &[
+    "bridge",
     "compact",
     "interpulse.thresholds",
     "interpulse.window",

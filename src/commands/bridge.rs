@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use clap::Args;
 use interband::Bus;
+use interband::settings::{Files, Layered, ProcessEnv};
 use interband_bridge::Options;
 
 use crate::exit;
@@ -14,27 +15,23 @@ use crate::exit;
 /// `interband bridge`
 #[derive(Args)]
 pub struct Bridge {
-    /// NATS server URLs, comma-separated.
-    #[arg(
-        long,
-        env = "INTERBAND_BRIDGE_URL",
-        default_value = "nats://127.0.0.1:4222"
-    )]
-    url: String,
-    /// The JetStream key-value bucket (created when missing).
-    #[arg(long, env = "INTERBAND_BRIDGE_BUCKET", default_value = "interband")]
-    bucket: String,
+    /// NATS server URLs, comma-separated (default: `[bridge] url`, `INTERBAND_BRIDGE_URL`).
+    #[arg(long)]
+    url: Option<String>,
+    /// The JetStream key-value bucket, created when missing (default `interband`).
+    #[arg(long)]
+    bucket: Option<String>,
     /// This machine's name, as others see it (default: the host name).
-    #[arg(long, env = "INTERBAND_BRIDGE_HOST")]
+    #[arg(long)]
     host: Option<String>,
     /// A NATS credentials file.
-    #[arg(long, env = "INTERBAND_BRIDGE_CREDS", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     creds: Option<PathBuf>,
     /// A file holding an nkey seed.
-    #[arg(long, env = "INTERBAND_BRIDGE_NKEY", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     nkey: Option<PathBuf>,
     /// A CA certificate (PEM): the connection then requires TLS.
-    #[arg(long, env = "INTERBAND_BRIDGE_TLS_CA", value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     tls_ca: Option<PathBuf>,
     /// Channels applied into the local bus (NAMESPACE/CHANNEL, repeatable;
     /// default: interphase/bead, clavain/dispatch, interlock/coordination).
@@ -49,6 +46,24 @@ pub struct Bridge {
     status: bool,
 }
 
+/// The `[bridge]` settings: the user's file, a trusted project's, `INTERBAND_BRIDGE_*`.
+pub fn settings(files: &Files) -> Layered<interband_bridge::Settings> {
+    interband::settings::load_from(files, "bridge", &ProcessEnv, &[])
+}
+
+/// The bridge's options from the settings, when they name a server.
+pub fn configured() -> Result<Option<Options>> {
+    let project = std::env::current_dir().ok();
+    let files = Files::read(project.as_deref(), &ProcessEnv);
+    let s = settings(&files);
+    for p in &s.problems {
+        tell!("interband: {p}");
+    }
+    s.value
+        .options(&interband_bridge::host_name())
+        .map_err(anyhow::Error::msg)
+}
+
 impl Bridge {
     pub fn run(self) -> Result<u8> {
         let bus = Bus::from_env()?;
@@ -60,34 +75,48 @@ impl Bridge {
             say_json!(serde_json::to_string_pretty(&s)?);
             return Ok(if s.connected { exit::OK } else { exit::INVALID });
         }
-        let host = self.host.unwrap_or_else(|| {
-            rustix::system::uname()
-                .nodename()
-                .to_string_lossy()
-                .into_owned()
-        });
-        let mut opts = Options::new(&self.url, &host);
-        opts.bucket = self.bucket;
-        opts.creds = self.creds;
-        opts.tls_ca = self.tls_ca;
-        if let Some(f) = self.nkey {
-            let seed =
-                std::fs::read_to_string(&f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-            opts.nkey = Some(seed.trim().to_owned());
+        let project = std::env::current_dir().ok();
+        let files = Files::read(project.as_deref(), &ProcessEnv);
+        let mut s = settings(&files).value;
+        let text = |p: &PathBuf| p.to_string_lossy().into_owned();
+        if let Some(u) = self.url {
+            s.url = u;
+        }
+        if let Some(b) = self.bucket {
+            s.bucket = b;
+        }
+        if let Some(h) = self.host {
+            s.host = h;
+        }
+        if let Some(c) = &self.creds {
+            s.creds = text(c);
+        }
+        if let Some(n) = &self.nkey {
+            s.nkey = text(n);
+        }
+        if let Some(t) = &self.tls_ca {
+            s.tls_ca = text(t);
         }
         if !self.shared.is_empty() {
-            opts.shared = self.shared;
+            s.shared = self.shared;
         }
         if !self.observed.is_empty() {
-            opts.observed = self.observed;
+            s.observed = self.observed;
         }
+        let Some(opts) = s
+            .options(&interband_bridge::host_name())
+            .map_err(anyhow::Error::msg)?
+        else {
+            anyhow::bail!("no server: give --url, or set [bridge] url (INTERBAND_BRIDGE_URL)");
+        };
         let stop = Arc::new(AtomicBool::new(false));
         for sig in [libc::SIGINT, libc::SIGTERM] {
-            let _ = signal_hook_flag(sig, stop.clone());
+            signal_hook::flag::register(sig, stop.clone())?;
         }
         tell!(
-            "interband bridge: {} as {host}, bucket {}; shared {}; observed {}",
-            opts.url,
+            "interband bridge: {} as {}, bucket {}; shared {}; observed {}",
+            interband_bridge::without_login(&opts.url),
+            opts.host,
             opts.bucket,
             opts.shared.join(" "),
             opts.observed.join(" ")
@@ -95,9 +124,4 @@ impl Bridge {
         interband_bridge::run(&bus, &opts, stop)?;
         Ok(exit::OK)
     }
-}
-
-/// Sets `flag` when `sig` arrives.
-fn signal_hook_flag(sig: i32, flag: Arc<AtomicBool>) -> std::io::Result<()> {
-    signal_hook::flag::register(sig, flag).map(|_| ())
 }

@@ -516,6 +516,24 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
         }
     }
     let mut consumers = kept;
+    // With `[bridge] url` set, the bridge runs in this watch too, until it ends.
+    let stop_bridge = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bridge = match super::bridge::configured()? {
+        Some(o) => {
+            tell!(
+                "interband: bridging through {} as {}",
+                interband_bridge::without_login(&o.url),
+                o.host
+            );
+            let (bus, stop) = (bus.clone(), stop_bridge.clone());
+            Some(std::thread::spawn(move || {
+                if let Err(e) = interband_bridge::run(&bus, &o, stop) {
+                    eprintln!("interband: bridge: {e}");
+                }
+            }))
+        }
+        None => None,
+    };
     let names: Vec<String> = consumers.iter().map(|c| c.name().to_owned()).collect();
     tell!(
         "interband: watching {} for {}",
@@ -561,6 +579,10 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
         },
     )?;
     drop(claims);
+    stop_bridge.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(b) = bridge {
+        let _ = b.join();
+    }
     Ok(if report.errors.is_empty() && report.given_up.is_empty() {
         exit::OK
     } else {

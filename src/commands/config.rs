@@ -31,6 +31,8 @@ impl ShowConfig {
         rows.extend(consumers.intermem.entries("intermem"));
         rows.extend(consumers.interline.entries("interline"));
         rows.extend(consumers.compact.entries("compact"));
+        let bridge = super::bridge::settings(&files);
+        rows.extend(bridge.entries("bridge"));
         if self.json {
             for (k, v, o) in &rows {
                 say_json!(serde_json::json!({"key": k, "value": whole(v), "from": o.to_string()}));

@@ -1,0 +1,248 @@
+//! Publish on one machine to delivery on another, through a real NATS server, side by side
+//! with a local watch's latency, at a sustained load; then the bridge's memory while the server
+//! is down under the same load.
+//!
+//! Two roots stand for two machines: root A with `interband bridge --host a`, root B with
+//! `--host b`, one `nats-server` (JetStream, temp store, loopback). A writer publishes on A's
+//! shared channel `interlock/coordination`, `SESSIONS` keys at `RATE` values per second each,
+//! the send time in the payload; a subscription on B times each value's arrival, and a
+//! subscription on A times the same values locally. Reports p50/p90/p99 for both.
+//!
+//! Run: `cargo bench --bench bridge`. Environment: `INTERBAND_BENCH_SESSIONS` (100),
+//! `INTERBAND_BENCH_RATE` (10 values/s per session), `INTERBAND_BENCH_SECS` (10),
+//! `INTERBAND_BENCH_DOWN_SECS` (60), `INTERBAND_NATS_SERVER` (else `nats-server` on PATH).
+//! A benchmark, not a test: exits 0 whatever the numbers, 1 when it cannot run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use interband::{Bus, Subscription, WatchOptions};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_interband");
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn server(bin: &Path, store: &Path, port: u16) -> Result<Kill, String> {
+    let child = Command::new(bin)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(store)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("the server never listened".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(Kill(child))
+}
+
+fn bridge(root: &Path, url: &str, host: &str) -> Result<Kill, String> {
+    let child = Command::new(BIN)
+        .args(["bridge", "--url", url, "--host", host])
+        .env("INTERBAND_ROOT", root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    Ok(Kill(child))
+}
+
+fn connected(bus: &Bus) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !interband_bridge::status(bus).is_some_and(|s| s.connected) {
+        if Instant::now() > deadline {
+            return Err("a bridge never connected".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Collects, on `bus`, each arriving value's latency (now - its `sent_us`), in µs.
+fn timer(bus: Bus, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<u64>> {
+    std::thread::spawn(move || {
+        let mut sub = Subscription::new(
+            &bus,
+            &["interlock/coordination/*"],
+            WatchOptions {
+                initial: false,
+                ..WatchOptions::default()
+            },
+        )
+        .expect("subscription");
+        let mut out = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(Some(m)) = sub.next(Duration::from_millis(100))
+                && let Some(sent) = m.envelope.payload["sent_us"].as_u64()
+            {
+                out.push(now_us().saturating_sub(sent));
+            }
+        }
+        out
+    })
+}
+
+/// Publishes on A for `secs` at the configured load.
+fn load(bus: &Bus, sessions: u64, rate: u64, secs: u64) -> Result<u64, String> {
+    let period = Duration::from_secs_f64(1.0 / (sessions * rate) as f64);
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < Duration::from_secs(secs) {
+        let key = format!("s{}", n % sessions);
+        let payload = json!({"layer": "bench", "icon": "b", "text": format!("v{n}"),
+            "priority": 1, "ts": "2026-11-30T00:00:00Z", "sent_us": now_us()});
+        bus.publish(
+            "interlock",
+            "coordination",
+            &key,
+            "coordination_signal",
+            &key,
+            payload,
+        )
+        .map_err(|e| e.to_string())?;
+        n += 1;
+        let due = start + period * n as u32;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    Ok(n)
+}
+
+fn pct(xs: &mut [u64], p: usize) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_unstable();
+    xs[((xs.len() - 1) * p) / 100] as f64 / 1000.0
+}
+
+fn rss_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn bench() -> Result<(), String> {
+    let nats = std::env::var_os("INTERBAND_NATS_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("nats-server"));
+    let (sessions, rate) = (
+        env_num("INTERBAND_BENCH_SESSIONS", 100),
+        env_num("INTERBAND_BENCH_RATE", 10),
+    );
+    let secs = env_num("INTERBAND_BENCH_SECS", 10);
+    let down = env_num("INTERBAND_BENCH_DOWN_SECS", 60);
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let store = tmp.path().join("store");
+    let mut srv = Some(server(&nats, &store, port)?);
+    let (root_a, root_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let (a, b) = (Bus::new(&root_a), Bus::new(&root_b));
+    a.root_dir(true).map_err(|e| e.to_string())?;
+    b.root_dir(true).map_err(|e| e.to_string())?;
+    let bridge_a = bridge(&root_a, &url, "a")?;
+    let _bridge_b = bridge(&root_b, &url, "b")?;
+    connected(&a)?;
+    connected(&b)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let remote = timer(b.clone(), stop.clone());
+    let local = timer(a.clone(), stop.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = load(&a, sessions, rate, secs)?;
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    let mut remote = remote.join().map_err(|_| "timer panicked")?;
+    let mut local = local.join().map_err(|_| "timer panicked")?;
+
+    println!(
+        "load: {sessions} sessions x {rate} values/s for {secs} s = {sent} values; nats-server on loopback\n"
+    );
+    println!("| path | delivered | p50 ms | p90 ms | p99 ms |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, xs) in [
+        ("local watch (publish on A, seen on A)", &mut local),
+        ("bridged (publish on A, applied and seen on B)", &mut remote),
+    ] {
+        let n = xs.len();
+        println!(
+            "| {name} | {n} | {:.1} | {:.1} | {:.1} |",
+            pct(xs, 50),
+            pct(xs, 90),
+            pct(xs, 99)
+        );
+    }
+    if local.len() as u64 != sent || remote.len() as u64 != sent {
+        println!(
+            "\n(A watch coalesces values of one key written faster than it reads them: delivered can be fewer than sent.)"
+        );
+    }
+
+    // The server down for a while, under the same load: the bridge holds the latest per key.
+    let pid = bridge_a.0.id();
+    let before = rss_kb(pid, "VmRSS:");
+    srv.take();
+    let sent = load(&a, sessions, rate, down)?;
+    let during = rss_kb(pid, "VmHWM:");
+    let held = interband_bridge::status(&a).map_or(0, |s| s.pending);
+    srv = Some(server(&nats, &store, port)?);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while interband_bridge::status(&a).is_none_or(|s| s.pending > 0 || !s.connected) {
+        if Instant::now() > deadline {
+            return Err("the bridge did not catch up".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "\nserver down {down} s under load ({sent} values sent meanwhile): bridge RSS {before} kB before, peak {during} kB; held {held} values (one per key), all sent once the server was back"
+    );
+    drop(srv);
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bridge bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
