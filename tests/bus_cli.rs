@@ -533,3 +533,17 @@ fn a_cause_is_said_once_and_a_linked_channel_folder_is_refused() {
         "nothing written outside the root"
     );
 }
+
+#[test]
+fn a_bridge_that_cannot_start_never_stops_the_watch() {
+    let w = World::new();
+    let o = w
+        .cmd(&["watch", "--idle-timeout", "0.3"])
+        .env("INTERBAND_BRIDGE_URL", "nats://127.0.0.1:1")
+        .env("INTERBAND_BRIDGE_NKEY", w.dir.path().join("no-such-seed"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("bridge not started"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-seed"), "{}", stderr(&o));
+}

@@ -518,7 +518,12 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
     let mut consumers = kept;
     // With `[bridge] url` set, the bridge runs in this watch too, until it ends.
     let stop_bridge = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let bridge = match super::bridge::configured()? {
+    let configured = super::bridge::configured().unwrap_or_else(|e| {
+        // A bridge that cannot start never stops the consumers.
+        tell!("interband: bridge not started: {e}");
+        None
+    });
+    let bridge = match configured {
         Some(o) => {
             tell!(
                 "interband: bridging through {} as {}",
