@@ -133,6 +133,30 @@ fn coordination(text: &str) -> Value {
     json!({"layer": "build", "icon": "🔨", "text": text, "priority": 1, "ts": "2026-11-30T10:00:00Z"})
 }
 
+/// Two roots, each with a running, connected bridge (`host-a`, `host-b`) to `server`.
+fn pair(server: &Server) -> ([Bridge; 2], World, World) {
+    let (a, b) = (World::new(), World::new());
+    let bridges = [
+        Bridge::start(&a, &server.url(), "host-a"),
+        Bridge::start(&b, &server.url(), "host-b"),
+    ];
+    connected(&a);
+    connected(&b);
+    (bridges, a, b)
+}
+
+/// Publishes a coordination signal saying `text` at `key`, as a plugin would.
+fn coordinate(w: &World, key: &str, text: &str) {
+    publish(
+        w,
+        "interlock",
+        "coordination",
+        key,
+        "coordination_signal",
+        coordination(text),
+    );
+}
+
 fn status(w: &World) -> Value {
     let o = w.run(&["bridge", "--status"]);
     serde_json::from_str(&stdout(&o)).unwrap_or(Value::Null)
@@ -147,21 +171,10 @@ fn connected(w: &World) {
 fn two_roots_share_and_observe(bin: PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&bin, tmp.path(), &[]);
-    let (a, b) = (World::new(), World::new());
-    let _ba = Bridge::start(&a, &server.url(), "host-a");
-    let _bb = Bridge::start(&b, &server.url(), "host-b");
-    connected(&a);
-    connected(&b);
+    let (_bridges, a, b) = pair(&server);
 
     // Shared channels cross both ways, at the same address.
-    publish(
-        &a,
-        "interlock",
-        "coordination",
-        "k1",
-        "coordination_signal",
-        coordination("from a"),
-    );
+    coordinate(&a, "k1", "from a");
     let got = poll(20, "a's coordination on b", || {
         b.bus().read("interlock", "coordination", "k1").ok()
     });
@@ -258,14 +271,7 @@ fn two_roots_share_and_observe(bin: PathBuf) {
         let m = b.bus().read("interlock", "coordination", "burst").ok()?;
         (m.envelope.payload["text"] == "b39").then_some(())
     });
-    publish(
-        &b,
-        "interlock",
-        "coordination",
-        "sentinel",
-        "coordination_signal",
-        coordination("s"),
-    );
+    coordinate(&b, "sentinel", "s");
     poll(20, "b's sentinel on a", || {
         a.bus().read("interlock", "coordination", "sentinel").ok()
     });
@@ -284,19 +290,8 @@ fn two_roots_share_and_observe(bin: PathBuf) {
 fn a_server_restart_loses_nothing_and_applies_nothing_twice(bin: PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let mut server = Server::start(&bin, tmp.path(), &[]);
-    let (a, b) = (World::new(), World::new());
-    let _ba = Bridge::start(&a, &server.url(), "host-a");
-    let _bb = Bridge::start(&b, &server.url(), "host-b");
-    connected(&a);
-    connected(&b);
-    publish(
-        &a,
-        "interlock",
-        "coordination",
-        "before",
-        "coordination_signal",
-        coordination("v0"),
-    );
+    let (_bridges, a, b) = pair(&server);
+    coordinate(&a, "before", "v0");
     poll(20, "the first value on b", || {
         b.bus().read("interlock", "coordination", "before").ok()
     });
@@ -307,23 +302,9 @@ fn a_server_restart_loses_nothing_and_applies_nothing_twice(bin: PathBuf) {
     });
     // While it is down: five values of one key (the bridge keeps the latest), one of another.
     for i in 1..=5 {
-        publish(
-            &a,
-            "interlock",
-            "coordination",
-            "during",
-            "coordination_signal",
-            coordination(&format!("v{i}")),
-        );
+        coordinate(&a, "during", &format!("v{i}"));
     }
-    publish(
-        &a,
-        "interlock",
-        "coordination",
-        "other",
-        "coordination_signal",
-        coordination("o"),
-    );
+    coordinate(&a, "other", "o");
     poll(20, "a to hold them", || {
         (status(&a)["pending"].as_u64() >= Some(2)).then_some(())
     });
@@ -393,14 +374,7 @@ fn a_watch_runs_the_bridge_when_its_settings_name_a_server(bin: PathBuf) {
         .output()
         .unwrap();
     assert!(stdout(&o).contains("bridge.url"), "{}", stdout(&o));
-    publish(
-        &a,
-        "interlock",
-        "coordination",
-        "w1",
-        "coordination_signal",
-        coordination("to c"),
-    );
+    coordinate(&a, "w1", "to c");
     let got = poll(20, "a's value on c", || {
         c.bus().read("interlock", "coordination", "w1").ok()
     });

@@ -125,13 +125,21 @@ impl Consumer for Logger {
         vec!["interpulse/checkpoint/*".into()]
     }
     fn handle(&mut self, _: &Bus, m: &Message, _: bool) -> Result<(), HandlerError> {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)?;
-        writeln!(f, "{} {}", m.address.as_ref().unwrap(), m.envelope.seq)?;
-        Ok(())
+        append(
+            &self.log,
+            &format!("{} {}", m.address.as_ref().unwrap(), m.envelope.seq),
+        )
     }
+}
+
+/// Appends one line to a log shared by consumers.
+fn append(log: &Path, line: &str) -> Result<(), HandlerError> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    writeln!(f, "{line}")?;
+    Ok(())
 }
 
 fn log_lines(log: &Path) -> Vec<String> {
@@ -592,12 +600,7 @@ impl Consumer for Triggers {
         vec!["interpulse/checkpoint/*".into()]
     }
     fn handle(&mut self, _: &Bus, m: &Message, _: bool) -> Result<(), HandlerError> {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)?;
-        writeln!(f, "{}", m.envelope.payload["trigger"].as_str().unwrap())?;
-        Ok(())
+        append(&self.log, m.envelope.payload["trigger"].as_str().unwrap())
     }
 }
 

@@ -162,16 +162,9 @@ fn age(secs: f64) -> String {
     }
 }
 
-fn this_host() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// Every session with a published pressure, in `sort` order, those matching `filter`.
 pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Session> {
-    let host = this_host();
+    let host = interband_bridge::host_name();
     let mut list: Vec<Session> = interpulse::dashboard::rows(bus, now)
         .into_iter()
         .map(|r| {
