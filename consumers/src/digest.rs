@@ -342,12 +342,19 @@ impl<'a> Scan<'a> {
     fn line(&mut self, raw: &[u8]) {
         // A tool's plain result that did not fail tells a note nothing (the
         // call itself is on the assistant line): not parsed, whatever its size.
-        let find = |needle: &[u8]| memchr::memmem::find(raw, needle).is_some();
+        // One pass over the line for what would make it tell something.
+        static TELLING: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+            std::sync::LazyLock::new(|| {
+                aho_corasick::AhoCorasick::new([
+                    "\"is_error\":true",
+                    "\"type\":\"text\"",
+                    "isCompactSummary",
+                ])
+                .expect("fixed patterns")
+            });
         if self.host == Host::Claude
-            && find(b"\"tool_result\"")
-            && !find(b"\"is_error\":true")
-            && !find(b"\"type\":\"text\"")
-            && !find(b"isCompactSummary")
+            && memchr::memmem::find(raw, b"\"tool_result\"").is_some()
+            && !TELLING.is_match(raw)
         {
             return;
         }

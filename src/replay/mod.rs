@@ -36,7 +36,7 @@ use anyhow::{Context as _, Result};
 use interband::Bus;
 use interband::payloads::{Checkpoint, Level, MemoryNote, ModelWindow, Pressure};
 use interband::settings::Env;
-use interband_hosts::forward::Happening;
+use interband_hosts::forward::{Happening, Seen};
 use interband_hosts::usage::{Reading, UsageKind};
 use interband_hosts::{Host, Known};
 use serde::Serialize;
@@ -49,8 +49,6 @@ use lines::{ReadLine, read_line};
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Calls waiting for their result, at most; beyond, the oldest is fired without one.
 const MAX_PENDING: usize = 4096;
-/// A line buffer grown past this is given back after its line.
-const KEEP_BUFFER: usize = 8 << 20;
 /// The longest line held in memory; a longer one is passed over, counted.
 const MAX_LINE: u64 = 64 << 20;
 /// The most points kept for the plot; past it, every other one is dropped.
@@ -467,38 +465,114 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         "SessionStart",
         serde_json::json!({"source": "startup"}),
     )?;
-    let mut reader = std::io::BufReader::with_capacity(256 << 10, file);
-    let mut buf = ReadLine::Held(Vec::new());
-    let mut reported = 0;
-    let mut offset = 0u64;
-    loop {
-        let n = match read_line(&mut reader, &mut buf, MAX_LINE) {
-            Ok(None) => break,
-            Ok(Some(n)) => n,
-            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
-        };
-        play.out.summary.bytes += n;
-        play.out.summary.lines += 1;
-        offset += n;
-        match &buf {
-            ReadLine::TooLong => {
-                play.out.summary.skipped_lines += 1;
-                // The copy keeps the line's place; its content is not held.
-                stage.copy.write_all(b"\n")?;
+    // The file is read and each line's meaning worked out on a second
+    // thread, a few lines ahead of the hooks (bounded: see `Ahead`); the
+    // copy and the hook events stay on this one, in order.
+    let ahead = Ahead::default();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Read>>(64);
+    std::thread::scope(|s| -> Result<()> {
+        let ahead = &ahead;
+        s.spawn(move || read_ahead(file, host, ahead, &tx));
+        let mut reported = 0;
+        for read in rx {
+            let read = read.with_context(|| format!("cannot read {}", path.display()))?;
+            play.out.summary.bytes += read.len;
+            play.out.summary.lines += 1;
+            match read.line {
+                None => {
+                    play.out.summary.skipped_lines += 1;
+                    // The copy keeps the line's place; its content is not held.
+                    stage.copy.write_all(b"\n")?;
+                }
+                Some((bytes, seen)) => {
+                    stage.line(&mut play, &bytes, seen, read.offset)?;
+                    ahead.done(bytes.len());
+                }
             }
-            ReadLine::Held(bytes) => stage.line(&mut play, bytes, offset)?,
+            if play.out.summary.bytes - reported >= PROGRESS_EVERY {
+                reported = play.out.summary.bytes;
+                progress(reported);
+            }
         }
-        if matches!(&buf, ReadLine::Held(b) if b.capacity() > KEEP_BUFFER) {
-            buf = ReadLine::Held(Vec::new());
-        }
-        if play.out.summary.bytes - reported >= PROGRESS_EVERY {
-            reported = play.out.summary.bytes;
-            progress(reported);
-        }
-    }
+        Ok(())
+    })?;
     progress(play.out.summary.bytes);
     stage.finish(&mut play)?;
     Ok(play.out)
+}
+
+/// A line read ahead: its length in the file, and its bytes and meaning
+/// (`None` for a line too long to hold).
+struct Read {
+    len: u64,
+    /// Where the line ends in the file.
+    offset: u64,
+    line: Option<(Vec<u8>, Seen)>,
+}
+
+/// The bytes of lines read ahead and not yet replayed: the reader waits
+/// while they pass [`AHEAD_BYTES`] (a longer line goes alone).
+#[derive(Default)]
+struct Ahead {
+    held: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// The most bytes of lines read ahead of the replay.
+const AHEAD_BYTES: usize = 8 << 20;
+
+impl Ahead {
+    /// Waits for room for `n` more bytes, then counts them.
+    fn take(&self, n: usize) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        while *held > 0 && *held + n > AHEAD_BYTES {
+            held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        *held += n;
+    }
+
+    /// `n` bytes replayed.
+    fn done(&self, n: usize) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        *held = held.saturating_sub(n);
+        self.freed.notify_one();
+    }
+}
+
+/// Reads `file` a line at a time, each through the host's forward reader,
+/// and sends them on until the end, an error or the receiver's end.
+fn read_ahead(
+    file: std::fs::File,
+    host: Host,
+    ahead: &Ahead,
+    tx: &std::sync::mpsc::SyncSender<std::io::Result<Read>>,
+) {
+    let mut reader = std::io::BufReader::with_capacity(256 << 10, file);
+    let mut offset = 0u64;
+    loop {
+        let mut buf = ReadLine::Held(Vec::new());
+        let read = match read_line(&mut reader, &mut buf, MAX_LINE) {
+            Ok(None) => return,
+            Ok(Some(len)) => {
+                offset += len;
+                let line = match buf {
+                    ReadLine::TooLong => None,
+                    ReadLine::Held(bytes) => {
+                        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                        let seen = host.forward(body, offset);
+                        ahead.take(bytes.len());
+                        Some((bytes, seen))
+                    }
+                };
+                Ok(Read { len, offset, line })
+            }
+            Err(e) => Err(e),
+        };
+        let failed = read.is_err();
+        if tx.send(read).is_err() || failed {
+            return;
+        }
+    }
 }
 
 /// The replay's private folder: in memory (`/dev/shm`) when there is one.
@@ -627,9 +701,7 @@ impl Stage {
     }
 
     /// One transcript line: what happens before it is written, the line, what after.
-    fn line(&mut self, p: &mut Play, bytes: &[u8], offset: u64) -> Result<()> {
-        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let seen = self.host.forward(body, offset);
+    fn line(&mut self, p: &mut Play, bytes: &[u8], seen: Seen, offset: u64) -> Result<()> {
         if let Some(ts) = seen.timestamp.as_deref().and_then(parse_time) {
             p.now = ts;
             p.first_ts = Some(p.first_ts.map_or(ts, |f| f.min(ts)));
