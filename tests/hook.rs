@@ -567,6 +567,10 @@ fn a_repeat_warning_from_the_last_known_usage_quotes_that_usage() {
     let t = transcript(w.dir.path(), "k.jsonl", 160_000);
     let said = context_of(&hook(&w, &input("k", &t)), "PostToolUse").expect("red");
     assert!(said.contains("160k of 200k"), "{said}");
+    // The pressure says when the agent was warned, and about what.
+    let p = pressure(&w, "k");
+    assert_eq!(p["warned_level"], "red");
+    assert_eq!(p["warned_at"], p["ts"]);
     // The transcript has no usage line yet (written lazily): the level stays on the last figure.
     let empty = w.dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();

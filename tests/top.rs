@@ -13,13 +13,24 @@ fn pressure(w: &World, session: &str, level: &str, usable: f64, used: u64, cwd: 
     let payload = json!({"level": level, "pressure": 10, "est_tokens": used, "ts": now(),
         "context_usable": usable, "used_tokens": used, "window": 200_000,
         "source": "transcript", "calls": 12, "cwd": cwd});
+    publish(
+        w,
+        "interpulse/pressure",
+        "context_pressure",
+        session,
+        payload,
+    );
+}
+
+fn publish(w: &World, channel: &str, kind: &str, session: &str, payload: Value) {
+    let (ns, ch) = channel.split_once('/').unwrap();
     let o = w.run(&[
         "publish",
-        "interpulse",
-        "pressure",
+        ns,
+        ch,
         session,
         "--type",
-        "context_pressure",
+        kind,
         "--session",
         session,
         "--payload",
@@ -58,6 +69,61 @@ fn a_snapshot_lists_every_session_most_urgent_first() {
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 2, "header and one row: {out}");
     assert!(out.contains("ORANGE") && out.contains("140k/200k"), "{out}");
+}
+
+#[test]
+fn the_age_of_the_last_warning_and_the_last_events_are_shown() {
+    let w = World::new();
+    let t = now();
+    let payload = json!({"level": "red", "pressure": 10, "est_tokens": 160_000, "ts": t,
+        "context_usable": 4.0, "used_tokens": 160_000, "window": 200_000, "calls": 40,
+        "cwd": "/work/beta", "warned_at": t - 180, "warned_level": "red"});
+    publish(
+        &w,
+        "interpulse/pressure",
+        "context_pressure",
+        "s-red",
+        payload,
+    );
+    publish(
+        &w,
+        "interpulse/checkpoint",
+        "checkpoint_needed",
+        "s-red",
+        json!({"trigger": "red_pressure", "ts": t - 170}),
+    );
+    pressure(&w, "s-calm", "green", 80.0, 20_000, "/work/alpha");
+    let o = w.run(&["top", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let list: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let ago = list[0]["warned_secs_ago"].as_f64().unwrap();
+    assert!((180.0..240.0).contains(&ago), "{ago}");
+    assert_eq!(list[1]["warned_secs_ago"], Value::Null, "never warned");
+    let events: Vec<&str> = list[0]["last_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "pressure red",
+            "checkpoint requested (red_pressure)",
+            "warned (red)"
+        ],
+        "newest first"
+    );
+    let o = w.run(&["top", "--once"]);
+    let out = stdout(&o);
+    let header = out.lines().next().unwrap();
+    let row = out.lines().find(|l| l.contains("beta")).unwrap();
+    // Columns are aligned by characters (the gauge's are not one byte each).
+    let col = header[..header.find("WARNED").expect("a WARNED column")]
+        .chars()
+        .count();
+    let cell: String = row.chars().skip(col).take(2).collect();
+    assert_eq!(cell, "3m", "{out}");
 }
 
 /// A tmux server of the test's own (its socket in the temp folder).
@@ -141,7 +207,7 @@ fn the_live_view_follows_the_bus_and_its_keys_in_a_real_terminal() {
     });
     tmux.cmd(&["send-keys", "-t", "top", "Enter"]);
     tmux.wait_for("the details", |s| {
-        s.contains("details") && s.contains("/work/alpha")
+        s.contains("details") && s.contains("/work/alpha") && s.contains("pressure orange")
     });
     tmux.cmd(&["send-keys", "-t", "top", "Escape"]);
     tmux.cmd(&["send-keys", "-t", "top", "q"]);

@@ -431,6 +431,13 @@ pub struct Pressure {
     /// The session's working folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// When the agent was last warned in this context, Unix seconds (absent:
+    /// not yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warned_at: Option<u64>,
+    /// The level that warning was about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warned_level: Option<Level>,
 }
 contract!(
     Pressure,
@@ -442,12 +449,13 @@ contract!(
         check_pressure(&f)?;
         f.opt("context_usable", Fields::percent)?;
         f.opt("context_raw", Fields::percent)?;
-        for k in ["used_tokens", "window", "calls", "heavy_calls"] {
+        for k in ["used_tokens", "window", "calls", "heavy_calls", "warned_at"] {
             f.opt(k, Fields::count)?;
         }
         for k in ["source", "transcript_path", "cwd"] {
             f.opt_string(k)?;
         }
+        f.opt("warned_level", |f, k| f.one_of(k, LEVELS))?;
     }
 );
 

@@ -36,6 +36,8 @@ pub struct State {
     pub warned_level: Level,
     /// Main-thread calls since the last warning.
     pub calls_since_warning: u64,
+    /// Unix time of the last warning in this context (0: none yet).
+    pub last_warning: f64,
     /// Context cycles ended by a compaction or clear.
     pub compactions: u64,
     /// The last usage figure seen, tokens.
@@ -70,6 +72,7 @@ impl State {
         self.level = Level::Green;
         self.warned_level = Level::Green;
         self.calls_since_warning = 0;
+        self.last_warning = 0.0;
         self.reinjected.clear();
         self.calls_since_reinject = 0;
         self.last_checkpoint = 0.0;
@@ -199,6 +202,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         actions.push(Action::Warn(level));
         s.warned_level = level;
         s.calls_since_warning = 0;
+        s.last_warning = call.now;
     }
 
     // Checkpoints: orange throttled; red once more if the last was orange.
@@ -451,6 +455,10 @@ mod tests {
             s = o.state;
         }
         assert_eq!(seen, [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0]);
+        assert_eq!(
+            s.last_warning, 10.0,
+            "the time of the last warning, not of the last call"
+        );
         let o = step(&s, &call(20.0, "Bash"), &at(70.0), &c);
         assert_eq!(warns(&o), [Level::Orange], "escalation speaks at once");
         let o = step(&o.state, &call(21.0, "Bash"), &at(80.0), &c);
@@ -501,6 +509,7 @@ mod tests {
         assert_eq!(o.state.compactions, 1);
         assert_eq!(o.state.pressure, 1.0);
         assert_eq!(o.state.last_checkpoint_trigger, None);
+        assert_eq!(o.state.last_warning, 0.0, "no warning yet in this context");
         // Rising again warns again at once, with no leftover debounce.
         let o = step(&o.state, &call(11.0, "Bash"), &at(60.0), &c);
         assert_eq!(warns(&o), [Level::Yellow]);

@@ -345,6 +345,8 @@ fn publish_pressure(
         heavy_calls: Some(s.heavy_calls),
         transcript_path: input.transcript_path.clone(),
         cwd: input.cwd.clone(),
+        warned_at: (s.last_warning > 0.0).then(|| s.last_warning.floor() as u64),
+        warned_level: (s.last_warning > 0.0).then_some(s.warned_level),
     };
     h.bus.publish_typed(session, session, &p)?;
     // Older statuslines read only the legacy level: rewrite it when the level

@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use interband::Bus;
 use interband::context::{pct_text, tokens_text};
 use interband::paths::safe_key;
-use interband::payloads::{CompactionRequested, ContextWindow, Level, MemoryNote};
+use interband::payloads::{Checkpoint, CompactionRequested, ContextWindow, Level, MemoryNote};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
@@ -86,8 +86,9 @@ pub struct Session {
     model: String,
     pressure: interband::payloads::Pressure,
     age_secs: f64,
-    note: Option<String>,
-    pending: Option<String>,
+    note: Option<MemoryNote>,
+    pending: Option<CompactionRequested>,
+    checkpoint: Option<Checkpoint>,
 }
 
 impl Session {
@@ -108,6 +109,37 @@ impl Session {
             Some(u) => format!("{} {:>4}", gauge(u, 10), pct_text(u)),
             None => format!("{}    ?", "·".repeat(10)),
         }
+    }
+
+    /// Seconds since the agent was last warned in this context, when it was.
+    fn warned_ago(&self) -> Option<f64> {
+        Some(self.ago(self.pressure.warned_at? as f64))
+    }
+
+    /// When the session's latest values were written, newest first: Unix
+    /// seconds and what happened.
+    fn events(&self) -> Vec<(f64, String)> {
+        let p = &self.pressure;
+        let mut list = vec![(p.ts, format!("pressure {}", p.level.as_str()))];
+        if let (Some(at), Some(level)) = (p.warned_at, p.warned_level) {
+            list.push((at as f64, format!("warned ({})", level.as_str())));
+        }
+        if let Some(c) = &self.checkpoint {
+            list.push((c.ts, format!("checkpoint requested ({})", c.trigger)));
+        }
+        if let Some(n) = &self.note {
+            list.push((n.ts, format!("note written ({}): {}", n.trigger, n.path)));
+        }
+        if let Some(c) = &self.pending {
+            list.push((c.ts, format!("compaction requested ({})", c.strategy)));
+        }
+        list.sort_by(|a, b| b.0.total_cmp(&a.0));
+        list
+    }
+
+    /// Seconds ago, by this view's clock (the pressure's age tells it).
+    fn ago(&self, ts: f64) -> f64 {
+        (self.pressure.ts + self.age_secs - ts).max(0.0).round()
     }
 
     fn markers(&self) -> String {
@@ -135,7 +167,12 @@ impl Session {
             "model": self.model, "level": p.level.as_str(), "usable_pct": p.context_usable,
             "used_tokens": p.used_tokens, "window": p.window, "calls": p.calls,
             "source": p.source, "age_secs": self.age_secs.round(),
-            "note": self.note, "compaction_pending": self.pending,
+            "warned_secs_ago": self.warned_ago(),
+            "note": self.note.as_ref().map(|n| &n.path),
+            "compaction_pending": self.pending.as_ref().map(|c| &c.strategy),
+            "last_events": self.events().iter().map(|(ts, what)| json!({
+                "secs_ago": self.ago(*ts), "what": what,
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -182,14 +219,12 @@ pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Se
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             Session {
-                note: bus
-                    .read_typed::<MemoryNote>(&key)
-                    .ok()
-                    .map(|e| e.payload.path),
+                note: bus.read_typed::<MemoryNote>(&key).ok().map(|e| e.payload),
                 pending: bus
                     .read_typed::<CompactionRequested>(&key)
                     .ok()
-                    .map(|e| e.payload.strategy),
+                    .map(|e| e.payload),
+                checkpoint: bus.read_typed::<Checkpoint>(&key).ok().map(|e| e.payload),
                 session: r.session,
                 host: host.clone(),
                 project,
@@ -225,18 +260,22 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
     let models = of("interline", "context");
     let notes = of("intermem", "note");
     let pending = of("compact", "pending");
-    let find = |list: &[(String, interband::Message)], host: &str, key: &str| {
+    let checkpoints = of("interpulse", "checkpoint");
+    fn find<T: serde::de::DeserializeOwned>(
+        list: &[(String, interband::Message)],
+        host: &str,
+        key: &str,
+    ) -> Option<T> {
         list.iter()
             .find(|(h, m)| h == host && m.path.file_stem().is_some_and(|s| s == key))
-            .map(|(_, m)| m.envelope.payload.clone())
-    };
+            .and_then(|(_, m)| serde_json::from_value(m.envelope.payload.clone()).ok())
+    }
     of("interpulse", "pressure")
         .into_iter()
         .filter_map(|(host, m)| {
             let key = m.path.file_stem()?.to_string_lossy().into_owned();
             let pressure: interband::payloads::Pressure =
                 serde_json::from_value(m.envelope.payload).ok()?;
-            let text = |v: Option<Value>, f: &str| v.and_then(|v| v[f].as_str().map(str::to_owned));
             Some(Session {
                 project: pressure
                     .cwd
@@ -244,9 +283,12 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
                     .and_then(|c| std::path::Path::new(c).file_name())
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default(),
-                model: text(find(&models, &host, &key), "model").unwrap_or_default(),
-                note: text(find(&notes, &host, &key), "path"),
-                pending: text(find(&pending, &host, &key), "strategy"),
+                model: find::<ContextWindow>(&models, &host, &key)
+                    .and_then(|c| c.model)
+                    .unwrap_or_default(),
+                note: find(&notes, &host, &key),
+                pending: find(&pending, &host, &key),
+                checkpoint: find(&checkpoints, &host, &key),
                 age_secs: (now - pressure.ts).max(0.0),
                 session: m.envelope.session_id,
                 host,
@@ -256,11 +298,12 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
         .collect()
 }
 
-const HEADER: [&str; 10] = [
-    "HOST", "PROJECT", "MODEL", "LEVEL", "USABLE", "USED", "CALLS", "UPDATED", "MARKS", "SESSION",
+const HEADER: [&str; 11] = [
+    "HOST", "PROJECT", "MODEL", "LEVEL", "USABLE", "USED", "CALLS", "WARNED", "UPDATED", "MARKS",
+    "SESSION",
 ];
 
-fn cells(s: &Session) -> [String; 10] {
+fn cells(s: &Session) -> [String; 11] {
     [
         s.host.clone(),
         or_dash(&s.project),
@@ -269,6 +312,7 @@ fn cells(s: &Session) -> [String; 10] {
         s.usable(),
         s.used(),
         s.pressure.calls.map_or("-".into(), |c| c.to_string()),
+        s.warned_ago().map_or("-".into(), age),
         age(s.age_secs),
         s.markers(),
         s.session.chars().take(8).collect(),
@@ -293,7 +337,7 @@ impl Top {
 
 /// The snapshot as aligned columns, every field terminal-safe.
 fn print_table(list: &[Session]) {
-    let rows: Vec<[String; 10]> = list.iter().map(cells).collect();
+    let rows: Vec<[String; 11]> = list.iter().map(cells).collect();
     let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -425,7 +469,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
     let [head, body, foot] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(if ui.details { 8 } else { 1 }),
+        Constraint::Length(if ui.details { 12 } else { 1 }),
     ])
     .areas(frame.area());
     let count = |l: Level| list.iter().filter(|s| s.level() == l).count();
@@ -462,6 +506,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         Constraint::Length(16),
         Constraint::Length(12),
         Constraint::Length(6),
+        Constraint::Length(7),
         Constraint::Length(8),
         Constraint::Length(12),
         Constraint::Length(9),
@@ -495,15 +540,14 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
                 ))),
                 Line::from(safe(&format!(
                     "latest note {}",
-                    s.note.as_deref().unwrap_or("-")
+                    s.note.as_ref().map_or("-", |n| n.path.as_str())
                 ))),
-                Line::from(safe(&format!(
-                    "compaction  {}",
-                    s.pending
-                        .as_deref()
-                        .map_or("-".to_owned(), |p| format!("requested ({p})"))
-                ))),
-            ],
+            ]
+            .into_iter()
+            .chain(s.events().iter().take(5).map(|(ts, what)| {
+                Line::from(safe(&format!("{:>10}  {what}", age(s.ago(*ts)) + " ago")))
+            }))
+            .collect(),
             None => vec![Line::from("no session selected")],
         };
         frame.render_widget(
