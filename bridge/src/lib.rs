@@ -22,6 +22,12 @@
 //! holds the latest value per key (memory bounded by the number of keys),
 //! reconnects with backoff, and resumes the bucket's watch from the last
 //! revision it applied (kept in `<root>/.state/bridge.json` with its status).
+//!
+//! Retention: the values kept apart age out by their channel's retention and
+//! count, as the channel's own do ([`prune_remote`], once a minute); the
+//! bucket the bridge creates forgets a value after the longest retention of
+//! the channels bridged, so a machine joining late does not replay the bus's
+//! whole past.
 #![deny(missing_docs)]
 
 use std::collections::HashMap;
@@ -53,6 +59,10 @@ pub const OBSERVED: &[&str] = &[
     "interline/context",
     "compact/pending",
 ];
+
+/// How often the bridge applies retention to the values it keeps apart
+/// (each folder still at most once per prune interval).
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// The folder, under the root, where observed remote values are kept.
 pub const REMOTE: &str = ".remote";
@@ -232,6 +242,10 @@ pub struct Status {
     /// Local values waiting for the server.
     #[serde(default)]
     pub pending: usize,
+    /// Other machines' values removed by their channel's retention since
+    /// the bridge started.
+    #[serde(default)]
+    pub pruned: u64,
     /// The last problem, if any.
     #[serde(default)]
     pub problem: Option<String>,
@@ -257,6 +271,47 @@ pub fn status(bus: &Bus) -> Option<Status> {
 fn save_status(bus: &Bus, s: &Status) -> Result<(), Error> {
     let bytes = serde_json::to_vec_pretty(s).expect("status serializes");
     Ok(bus.dir(&[STATE], true)?.write(STATUS_FILE, &bytes, false)?)
+}
+
+/// Applies each observed channel's retention (age and count, with the same
+/// `INTERBAND_RETENTION_*` / `INTERBAND_MAX_FILES_*` overrides as the
+/// channel) to the other machines' values kept under [`REMOTE`], so a
+/// machine that went quiet drops out of the views as its own values would.
+/// Unless `force`, each folder at most once per prune interval. Returns the
+/// values removed.
+pub fn prune_remote(bus: &Bus, force: bool) -> Vec<std::path::PathBuf> {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut removed = Vec::new();
+    let Ok(remote) = bus.dir(&[REMOTE], false) else {
+        return removed;
+    };
+    for host in remote.entries().unwrap_or_default() {
+        let Some(host) = host.name_str().map(str::to_owned) else {
+            continue;
+        };
+        for ns in bus
+            .dir(&[REMOTE, &host], false)
+            .and_then(|d| d.entries())
+            .unwrap_or_default()
+        {
+            let Some(ns) = ns.name_str().map(str::to_owned) else {
+                continue;
+            };
+            for ch in bus
+                .dir(&[REMOTE, &host, &ns], false)
+                .and_then(|d| d.entries())
+                .unwrap_or_default()
+            {
+                let Some(ch) = ch.name_str() else { continue };
+                if let Ok(dir) = bus.dir(&[REMOTE, &host, &ns, ch], false)
+                    && let Ok(r) = interband::retention::prune_dir(&dir, &ns, ch, force, &env)
+                {
+                    removed.extend(r.removed);
+                }
+            }
+        }
+    }
+    removed
 }
 
 /// Every observed remote value of `namespace/channel`, with the host it came from.
@@ -425,6 +480,7 @@ impl<'a> Bridge<'a> {
         let mut backoff = Duration::from_millis(100);
         let mut next_try = Instant::now();
         let mut saved = Instant::now() - Duration::from_secs(10);
+        let mut pruned = Instant::now() - PRUNE_EVERY;
         while !stop.load(Ordering::Relaxed) {
             if store.is_none() && Instant::now() >= next_try {
                 match self.connect().await {
@@ -479,6 +535,10 @@ impl<'a> Bridge<'a> {
                 self.status.connected = false;
                 next_try = Instant::now() + backoff;
             }
+            if pruned.elapsed() >= PRUNE_EVERY {
+                self.status.pruned += prune_remote(self.bus, false).len() as u64;
+                pruned = Instant::now();
+            }
             self.status.pending = self.pending.len();
             if saved.elapsed() >= Duration::from_millis(500) {
                 self.status.updated = now();
@@ -524,6 +584,10 @@ impl<'a> Bridge<'a> {
                     bucket: o.bucket.clone(),
                     history: 1,
                     max_value_size: MAX_MESSAGE_BYTES as i32,
+                    // The server forgets a value once every channel bridged
+                    // would have pruned it, so a new machine does not catch
+                    // up on the bus's whole past.
+                    max_age: self.longest_retention(),
                     ..Default::default()
                 })
                 .await
@@ -534,6 +598,21 @@ impl<'a> Bridge<'a> {
             .await
             .map_err(|e| format!("bucket {}: watch: {e}", o.bucket))?;
         Ok((client, store, watch))
+    }
+
+    /// The longest retention of the channels bridged (with the environment's overrides).
+    fn longest_retention(&self) -> Duration {
+        let env = |k: &str| std::env::var(k).ok();
+        let secs = self
+            .opts
+            .shared
+            .iter()
+            .chain(&self.opts.observed)
+            .filter_map(|c| c.split_once('/'))
+            .map(|(ns, ch)| interband::retention::limits(ns, ch, env).0)
+            .max()
+            .unwrap_or(0);
+        Duration::from_secs(secs)
     }
 
     /// A local value: queued for the bucket, unless the bridge wrote it itself.
@@ -657,6 +736,53 @@ fn now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_machines_values_age_out_by_their_channels_retention() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bus = Bus::new(tmp.path());
+        let put = |host: &str, ns: &str, ch: &str, key: &str, ago_secs: u64| {
+            let dir = bus.dir(&[REMOTE, host, ns, ch], true).unwrap();
+            dir.write(&format!("{key}.json"), b"{}", false).unwrap();
+            let f = std::fs::File::options()
+                .write(true)
+                .open(dir.join(&format!("{key}.json")))
+                .unwrap();
+            f.set_modified(std::time::SystemTime::now() - Duration::from_secs(ago_secs))
+                .unwrap();
+        };
+        // Pressure and checkpoints keep 24 h by default, notes 7 days.
+        put("b", "interpulse", "pressure", "old", 25 * 3600);
+        put("b", "interpulse", "pressure", "new", 60);
+        put("c", "interpulse", "checkpoint", "old", 25 * 3600);
+        put("c", "intermem", "note", "kept", 25 * 3600);
+        let mut removed: Vec<String> = prune_remote(&bus, true)
+            .iter()
+            .map(|p| p.strip_prefix(bus.root()).unwrap().display().to_string())
+            .collect();
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                ".remote/b/interpulse/pressure/old.json",
+                ".remote/c/interpulse/checkpoint/old.json"
+            ]
+        );
+        assert!(
+            prune_remote(&bus, true).is_empty(),
+            "nothing more to remove"
+        );
+        assert!(
+            bus.root()
+                .join(".remote/b/interpulse/pressure/new.json")
+                .exists()
+        );
+        assert!(
+            bus.root()
+                .join(".remote/c/intermem/note/kept.json")
+                .exists()
+        );
+    }
 
     #[test]
     fn bucket_keys_name_the_origin_and_plain_parts_only() {

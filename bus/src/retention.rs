@@ -107,8 +107,18 @@ pub fn prune_with(
     }
 }
 
-/// [`prune_with`] on an open channel folder.
-pub(crate) fn prune_dir(
+/// [`prune_with`] on an open folder holding the values of `namespace/channel`
+/// (the channel's own, or a copy of another machine's values kept apart):
+/// the channel's retention and count apply.
+///
+/// ```
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let bus = interband::Bus::new(tmp.path());
+/// let copy = bus.dir(&[".copies", "interpulse", "pressure"], true).unwrap();
+/// let r = interband::retention::prune_dir(&copy, "interpulse", "pressure", true, &|_| None).unwrap();
+/// assert!(r.removed.is_empty());
+/// ```
+pub fn prune_dir(
     dir: &Dir,
     namespace: &str,
     channel: &str,

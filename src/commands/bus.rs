@@ -384,7 +384,8 @@ fn say_row(fields: &[&str]) {
 /// `interband prune [NAMESPACE/CHANNEL]`
 #[derive(Args)]
 pub struct Prune {
-    /// One channel; all channels when omitted.
+    /// One channel; all channels when omitted (and the values other
+    /// machines' bridges sent, kept under `.remote`).
     channel: Option<String>,
 }
 
@@ -392,7 +393,12 @@ impl Prune {
     pub fn run(self) -> Result<u8> {
         let bus = Bus::from_env()?;
         let report = match &self.channel {
-            None => interband::retention::prune_all(&bus)?,
+            None => {
+                let mut r = interband::retention::prune_all(&bus)?;
+                // And what other machines' bridges sent, by the same rules.
+                r.removed.extend(interband_bridge::prune_remote(&bus, true));
+                r
+            }
             Some(c) => {
                 let Some((ns, ch)) = c.split_once('/') else {
                     bail!("{c:?}: expected NAMESPACE/CHANNEL");
