@@ -129,6 +129,9 @@ fn watch_events(
     Ok((w, rx))
 }
 
+/// File events taken in before the files they name are read.
+const MAX_BATCH: usize = 1024;
+
 /// A live subscription. Call [`Subscription::next`] in a loop.
 ///
 /// ```no_run
@@ -219,13 +222,20 @@ impl Subscription {
                 None => std::thread::sleep(wait),
                 Some((_, rx)) => match rx.recv_timeout(wait) {
                     Ok(ev) => {
-                        self.on_event(ev);
-                        // Take whatever else is already queued before reading files.
-                        while let Some((_, rx)) = &self.events {
+                        // Take whatever else is already queued, then read each
+                        // file named once (one write gives several events).
+                        let mut touched = Vec::new();
+                        self.on_event(ev, &mut touched);
+                        // (Bounded: a writer never keeps the files unread.)
+                        for _ in 0..MAX_BATCH {
+                            let Some((_, rx)) = &self.events else { break };
                             match rx.try_recv() {
-                                Ok(ev) => self.on_event(ev),
+                                Ok(ev) => self.on_event(ev, &mut touched),
                                 Err(_) => break,
                             }
+                        }
+                        for path in touched {
+                            self.offer(&path, Read::Always);
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {}
@@ -238,18 +248,31 @@ impl Subscription {
         }
     }
 
-    fn on_event(&mut self, ev: notify::Result<notify::Event>) {
+    /// Takes in one file event: message files it names are added to
+    /// `touched` (once each), new folders are scanned, a lost event rescans.
+    fn on_event(&mut self, ev: notify::Result<notify::Event>, touched: &mut Vec<PathBuf>) {
         match ev {
             // Opening and reading files (our own reads included) changes nothing.
             Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
             Ok(ev) if !ev.need_rescan() => {
                 for path in ev.paths {
+                    if self.bus.address_of(&path).is_some() {
+                        if !touched.contains(&path) {
+                            touched.push(path);
+                        }
+                        continue;
+                    }
+                    // Writers' temp and lock files, stamps, the bus's own
+                    // folders: never a message, nor a namespace or channel.
+                    if path
+                        .file_name()
+                        .is_none_or(|n| n.as_encoded_bytes().starts_with(b"."))
+                    {
+                        continue;
+                    }
                     // (Only what kind of thing it is: a link is no folder.)
-                    let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
-                    if is_dir {
+                    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                         self.scan_dir(&path);
-                    } else {
-                        self.offer(&path, Read::Always);
                     }
                 }
             }
