@@ -96,8 +96,14 @@ struct Bridge(Child);
 
 impl Bridge {
     fn start(w: &World, url: &str, host: &str) -> Self {
+        Bridge::start_with(w, url, host, &[])
+    }
+
+    /// With more of `interband bridge`'s flags.
+    fn start_with(w: &World, url: &str, host: &str, flags: &[&str]) -> Self {
         let child = w
             .cmd(&["bridge", "--url", url, "--host", host])
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -351,6 +357,156 @@ fn a_wrong_credential_is_refused(bin: PathBuf) {
     connected(&w);
 }
 
+/// Starts a bridge for a fresh root with `flags`; returns whether it connected
+/// (`true`) or reported a problem without connecting (`false`), and its status.
+fn tries(server: &Server, flags: &[&str]) -> (bool, Value) {
+    let w = World::new();
+    let _bridge = Bridge::start_with(&w, &server.url(), "host-t", flags);
+    let s = poll(30, "the bridge to connect or say why not", || {
+        let s = status(&w);
+        (s["connected"] == true || s["problem"].is_string()).then_some(s)
+    });
+    (s["connected"] == true, s)
+}
+
+fn an_nkey_is_checked(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (user, stranger) = (nkeys::KeyPair::new_user(), nkeys::KeyPair::new_user());
+    let conf = tmp.path().join("nats.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "authorization {{ users = [ {{ nkey: \"{}\" }} ] }}\n",
+            user.public_key()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&bin, tmp.path(), &["-c", conf.to_str().unwrap()]);
+    let seed = |name: &str, kp: &nkeys::KeyPair| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, kp.seed().unwrap() + "\n").unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (right, wrong) = (seed("user.nk", &user), seed("stranger.nk", &stranger));
+    let (ok, s) = tries(&server, &["--nkey", &right]);
+    assert!(ok, "the user's seed: {s}");
+    let (ok, s) = tries(&server, &["--nkey", &wrong]);
+    assert!(!ok, "another key's seed: {s}");
+    let (ok, s) = tries(&server, &[]);
+    assert!(!ok, "no key at all: {s}");
+}
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let o = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A CA named `name` (`<name>.pem`, `<name>.key`) in `dir`.
+fn ca(dir: &Path, name: &str) {
+    let (pem, key, subject) = (
+        format!("{name}.pem"),
+        format!("{name}.key"),
+        format!("/CN={name}"),
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-subj",
+            &subject,
+        ],
+    )
+}
+
+fn tls_is_checked_against_the_ca_given(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ca(d, "our-ca");
+    ca(d, "other-ca");
+    // The server's certificate, for 127.0.0.1, signed by our CA.
+    std::fs::write(
+        d.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "our-ca.pem",
+            "-CAkey",
+            "our-ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ],
+    );
+    let file = |n: &str| d.join(n).to_str().unwrap().to_owned();
+    let server = Server::start(
+        &bin,
+        d,
+        &[
+            "--tls",
+            "--tlscert",
+            &file("server.pem"),
+            "--tlskey",
+            &file("server.key"),
+        ],
+    );
+    let (ok, s) = tries(&server, &["--tls-ca", &file("our-ca.pem")]);
+    assert!(ok, "the CA that signed the server's certificate: {s}");
+    let (ok, s) = tries(&server, &["--tls-ca", &file("other-ca.pem")]);
+    assert!(!ok, "another CA: {s}");
+    let (ok, s) = tries(&server, &[]);
+    assert!(!ok, "no CA given (the system's do not know ours): {s}");
+}
+
 fn a_watch_runs_the_bridge_when_its_settings_name_a_server(bin: PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&bin, tmp.path(), &[]);
@@ -388,7 +544,7 @@ fn main() -> std::process::ExitCode {
     use libtest_mimic::{Arguments, Trial};
     let args = Arguments::from_args();
     let server = server_bin();
-    let tests: [(&str, Test); 4] = [
+    let tests: [(&str, Test); 6] = [
         (
             "a_watch_runs_the_bridge_when_its_settings_name_a_server",
             a_watch_runs_the_bridge_when_its_settings_name_a_server,
@@ -402,10 +558,24 @@ fn main() -> std::process::ExitCode {
             "a_wrong_credential_is_refused",
             a_wrong_credential_is_refused,
         ),
+        ("an_nkey_is_checked", an_nkey_is_checked),
+        (
+            "tls_is_checked_against_the_ca_given",
+            tls_is_checked_against_the_ca_given,
+        ),
     ];
+    // The TLS test makes its certificates with openssl.
+    let openssl = Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     let trials = tests
         .into_iter()
         .map(|(name, test)| match &server {
+            Ok(_) if name.starts_with("tls") && !openssl => {
+                Trial::test(name, || Err("no openssl to make certificates with".into()))
+                    .with_ignored_flag(true)
+            }
             Ok(bin) => {
                 let bin = bin.clone();
                 Trial::test(name, move || {

@@ -532,6 +532,17 @@ impl Dir {
         }
     }
 
+    /// Removes the empty folder `name` (never through a link). Returns
+    /// whether there was one.
+    pub fn remove_dir(&self, name: &str) -> Result<bool> {
+        check_name(name)?;
+        match rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(Error::io(self.path.join(name), errno_io(e))),
+        }
+    }
+
     /// Renames `name` here to `to_name` in `to`, replacing a file there.
     /// Returns false when `name` was gone (another process moved it first).
     pub fn rename(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool> {

@@ -306,6 +306,84 @@ impl Journal {
     }
 }
 
+/// Removes the journals nothing has touched for `idle` (no record appended,
+/// claimed or committed, no folder changed): a session gone that long has
+/// had its notes and summary written, and its journal would otherwise stay
+/// for the life of the root. Returns the journal folders removed. Never
+/// follows a link; a journal it cannot read is left alone.
+///
+/// ```
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let bus = interband::Bus::new(tmp.path());
+/// interband::journal::Journal::new(&bus, "s").append(&serde_json::json!({})).unwrap();
+/// let week = std::time::Duration::from_secs(7 * 86_400);
+/// assert!(interband::journal::prune_idle(&bus, week).is_empty(), "just written");
+/// ```
+pub fn prune_idle(bus: &Bus, idle: std::time::Duration) -> Vec<PathBuf> {
+    let Ok(all) = bus.dir(&[JOURNALS], false) else {
+        return Vec::new();
+    };
+    let now = std::time::SystemTime::now();
+    let idle_since = |t: std::time::SystemTime| now.duration_since(t).is_ok_and(|a| a > idle);
+    let mut removed = Vec::new();
+    for entry in all.entries().unwrap_or_default() {
+        let Some(name) = entry.name_str() else {
+            continue;
+        };
+        let (Ok(journal), Ok(Some(meta))) = (all.sub(name, false), all.stat(name)) else {
+            continue;
+        };
+        // Every folder in it and every file in those, all idle.
+        let mut parts = Vec::new();
+        let mut quiet = idle_since(meta.mtime);
+        for sub in journal.entries().unwrap_or_default() {
+            let Some(sub) = sub.name_str().map(str::to_owned) else {
+                continue;
+            };
+            match (journal.stat(&sub), journal.sub(&sub, false)) {
+                (Ok(Some(m)), Ok(dir)) => {
+                    quiet &= idle_since(m.mtime);
+                    for f in dir.entries().unwrap_or_default() {
+                        let Some(f) = f.name_str() else { continue };
+                        quiet &= matches!(dir.stat(f), Ok(Some(m)) if idle_since(m.mtime));
+                    }
+                    parts.push((Some(dir), sub));
+                }
+                (Ok(Some(m)), Err(_)) => {
+                    quiet &= idle_since(m.mtime);
+                    parts.push((None, sub));
+                }
+                _ => quiet = false,
+            }
+            if !quiet {
+                break;
+            }
+        }
+        if !quiet {
+            continue;
+        }
+        for (dir, sub) in parts {
+            match dir {
+                Some(dir) => {
+                    for f in dir.entries().unwrap_or_default() {
+                        if let Some(f) = f.name_str() {
+                            let _ = dir.remove(f);
+                        }
+                    }
+                    let _ = journal.remove_dir(&sub);
+                }
+                None => {
+                    let _ = journal.remove(&sub);
+                }
+            }
+        }
+        if all.remove_dir(name).unwrap_or(false) {
+            removed.push(all.join(name));
+        }
+    }
+    removed
+}
+
 /// An existing sub-folder, `None` when missing.
 fn sub(dir: &Dir, name: &str) -> Result<Option<Dir>> {
     match dir.sub(name, false) {
@@ -337,6 +415,45 @@ fn read_all(dir: Option<&Dir>) -> Result<Vec<Record>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Sets the mtime of everything under `path` (and itself) to `ago` before now.
+    fn age_all(path: &std::path::Path, ago: std::time::Duration) {
+        let t = std::time::SystemTime::now() - ago;
+        if path.is_dir() {
+            for e in std::fs::read_dir(path).unwrap() {
+                age_all(&e.unwrap().path(), ago);
+            }
+        }
+        std::fs::File::open(path).unwrap().set_modified(t).unwrap();
+    }
+
+    #[test]
+    fn only_journals_idle_past_the_limit_are_removed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let week = std::time::Duration::from_secs(7 * 86_400);
+        let eight_days = std::time::Duration::from_secs(8 * 86_400);
+        for s in ["gone", "recent", "woken"] {
+            let j = Journal::new(&bus, s);
+            j.append(&json!({"tool": "Bash"})).unwrap();
+            j.with_claimed_for(Some("note-1.md"), &|_| false, |r| Ok(r.len()))
+                .unwrap();
+            j.append(&json!({"tool": "Edit"})).unwrap();
+            if s != "recent" {
+                age_all(&j.dir(), eight_days);
+            }
+        }
+        // One record of "woken" is new: the whole journal stays.
+        Journal::new(&bus, "woken")
+            .append(&json!({"tool": "Read"}))
+            .unwrap();
+        let removed = prune_idle(&bus, week);
+        assert_eq!(removed, [Journal::new(&bus, "gone").dir()]);
+        assert!(!Journal::new(&bus, "gone").dir().exists());
+        assert_eq!(Journal::new(&bus, "recent").all().unwrap().len(), 2);
+        assert_eq!(Journal::new(&bus, "woken").all().unwrap().len(), 3);
+        assert!(prune_idle(&bus, week).is_empty());
+    }
 
     #[test]
     fn concurrent_appends_and_claims_lose_nothing_and_count_nothing_twice() {

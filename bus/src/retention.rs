@@ -228,8 +228,10 @@ pub const SWEEP_STAMP: &str = ".interband-sweep.stamp";
 
 /// Removes crashed writers' temp files (older than [`STALE_TEMP`]) from every
 /// folder under the root: channel folders, and the internal ones (`.state`,
-/// `.journal`, `.consumers`, notes). Unless `force`, at most once per
-/// [`SWEEP_INTERVAL`]. Never through a link; never fails.
+/// `.journal`, `.consumers`, notes); and the journals of sessions idle for
+/// longer than notes are kept ([`crate::journal::prune_idle`]). Unless
+/// `force`, at most once per [`SWEEP_INTERVAL`]. Never through a link; never
+/// fails.
 pub fn sweep_internal(bus: &Bus, force: bool) -> Vec<PathBuf> {
     let Ok(root) = bus.root_dir(false) else {
         return Vec::new();
@@ -266,6 +268,9 @@ pub fn sweep_internal(bus: &Bus, force: bool) -> Vec<PathBuf> {
             }
         }
     }
+    // A session's journal lasts as long as the notes it feeds.
+    let (notes, _) = limits("intermem", "note", |k| std::env::var(k).ok());
+    removed.extend(crate::journal::prune_idle(bus, Duration::from_secs(notes)));
     removed
 }
 
