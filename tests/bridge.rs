@@ -334,6 +334,21 @@ fn a_server_restart_loses_nothing_and_applies_nothing_twice(bin: PathBuf) {
             .seq,
         1
     );
+    // A machine joining now catches up on every key's latest value, and says so.
+    let c = World::new();
+    let _bc = Bridge::start(&c, &server.url(), "host-c");
+    let got = poll(30, "c to catch up", || {
+        let m = c.bus().read("interlock", "coordination", "during").ok()?;
+        let caught = c.bus().read("interlock", "coordination", "before").is_ok()
+            && c.bus().read("interlock", "coordination", "other").is_ok();
+        caught.then_some(m)
+    });
+    assert_eq!(got.envelope.payload["text"], "v5");
+    let s = poll(20, "c's status to say it is caught up", || {
+        let s = status(&c);
+        (s["behind"] == 0 && s["applied"].as_u64() >= Some(3)).then_some(s)
+    });
+    assert!(s["last_revision"].as_u64() >= Some(3), "{s}");
 }
 
 fn a_wrong_credential_is_refused(bin: PathBuf) {

@@ -242,6 +242,10 @@ pub struct Status {
     /// Local values waiting for the server.
     #[serde(default)]
     pub pending: usize,
+    /// Values in the bucket not yet applied here, as the server counted when
+    /// the last one arrived (0: caught up).
+    #[serde(default)]
+    pub behind: u64,
     /// Other machines' values removed by their channel's retention since
     /// the bridge started.
     #[serde(default)]
@@ -665,6 +669,7 @@ impl<'a> Bridge<'a> {
     /// A value from the bucket: dropped, or applied by its channel's kind.
     fn incoming(&mut self, e: async_nats::jetstream::kv::Entry) {
         self.status.last_revision = self.status.last_revision.max(e.revision);
+        self.status.behind = e.delta;
         if e.operation != async_nats::jetstream::kv::Operation::Put {
             return;
         }
