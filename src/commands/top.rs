@@ -4,7 +4,8 @@
 //! level as a word (and a colour unless `NO_COLOR`), the usable room with a
 //! gauge, used/window, calls, how long ago it was updated, and markers for a
 //! saved note and a pending compaction. It redraws when the bus changes (a
-//! file watch on the channels it shows), and once a second for the ages.
+//! file watch on the channels it shows, and one on the other machines'
+//! values a bridge keeps), and once a second for the ages.
 //! `--once` prints one snapshot as a table, `--json` as JSON.
 
 use std::time::{Duration, Instant};
@@ -395,6 +396,19 @@ fn live(bus: &Bus, sort: Sort, filter: String) -> Result<u8> {
             ..Default::default()
         },
     )?;
+    // Other machines' values, as the bridge keeps them: outside the
+    // channels, so watched apart (never through a link).
+    let (remote_tx, remote) = std::sync::mpsc::channel();
+    let _remote_watch = bus
+        .dir(&[interband_bridge::REMOTE], true)
+        .ok()
+        .and_then(|d| {
+            use notify::Watcher as _;
+            let config = notify::Config::default().with_follow_symlinks(false);
+            let mut w = notify::RecommendedWatcher::new(remote_tx, config).ok()?;
+            w.watch(d.path(), notify::RecursiveMode::Recursive).ok()?;
+            Some(w)
+        });
     let mut ui = Ui {
         sort,
         filter,
@@ -457,6 +471,9 @@ fn live(bus: &Bus, sort: Sort, filter: String) -> Result<u8> {
                 }
             }
             while sub.next(Duration::ZERO)?.is_some() {
+                dirty = true;
+            }
+            while remote.try_recv().is_ok() {
                 dirty = true;
             }
         }
