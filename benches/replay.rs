@@ -14,7 +14,9 @@
 //! - `INTERBAND_BENCH_ROUNDS`: rounds, default 3.
 //!
 //! Prints a markdown table (median wall time, ratio to the floor, MB/s,
-//! calls/s, peak memory) and writes it as JSON to `target/bench-replay.json`.
+//! calls/s, peak memory, and the most `/dev/shm` grew: the replay's private
+//! folder, its copy of the transcript included, lives there) and writes it
+//! as JSON to `target/bench-replay.json`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -110,8 +112,35 @@ fn generate(path: &Path, mb: u64) -> std::io::Result<u64> {
     Ok(n)
 }
 
-/// Runs `argv` to completion; returns the wall time (s) and the child's peak memory (KB).
-fn run(argv: &[&str], env: &[(&str, &str)]) -> Result<(f64, u64), String> {
+/// Bytes in use on the file system holding `path` (0 when unknown).
+fn used_bytes(path: &std::ffi::CStr) -> u64 {
+    // SAFETY: an all-zero statvfs is valid; statvfs fills it for a valid path.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out-pointer.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut s) } != 0 {
+        return 0;
+    }
+    (s.f_blocks - s.f_bfree) * s.f_frsize
+}
+
+/// Runs `argv` to completion; returns the wall time (s), the child's peak
+/// memory (KB) and the most `/dev/shm` (where replay keeps its private
+/// folder, in memory) grew meanwhile (KB).
+fn run(argv: &[&str], env: &[(&str, &str)]) -> Result<(f64, u64, u64), String> {
+    let shm = c"/dev/shm";
+    let base = used_bytes(shm);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(used_bytes(shm).saturating_sub(base));
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            peak
+        })
+    };
     let start = Instant::now();
     let child = Command::new(argv[0])
         .args(&argv[1..])
@@ -129,10 +158,12 @@ fn run(argv: &[&str], env: &[(&str, &str)]) -> Result<(f64, u64), String> {
         return Err(format!("{argv:?}: wait4 failed"));
     }
     let secs = start.elapsed().as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let shm_peak = sampler.join().unwrap_or(0) / 1024;
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         return Err(format!("{argv:?} failed with status {status}"));
     }
-    Ok((secs, usage.ru_maxrss as u64))
+    Ok((secs, usage.ru_maxrss as u64, shm_peak))
 }
 
 fn bench() -> Result<(), String> {
@@ -168,6 +199,8 @@ fn bench() -> Result<(), String> {
     let base = [("HOME", home), ("PATH", "/usr/bin:/bin")];
     let mut off = base.to_vec();
     off.push(("INTERBAND_INTERMEM_ENABLED", "false"));
+    let mut keep = base.to_vec();
+    keep.push(("INTERBAND_REPLAY_KEEP_COPY", "1"));
     let cases: Vec<Case> = vec![
         (
             "wc -l (reading the file: the floor)",
@@ -185,15 +218,22 @@ fn bench() -> Result<(), String> {
             vec![BIN, "replay", file],
             off,
         ),
+        (
+            "interband replay, the whole copy kept",
+            vec![BIN, "replay", "--defaults", file],
+            keep,
+        ),
     ];
     let mut samples = vec![Vec::new(); cases.len()];
     let mut peak = vec![0u64; cases.len()];
+    let mut shm = vec![0u64; cases.len()];
     for r in 0..rounds {
         for i in (0..cases.len()).map(|i| (r + i) % cases.len()) {
             let (_, argv, env) = &cases[i];
-            let (secs, kb) = run(argv, env)?;
+            let (secs, kb, shm_kb) = run(argv, env)?;
             samples[i].push(secs);
             peak[i] = peak[i].max(kb);
+            shm[i] = shm[i].max(shm_kb);
         }
     }
     let medians: Vec<f64> = samples
@@ -209,26 +249,30 @@ fn bench() -> Result<(), String> {
         "transcript: {:.0} MB, {calls} tool calls; machine: nproc={cpus}, rounds={rounds}\n",
         bytes as f64 / (1 << 20) as f64
     );
-    println!("| case | median s | ratio to the floor | MB/s | calls/s | peak memory MB |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| case | median s | ratio to the floor | MB/s | calls/s | peak memory MB | peak /dev/shm growth MB |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut json = Vec::new();
     for (i, (name, _, _)) in cases.iter().enumerate() {
         let m = medians[i];
         let mbs = bytes as f64 / (1 << 20) as f64 / m;
         let cps = if i == 0 { 0.0 } else { calls as f64 / m };
         println!(
-            "| {name} | {m:.2} | {:.1}× | {mbs:.0} | {} | {:.1} |",
+            "| {name} | {m:.2} | {:.1}× | {mbs:.0} | {} | {:.1} | {:.1} |",
             m / floor,
             if i == 0 {
                 "-".to_owned()
             } else {
                 format!("{cps:.0}")
             },
-            peak[i] as f64 / 1024.0
+            peak[i] as f64 / 1024.0,
+            shm[i] as f64 / 1024.0
         );
         json.push(
             serde_json::json!({"case": name, "median_s": m, "ratio": m / floor,
-            "mb_per_s": mbs, "calls_per_s": cps, "peak_mb": peak[i] as f64 / 1024.0}),
+            "mb_per_s": mbs, "calls_per_s": cps, "peak_mb": peak[i] as f64 / 1024.0,
+            "shm_growth_mb": shm[i] as f64 / 1024.0}),
         );
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(

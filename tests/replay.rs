@@ -811,3 +811,45 @@ fn codex_and_gemini_transcripts_replay_through_their_own_hooks() {
     assert_eq!(v["summary"]["window"], 1_048_576);
     assert_eq!(v["summary"]["turns"], 1);
 }
+
+#[test]
+fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back() {
+    // Long results (as the client writes them: in the message and in
+    // toolUseResult), usage rising to red and compacting, twice: about 24 MB,
+    // far past the 8 MB any hook reads back from the end.
+    let w = World::new();
+    let body = "x".repeat(50_000);
+    let mut lines = Vec::new();
+    let mut i = 0;
+    for _ in 0..2 {
+        for step in 0..120u64 {
+            i += 1;
+            let [a, u] = call(i, 30_000 + step * 1_300, false);
+            let mut u: Value = serde_json::from_str(&u).unwrap();
+            u["message"]["content"][0]["content"] = json!(body);
+            u["toolUseResult"] = json!({"stdout": body});
+            lines.extend([a, u.to_string()]);
+        }
+        lines.push(boundary(i, 20_000));
+    }
+    let path = write(w.dir.path(), "long.jsonl", &lines);
+    assert!(std::fs::metadata(&path).unwrap().len() > 20 << 20);
+    let run = |keep: bool| {
+        let o = w
+            .cmd(&["replay", "--defaults", "--json", path.to_str().unwrap()])
+            .env("INTERBAND_REPLAY_KEEP_COPY", if keep { "1" } else { "0" })
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o)
+    };
+    let (freed, kept) = (run(false), run(true));
+    let v: Value = serde_json::from_str(&freed).unwrap();
+    assert!(
+        v["summary"]["notes"].as_u64() >= Some(4),
+        "{}",
+        v["summary"]
+    );
+    assert_eq!(v["summary"]["compactions"], 2);
+    assert!(freed == kept, "the hooks read the same either way");
+}

@@ -392,6 +392,12 @@ struct Stage {
     cwd: PathBuf,
     copy_path: PathBuf,
     copy: std::io::BufWriter<std::fs::File>,
+    /// Bytes written to the copy.
+    copied: u64,
+    /// The copy is given back up to here (see [`Stage::free_behind`]).
+    freed_to: u64,
+    /// Keep the whole copy (`INTERBAND_REPLAY_KEEP_COPY`, for comparison).
+    keep_copy: bool,
     strategy: String,
     problems: RefCell<Vec<String>>,
 }
@@ -482,7 +488,7 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
                 None => {
                     play.out.summary.skipped_lines += 1;
                     // The copy keeps the line's place; its content is not held.
-                    stage.copy.write_all(b"\n")?;
+                    stage.append(b"\n")?;
                 }
                 Some((bytes, seen)) => {
                     stage.line(&mut play, &bytes, seen, read.offset)?;
@@ -573,6 +579,34 @@ fn read_ahead(
             return;
         }
     }
+}
+
+/// The copy is given back in steps of this many bytes.
+const FREE_STEP: u64 = 1 << 20;
+/// Kept beyond what the transcript's readers reach, to spare.
+const FREE_MARGIN: u64 = 1 << 20;
+
+/// Frees `len` bytes of `file` from `offset` (they read as zeros after),
+/// keeping its length; where the file system cannot, nothing happens.
+fn punch_hole(file: &std::fs::File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: fallocate on a descriptor this file owns, with plain integers.
+        let _ = unsafe {
+            libc::fallocate(
+                file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            )
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
 }
 
 /// The replay's private folder: in memory (`/dev/shm`) when there is one.
@@ -695,6 +729,9 @@ impl Stage {
             cwd: project,
             copy_path,
             copy,
+            copied: 0,
+            freed_to: 0,
+            keep_copy: std::env::var_os("INTERBAND_REPLAY_KEEP_COPY").is_some_and(|v| v == "1"),
             strategy,
             problems: RefCell::new(Vec::new()),
         })
@@ -727,9 +764,9 @@ impl Stage {
                 _ => {}
             }
         }
-        self.copy.write_all(bytes)?;
+        self.append(bytes)?;
         if !bytes.ends_with(b"\n") {
-            self.copy.write_all(b"\n")?;
+            self.append(b"\n")?;
         }
         // The line's own figure.
         if let Some(fact) = seen.fact {
@@ -811,6 +848,32 @@ impl Stage {
             }
         }
         Ok(())
+    }
+
+    /// Adds `bytes` to the copy of the transcript the hooks read.
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        self.copy.write_all(bytes)?;
+        self.copied += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Gives back the part of the copy no hook reads: after the head every
+    /// reader may read from the start (a note's head window) and before the
+    /// furthest any reader reaches back from the end (the tail scan, a note's
+    /// tail window). Its length stays. In `/dev/shm` the copy is memory, so a
+    /// replay holds a few megabytes of it whatever the transcript's size.
+    fn free_behind(&mut self) {
+        let limits = interband_consumers::digest::Limits::default();
+        let back = interband_hosts::tail::DEFAULT_SCAN_CAP.max(limits.tail_cap) + FREE_MARGIN;
+        let start = self
+            .freed_to
+            .max((limits.head_cap + FREE_MARGIN).div_ceil(FREE_STEP) * FREE_STEP);
+        let end = self.copied.saturating_sub(back) / FREE_STEP * FREE_STEP;
+        if self.keep_copy || end <= start {
+            return;
+        }
+        punch_hole(self.copy.get_ref(), start, end - start);
+        self.freed_to = end;
     }
 
     /// The calls still waiting for a result get none (their turn is over).
@@ -922,6 +985,7 @@ impl Stage {
     /// Runs one event through the hooks' code, and records what it did.
     fn dispatch(&mut self, p: &mut Play, input: &[u8]) -> Result<Option<String>> {
         self.copy.flush()?;
+        self.free_behind();
         let log = |what: &str| {
             let mut problems = self.problems.borrow_mut();
             if problems.len() < 100 {
