@@ -46,6 +46,10 @@ impl Tail {
 }
 
 /// Default cap on bytes scanned from the end: 8 MiB.
+///
+/// `interband replay` frees its copy of a transcript beyond the furthest any
+/// hook reads back (this cap, or a memory note's tail window): a hook that
+/// read further back would have to raise that reach too.
 pub const DEFAULT_SCAN_CAP: u64 = 8 << 20;
 
 /// Bytes read from the file at a time.
