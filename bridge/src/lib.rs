@@ -189,8 +189,7 @@ impl Settings {
         o.creds = path(&self.creds);
         o.tls_ca = path(&self.tls_ca);
         if let Some(f) = path(&self.nkey) {
-            let seed = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-            o.nkey = Some(seed.trim().to_owned());
+            o.nkey = Some(secret_file(&f)?.trim().to_owned());
         }
         if !self.shared.is_empty() {
             o.shared = self.shared.clone();
@@ -200,6 +199,17 @@ impl Settings {
         }
         Ok(Some(o))
     }
+}
+
+/// The most bytes read from a credentials or nkey file.
+const SECRET_MAX: u64 = 64 << 10;
+
+/// A credentials or nkey file's text: a regular file only (a FIFO or a
+/// device named in the settings never blocks the bridge), bounded.
+fn secret_file(path: &std::path::Path) -> Result<String, String> {
+    let bytes = interband::fsio::read_regular(path, SECRET_MAX)
+        .map_err(|e| format!("{}: {}", path.display(), e.into_io()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
 }
 
 /// This machine's host name.
@@ -566,14 +576,16 @@ impl<'a> Bridge<'a> {
         }
         if let Some(c) = &o.creds {
             co = co
-                .credentials_file(c)
-                .await
+                .credentials(&secret_file(c)?)
                 .map_err(|e| format!("{}: {e}", c.display()))?;
         }
         if let Some(seed) = &o.nkey {
             co = co.nkey(seed.clone());
         }
         if let Some(ca) = &o.tls_ca {
+            // The client reads it itself: a regular file, or no connection.
+            interband::fsio::open_regular(ca, interband::fsio::Links::Follow)
+                .map_err(|e| format!("{}: {}", ca.display(), e.into_io()))?;
             co = co.add_root_certificates(ca.clone()).require_tls(true);
         }
         let client = co
@@ -787,6 +799,26 @@ mod tests {
                 .join(".remote/c/intermem/note/kept.json")
                 .exists()
         );
+    }
+
+    #[test]
+    fn a_key_file_that_is_a_fifo_or_a_folder_is_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("seed.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for bad in [fifo.as_path(), tmp.path()] {
+            let s = Settings {
+                url: "nats://127.0.0.1:4222".into(),
+                nkey: bad.to_string_lossy().into_owned(),
+                ..Settings::default()
+            };
+            let e = s.options("h").unwrap_err();
+            assert!(e.contains(&*bad.to_string_lossy()), "{e}");
+        }
     }
 
     #[test]
