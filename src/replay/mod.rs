@@ -479,6 +479,8 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
     std::thread::scope(|s| -> Result<()> {
         let ahead = &ahead;
         s.spawn(move || read_ahead(file, host, ahead, &tx));
+        // However this side ends, the reader is let go (it may be waiting for room).
+        let _close = Close(ahead);
         let mut reported = 0;
         for read in rx {
             let read = read.with_context(|| format!("cannot read {}", path.display()))?;
@@ -517,30 +519,45 @@ struct Read {
 }
 
 /// The bytes of lines read ahead and not yet replayed: the reader waits
-/// while they pass [`AHEAD_BYTES`] (a longer line goes alone).
+/// while they pass [`AHEAD_BYTES`] (a longer line goes alone), until the
+/// replay stops taking lines.
 #[derive(Default)]
 struct Ahead {
-    held: std::sync::Mutex<usize>,
+    /// Bytes held, and whether the replay stopped taking lines.
+    held: std::sync::Mutex<(usize, bool)>,
     freed: std::sync::Condvar,
+}
+
+/// Closes an [`Ahead`] when dropped.
+struct Close<'a>(&'a Ahead);
+
+impl Drop for Close<'_> {
+    fn drop(&mut self) {
+        let mut held = self.0.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.1 = true;
+        self.0.freed.notify_all();
+    }
 }
 
 /// The most bytes of lines read ahead of the replay.
 const AHEAD_BYTES: usize = 8 << 20;
 
 impl Ahead {
-    /// Waits for room for `n` more bytes, then counts them.
-    fn take(&self, n: usize) {
+    /// Waits for room for `n` more bytes, then counts them; false once the
+    /// replay stopped taking lines.
+    fn take(&self, n: usize) -> bool {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        while *held > 0 && *held + n > AHEAD_BYTES {
+        while !held.1 && held.0 > 0 && held.0 + n > AHEAD_BYTES {
             held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
-        *held += n;
+        held.0 += n;
+        !held.1
     }
 
     /// `n` bytes replayed.
     fn done(&self, n: usize) {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        *held = held.saturating_sub(n);
+        held.0 = held.0.saturating_sub(n);
         self.freed.notify_one();
     }
 }
@@ -566,7 +583,9 @@ fn read_ahead(
                     ReadLine::Held(bytes) => {
                         let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
                         let seen = host.forward(body, offset);
-                        ahead.take(bytes.len());
+                        if !ahead.take(bytes.len()) {
+                            return;
+                        }
                         Some((bytes, seen))
                     }
                 };
@@ -1220,4 +1239,28 @@ fn pct(part: u64, whole: u64) -> f64 {
         return 0.0;
     }
     (part as f64 / whole as f64 * 100.0).clamp(0.0, 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_waiting_for_room_is_let_go_when_the_replay_stops() {
+        let ahead = Ahead::default();
+        assert!(ahead.take(AHEAD_BYTES), "an empty budget takes any line");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| tx.send(ahead.take(1)).unwrap());
+            // The replay gives up (an error, say) without taking the line.
+            drop(Close(&ahead));
+            let let_go = rx.recv_timeout(std::time::Duration::from_secs(20));
+            assert_eq!(let_go, Ok(false), "the reader stops instead of waiting");
+        });
+        // And room made by a replayed line lets the next one in.
+        let ahead = Ahead::default();
+        assert!(ahead.take(AHEAD_BYTES));
+        ahead.done(AHEAD_BYTES);
+        assert!(ahead.take(1));
+    }
 }
