@@ -324,64 +324,52 @@ pub fn prune_idle(bus: &Bus, idle: std::time::Duration) -> Vec<PathBuf> {
         return Vec::new();
     };
     let now = std::time::SystemTime::now();
-    let idle_since = |t: std::time::SystemTime| now.duration_since(t).is_ok_and(|a| a > idle);
+    let quiet = |dir: &Dir, name: &str| matches!(dir.stat(name), Ok(Some(m)) if now.duration_since(m.mtime).is_ok_and(|a| a > idle));
     let mut removed = Vec::new();
-    for entry in all.entries().unwrap_or_default() {
-        let Some(name) = entry.name_str() else {
+    for name in names(&all) {
+        let Ok(journal) = all.sub(&name, false) else {
             continue;
         };
-        let (Ok(journal), Ok(Some(meta))) = (all.sub(name, false), all.stat(name)) else {
-            continue;
-        };
-        // Every folder in it and every file in those, all idle.
-        let mut parts = Vec::new();
-        let mut quiet = idle_since(meta.mtime);
-        for sub in journal.entries().unwrap_or_default() {
-            let Some(sub) = sub.name_str().map(str::to_owned) else {
-                continue;
-            };
-            match (journal.stat(&sub), journal.sub(&sub, false)) {
-                (Ok(Some(m)), Ok(dir)) => {
-                    quiet &= idle_since(m.mtime);
-                    for f in dir.entries().unwrap_or_default() {
-                        let Some(f) = f.name_str() else { continue };
-                        quiet &= matches!(dir.stat(f), Ok(Some(m)) if idle_since(m.mtime));
-                    }
-                    parts.push((Some(dir), sub));
-                }
-                (Ok(Some(m)), Err(_)) => {
-                    quiet &= idle_since(m.mtime);
-                    parts.push((None, sub));
-                }
-                _ => quiet = false,
-            }
-            if !quiet {
-                break;
-            }
-        }
-        if !quiet {
+        // Its folders (new, cur, done, claims, tmp) and their files, all quiet.
+        let parts = names(&journal);
+        let subs: Vec<Option<Dir>> = parts.iter().map(|p| journal.sub(p, false).ok()).collect();
+        let idle_all = quiet(&all, &name)
+            && parts.iter().zip(&subs).all(|(p, sub)| {
+                quiet(&journal, p)
+                    && sub
+                        .as_ref()
+                        .is_none_or(|d| names(d).iter().all(|f| quiet(d, f)))
+            });
+        if !idle_all {
             continue;
         }
-        for (dir, sub) in parts {
-            match dir {
-                Some(dir) => {
-                    for f in dir.entries().unwrap_or_default() {
-                        if let Some(f) = f.name_str() {
-                            let _ = dir.remove(f);
-                        }
+        for (p, sub) in parts.iter().zip(&subs) {
+            match sub {
+                Some(d) => {
+                    for f in names(d) {
+                        let _ = d.remove(&f);
                     }
-                    let _ = journal.remove_dir(&sub);
+                    let _ = journal.remove_dir(p);
                 }
                 None => {
-                    let _ = journal.remove(&sub);
+                    let _ = journal.remove(p);
                 }
             }
         }
-        if all.remove_dir(name).unwrap_or(false) {
-            removed.push(all.join(name));
+        if all.remove_dir(&name).unwrap_or(false) {
+            removed.push(all.join(&name));
         }
     }
     removed
+}
+
+/// The names in a folder (none when it cannot be listed).
+fn names(dir: &Dir) -> Vec<String> {
+    dir.entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| e.name.into_string().ok())
+        .collect()
 }
 
 /// An existing sub-folder, `None` when missing.
