@@ -295,30 +295,24 @@ fn save_status(bus: &Bus, s: &Status) -> Result<(), Error> {
 /// values removed.
 pub fn prune_remote(bus: &Bus, force: bool) -> Vec<std::path::PathBuf> {
     let env = |k: &str| std::env::var(k).ok();
-    let mut removed = Vec::new();
-    let Ok(remote) = bus.dir(&[REMOTE], false) else {
-        return removed;
-    };
-    for host in remote.entries().unwrap_or_default() {
-        let Some(host) = host.name_str().map(str::to_owned) else {
-            continue;
-        };
-        for ns in bus
-            .dir(&[REMOTE, &host], false)
+    // The names in a folder under the remote one (none when it is not one).
+    let names = |parts: &[&str]| -> Vec<String> {
+        let parts: Vec<&str> = std::iter::once(REMOTE)
+            .chain(parts.iter().copied())
+            .collect();
+        bus.dir(&parts, false)
             .and_then(|d| d.entries())
             .unwrap_or_default()
-        {
-            let Some(ns) = ns.name_str().map(str::to_owned) else {
-                continue;
-            };
-            for ch in bus
-                .dir(&[REMOTE, &host, &ns], false)
-                .and_then(|d| d.entries())
-                .unwrap_or_default()
-            {
-                let Some(ch) = ch.name_str() else { continue };
-                if let Ok(dir) = bus.dir(&[REMOTE, &host, &ns, ch], false)
-                    && let Ok(r) = interband::retention::prune_dir(&dir, &ns, ch, force, &env)
+            .into_iter()
+            .filter_map(|e| e.name.into_string().ok())
+            .collect()
+    };
+    let mut removed = Vec::new();
+    for host in names(&[]) {
+        for ns in names(&[&host]) {
+            for ch in names(&[&host, &ns]) {
+                if let Ok(dir) = bus.dir(&[REMOTE, &host, &ns, &ch], false)
+                    && let Ok(r) = interband::retention::prune_dir(&dir, &ns, &ch, force, &env)
                 {
                     removed.extend(r.removed);
                 }
