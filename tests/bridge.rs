@@ -432,26 +432,25 @@ fn ca(dir: &Path, name: &str) {
         format!("{name}.key"),
         format!("/CN={name}"),
     );
-    openssl(
+    new_key(
         dir,
         &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &pem,
-            "-days",
-            "2",
-            "-subj",
-            &subject,
+            "-x509", "-keyout", &key, "-out", &pem, "-days", "2", "-subj", &subject,
         ],
-    )
+    );
+}
+
+/// `openssl req` making a new P-256 key, with `args`.
+fn new_key(dir: &Path, args: &[&str]) {
+    let key = [
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(dir, &[&key[..], args].concat());
 }
 
 fn tls_is_checked_against_the_ca_given(bin: PathBuf) {
@@ -465,15 +464,9 @@ fn tls_is_checked_against_the_ca_given(bin: PathBuf) {
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap();
-    openssl(
+    new_key(
         d,
         &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
             "-keyout",
             "server.key",
             "-out",
