@@ -35,11 +35,7 @@ struct Server {
 
 impl Server {
     fn start(bin: &Path, dir: &Path, extra: &[&str]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut s = Server {
             bin: bin.to_owned(),
             port,
@@ -174,10 +170,48 @@ fn connected(w: &World) {
     });
 }
 
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The bucket's stream configuration, from the server's monitoring port.
+fn bucket_config(monitor: u16) -> Value {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", monitor)).unwrap();
+    write!(
+        s,
+        "GET /jsz?streams=true&config=true HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let body = reply.split_once("\r\n\r\n").unwrap().1;
+    let jsz: Value = serde_json::from_str(body).unwrap();
+    jsz["account_details"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|a| a["stream_detail"].as_array().cloned().unwrap_or_default())
+        .find(|st| st["config"]["name"] == "KV_interband")
+        .map(|st| st["config"].clone())
+        .unwrap_or(Value::Null)
+}
+
 fn two_roots_share_and_observe(bin: PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let server = Server::start(&bin, tmp.path(), &[]);
+    let monitor = free_port();
+    let server = Server::start(&bin, tmp.path(), &["-m", &monitor.to_string()]);
     let (_bridges, a, b) = pair(&server);
+    // The bucket forgets a value after the longest retention bridged: the
+    // notes' 7 days (nanoseconds), one value per key.
+    let config = bucket_config(monitor);
+    assert_eq!(config["max_age"], 7 * 86_400 * 1_000_000_000u64, "{config}");
+    assert_eq!(config["max_msgs_per_subject"], 1, "{config}");
 
     // Shared channels cross both ways, at the same address.
     coordinate(&a, "k1", "from a");
