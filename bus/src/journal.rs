@@ -202,7 +202,17 @@ impl Journal {
     /// Under the lock: a claim left unfinished by a claimer that died is
     /// committed when its claimant was made, else dropped (its records, in
     /// `cur/`, go to the next claimer).
+    ///
+    /// Only a claimer that died leaves records in `cur/`: with none there,
+    /// there is nothing to settle, and the manifests (one per note ever
+    /// written) are not read. A manifest left unfinished by a claimer killed
+    /// after its commit (its records all in `done/`) then stays so until a
+    /// later settle; it names the same records either way.
     fn settle(&self, dir: &Dir, made: &dyn Fn(&str) -> bool) -> Result<()> {
+        let pending = sub(dir, "cur")?.map_or(Ok(Vec::new()), |cur| cur.file_names(".json"))?;
+        if pending.is_empty() {
+            return Ok(());
+        }
         let Some(claims) = sub(dir, "claims")? else {
             return Ok(());
         };
