@@ -186,23 +186,94 @@ fn digest_reader<R: Read + Seek>(
     limits: &Limits,
     host: Host,
 ) -> io::Result<Digest> {
-    let both = limits.head_cap.saturating_add(limits.tail_cap);
-    if len <= both {
-        // Bounded even if the file grew since its length was taken.
-        let bytes = read_window(reader, 0, both)?;
-        return Ok(from_whole(&bytes, limits, host));
-    }
-    let head = read_window(reader, 0, limits.head_cap)?;
-    let tail = read_window(reader, len - limits.tail_cap, limits.tail_cap)?;
-    Ok(from_split(&head, &tail, limits, host))
+    digest_reader_by(reader, len, limits, host, CHUNK)
 }
 
-/// Up to `cap` bytes from `offset`.
-fn read_window<R: Read + Seek>(reader: &mut R, offset: u64, cap: u64) -> io::Result<Vec<u8>> {
+/// Bytes read at a time: a window is megabytes, read through a buffer this
+/// size that stays in the processor's cache, where a window read whole
+/// into memory (fresh pages, each faulted in and zeroed) would not.
+const CHUNK: usize = 256 << 10;
+
+/// [`digest_reader`], `chunk` bytes at a time.
+fn digest_reader_by<R: Read + Seek>(
+    reader: &mut R,
+    len: u64,
+    limits: &Limits,
+    host: Host,
+    chunk: usize,
+) -> io::Result<Digest> {
+    let both = limits.head_cap.saturating_add(limits.tail_cap);
+    let mut head = Scan::new(limits, host);
+    if len <= both {
+        // Bounded even if the file grew since its length was taken.
+        stream_lines(reader, 0, both, (false, false), chunk, |l| head.line(l))?;
+        let first_prompt = head.first_prompt.take();
+        return Ok(head.finish(first_prompt));
+    }
+    let mut tail = Scan::new(limits, host);
+    stream_lines(reader, 0, limits.head_cap, (false, true), chunk, |l| {
+        head.line(l);
+    })?;
+    let from = len - limits.tail_cap;
+    stream_lines(reader, from, limits.tail_cap, (true, false), chunk, |l| {
+        tail.line(l);
+    })?;
+    Ok(merge(head, tail))
+}
+
+/// Gives `f` each line of the (at most) `cap` bytes from `offset`, as
+/// [`lines`] would give them from those bytes read whole (`skip` is its
+/// `skip_first` and `skip_unterminated`), reading `chunk` bytes at a time.
+/// Only a line cut by a chunk's end is copied, to be joined.
+fn stream_lines<R: Read + Seek>(
+    reader: &mut R,
+    offset: u64,
+    cap: u64,
+    skip: (bool, bool),
+    chunk: usize,
+    mut f: impl FnMut(&[u8]),
+) -> io::Result<()> {
+    let (mut skipping, skip_unterminated) = skip;
+    let mut give = |line: &[u8]| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().any(|b| !b.is_ascii_whitespace()) {
+            f(line);
+        }
+    };
     reader.seek(SeekFrom::Start(offset))?;
-    let mut buf = Vec::with_capacity(usize::try_from(cap.min(1 << 20)).unwrap_or(0));
-    reader.take(cap).read_to_end(&mut buf)?;
-    Ok(buf)
+    let mut src = reader.take(cap);
+    let mut buf = vec![0u8; chunk.max(1)];
+    // The start of a line cut by the end of the chunk before.
+    let mut cut: Vec<u8> = Vec::new();
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut rest = &buf[..n];
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let piece = &rest[..i];
+            rest = &rest[i + 1..];
+            if skipping {
+                skipping = false;
+            } else if cut.is_empty() {
+                give(piece);
+            } else {
+                cut.extend_from_slice(piece);
+                give(&cut);
+            }
+            cut.clear();
+        }
+        if !skipping {
+            cut.extend_from_slice(rest);
+        }
+    }
+    if !skipping && !skip_unterminated {
+        give(&cut);
+    }
+    Ok(())
 }
 
 /// The digest of a whole file.
@@ -225,13 +296,19 @@ fn from_split(head: &[u8], tail: &[u8], limits: &Limits, host: Host) -> Digest {
     for line in lines(tail, true, false) {
         tail_scan.line(line);
     }
-    if tail_scan.cwd.is_none() {
-        tail_scan.cwd = head_scan.cwd.take();
+    merge(head_scan, tail_scan)
+}
+
+/// The digest of the tail window, with the first prompt (and, failing the
+/// tail's own, the folder and branch) from the head window.
+fn merge(mut head: Scan, mut tail: Scan) -> Digest {
+    if tail.cwd.is_none() {
+        tail.cwd = head.cwd.take();
     }
-    if tail_scan.git_branch.is_none() {
-        tail_scan.git_branch = head_scan.git_branch.take();
+    if tail.git_branch.is_none() {
+        tail.git_branch = head.git_branch.take();
     }
-    tail_scan.finish(head_scan.first_prompt)
+    tail.finish(head.first_prompt)
 }
 
 /// The non-empty lines of a window, without their `\r\n` / `\n`. The first
@@ -1533,7 +1610,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096), limits in small_limits()) {
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096), limits in small_limits(), chunk in 1usize..64) {
             let d = digest(&bytes, &limits);
             check_invariants(&d, &limits);
             let d = digest(&bytes, &Limits::default());
@@ -1542,12 +1619,17 @@ mod tests {
             let from_reader = digest_reader(&mut cursor, bytes.len() as u64, &limits, Host::Claude).unwrap();
             prop_assert_eq!(from_reader, digest(&bytes, &limits));
             prop_assert!(cursor.read <= limits.head_cap + limits.tail_cap);
+            // Read a few bytes at a time, lines cut anywhere by a chunk's end.
+            let mut cursor = Cursor::new(&bytes);
+            let by_chunks = digest_reader_by(&mut cursor, bytes.len() as u64, &limits, Host::Claude, chunk).unwrap();
+            prop_assert_eq!(by_chunks, digest(&bytes, &limits));
         }
 
         #[test]
         fn shuffled_transcript_lines_never_panic(
             picks in proptest::collection::vec((0usize..40, any::<bool>(), 0usize..64), 0..60),
             limits in small_limits(),
+            chunk in 1usize..400,
         ) {
             // Real-looking lines in any order, some cut at any byte.
             let pool: Vec<Vec<u8>> = synthetic().iter().map(|l| l.to_string().into_bytes()).collect();
@@ -1564,6 +1646,11 @@ mod tests {
             let wide = Limits { head_cap: 1 << 20, tail_cap: 1 << 20, ..limits };
             check_invariants(&digest(&bytes, &wide), &wide);
             check_invariants(&digest(&bytes, &limits), &limits);
+            // Read a chunk at a time, as from a file: the same digest.
+            for l in [&wide, &limits, &Limits { head_cap: 300, tail_cap: 900, ..limits }] {
+                let read = digest_reader_by(&mut Cursor::new(&bytes), bytes.len() as u64, l, Host::Claude, chunk).unwrap();
+                prop_assert_eq!(read, digest(&bytes, l));
+            }
         }
     }
 }
