@@ -82,12 +82,18 @@ impl Journal {
     /// assert_eq!(j.all().unwrap().len(), 1);
     /// ```
     pub fn append(&self, value: &Value) -> Result<String> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        self.append_at(value, now_secs())
+    }
+
+    /// [`Journal::append`] of a record made at `at` (Unix seconds; the
+    /// caller's clock, virtual in a replay). The name starts with that time,
+    /// then the wall clock's: names sort in the order records were made, and
+    /// [`Journal::since`] finds the recent ones without reading the others.
+    pub fn append_at(&self, value: &Value, at: f64) -> Result<String> {
         let name = format!(
-            "{:020}-{:010}-{:08x}.json",
-            now.as_nanos(),
+            "{:020}-{:020}-{:010}-{:08x}.json",
+            nanos(at),
+            nanos(now_secs()),
             std::process::id(),
             crate::fsio::random64() as u32
         );
@@ -299,8 +305,32 @@ impl Journal {
         done.sync()
     }
 
+    /// The records made after `after` (Unix seconds, the time given to
+    /// [`Journal::append_at`]; done, claimed and new), in append order. Only
+    /// those records are read: their names tell their time.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let bus = interband::Bus::new(dir.path());
+    /// let j = interband::journal::Journal::new(&bus, "sess");
+    /// j.append_at(&serde_json::json!({"n": 1}), 100.0).unwrap();
+    /// j.append_at(&serde_json::json!({"n": 2}), 200.0).unwrap();
+    /// let recent = j.since(150.0).unwrap();
+    /// assert_eq!(recent.len(), 1);
+    /// assert_eq!(recent[0].value["n"], 2);
+    /// ```
+    pub fn since(&self, after: f64) -> Result<Vec<Record>> {
+        let after = nanos(after);
+        self.gather(&|name| name_time(name).is_none_or(|t| t > after))
+    }
+
     /// Every record ever appended (done, claimed and new), in append order.
     pub fn all(&self) -> Result<Vec<Record>> {
+        self.gather(&|_| true)
+    }
+
+    /// The records whose names `wanted` takes, in append order.
+    fn gather(&self, wanted: &dyn Fn(&str) -> bool) -> Result<Vec<Record>> {
         let Some(dir) = self.open(false)? else {
             return Ok(Vec::new());
         };
@@ -308,7 +338,7 @@ impl Journal {
         // In the order records move (new → cur → done), so one moving on
         // while this reads is seen at least once; the names dedup it.
         for name in ["new", "cur", "done"] {
-            out.extend(read_all(sub(&dir, name)?.as_ref())?);
+            out.extend(read_some(sub(&dir, name)?.as_ref(), wanted)?);
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out.dedup_by(|a, b| a.name == b.name);
@@ -391,12 +421,36 @@ fn sub(dir: &Dir, name: &str) -> Result<Option<Dir>> {
     }
 }
 
+/// Seconds since the Unix epoch, now.
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// A time in whole nanoseconds (0 before the epoch or not a number).
+fn nanos(secs: f64) -> u64 {
+    (secs * 1e9) as u64
+}
+
+/// The time a record's name starts with, in nanoseconds (`None` for a
+/// name not made by [`Journal::append_at`]). Names made before it started
+/// with the wall clock's time, which was the record's own.
+fn name_time(name: &str) -> Option<u64> {
+    name.get(..20)?.parse().ok()
+}
+
 fn read_all(dir: Option<&Dir>) -> Result<Vec<Record>> {
+    read_some(dir, &|_| true)
+}
+
+fn read_some(dir: Option<&Dir>, wanted: &dyn Fn(&str) -> bool) -> Result<Vec<Record>> {
     let Some(dir) = dir else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for name in dir.file_names(".json")? {
+    for name in dir.file_names(".json")?.into_iter().filter(|n| wanted(n)) {
         // A record that vanished (moved on by another claimer) or is unreadable is skipped.
         let Ok(bytes) = dir.read(&name, MAX_MESSAGE_BYTES) else {
             continue;
@@ -560,6 +614,32 @@ mod tests {
         assert_eq!(last, 1);
         assert!(j.claimed_by("note-3.md").unwrap().is_empty());
         assert_eq!(j.all().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn since_gives_the_records_made_after_a_time_in_order_old_names_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::new(dir.path());
+        let j = Journal::new(&bus, "s");
+        // Made out of order (a replay's clock), claimed and committed or not.
+        j.append_at(&json!({"t": 300}), 300.0).unwrap();
+        j.append_at(&json!({"t": 100}), 100.0).unwrap();
+        let claimed = j.claim().unwrap();
+        j.commit(&claimed).unwrap();
+        j.append_at(&json!({"t": 200}), 200.0).unwrap();
+        // A record named as before append_at: wall-clock nanoseconds first.
+        let done = bus.dir(&[JOURNALS, "s", "done"], true).unwrap();
+        let old = format!("{:020}-{:010}-{:08x}.json", 250_000_000_000u64, 7, 1);
+        done.write(&old, br#"{"t": 250}"#, false).unwrap();
+        let times = |r: Vec<Record>| {
+            r.iter()
+                .map(|r| r.value["t"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(times(j.since(150.0).unwrap()), [200, 250, 300]);
+        assert_eq!(times(j.since(0.0).unwrap()), [100, 200, 250, 300]);
+        assert_eq!(times(j.all().unwrap()), [100, 200, 250, 300]);
+        assert!(j.since(300.0).unwrap().is_empty());
     }
 
     #[test]

@@ -550,8 +550,10 @@ pub fn journal_not_in(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let held = journal.claimed_by(&name)?;
+    // Only the records made since are read: a session's journal holds
+    // every call made at red in all its compactions.
     let records: Vec<Record> = journal
-        .all()?
+        .since(since)?
         .into_iter()
         .filter(|r| r.value["ts"].as_f64().unwrap_or(0.0) > since)
         .filter(|r| held.binary_search(&r.name).is_err())

@@ -268,7 +268,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             "error": input.looks_failed(),
             "context_usable": known.map(|f| pct_tenths(f.usable_remaining())),
         });
-        if let Err(e) = Journal::new(h.bus, session).append(&record) {
+        if let Err(e) = Journal::new(h.bus, session).append_at(&record, h.now) {
             reply.problems.push(e.to_string());
         }
     }
