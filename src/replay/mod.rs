@@ -475,32 +475,36 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
     // thread, a few lines ahead of the hooks (bounded: see `Ahead`); the
     // copy and the hook events stay on this one, in order.
     let ahead = Ahead::default();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Read>>(64);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<Read>>>(16);
     std::thread::scope(|s| -> Result<()> {
         let ahead = &ahead;
         s.spawn(move || read_ahead(file, host, ahead, &tx));
         // However this side ends, the reader is let go (it may be waiting for room).
         let _close = Close(ahead);
         let mut reported = 0;
-        for read in rx {
-            let read = read.with_context(|| format!("cannot read {}", path.display()))?;
-            play.out.summary.bytes += read.len;
-            play.out.summary.lines += 1;
-            match read.line {
-                None => {
-                    play.out.summary.skipped_lines += 1;
-                    // The copy keeps the line's place; its content is not held.
-                    stage.append(b"\n")?;
+        for batch in rx {
+            let batch = batch.with_context(|| format!("cannot read {}", path.display()))?;
+            let mut held = 0;
+            for read in batch {
+                play.out.summary.bytes += read.len;
+                play.out.summary.lines += 1;
+                match read.line {
+                    None => {
+                        play.out.summary.skipped_lines += 1;
+                        // The copy keeps the line's place; its content is not held.
+                        stage.append(b"\n")?;
+                    }
+                    Some((bytes, seen)) => {
+                        held += bytes.len();
+                        stage.line(&mut play, &bytes, seen, read.offset)?;
+                    }
                 }
-                Some((bytes, seen)) => {
-                    stage.line(&mut play, &bytes, seen, read.offset)?;
-                    ahead.done(bytes.len());
+                if play.out.summary.bytes - reported >= PROGRESS_EVERY {
+                    reported = play.out.summary.bytes;
+                    progress(reported);
                 }
             }
-            if play.out.summary.bytes - reported >= PROGRESS_EVERY {
-                reported = play.out.summary.bytes;
-                progress(reported);
-            }
+            ahead.done(held);
         }
         Ok(())
     })?;
@@ -523,9 +527,25 @@ struct Read {
 /// replay stops taking lines.
 #[derive(Default)]
 struct Ahead {
-    /// Bytes held, and whether the replay stopped taking lines.
-    held: std::sync::Mutex<(usize, bool)>,
+    held: std::sync::Mutex<Held>,
     freed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Held {
+    /// Bytes read ahead and not yet replayed.
+    bytes: usize,
+    /// The reader is waiting for room (only then is it woken: a wake-up is
+    /// a system call).
+    waiting: bool,
+    /// The replay stopped taking lines.
+    closed: bool,
+}
+
+impl Held {
+    fn room(&self, n: usize) -> bool {
+        self.closed || self.bytes == 0 || self.bytes + n <= AHEAD_BYTES
+    }
 }
 
 /// Closes an [`Ahead`] when dropped.
@@ -534,7 +554,7 @@ struct Close<'a>(&'a Ahead);
 impl Drop for Close<'_> {
     fn drop(&mut self) {
         let mut held = self.0.held.lock().unwrap_or_else(|e| e.into_inner());
-        held.1 = true;
+        held.closed = true;
         self.0.freed.notify_all();
     }
 }
@@ -542,60 +562,97 @@ impl Drop for Close<'_> {
 /// The most bytes of lines read ahead of the replay.
 const AHEAD_BYTES: usize = 8 << 20;
 
+/// Lines go to the replay in batches of about this many bytes (or
+/// [`BATCH_LINES`] lines): each hand-over between the threads is a system
+/// call or two.
+const BATCH_BYTES: usize = 1 << 20;
+const BATCH_LINES: usize = 256;
+
 impl Ahead {
+    /// Whether `n` more bytes may be taken without waiting.
+    fn room(&self, n: usize) -> bool {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).room(n)
+    }
+
     /// Waits for room for `n` more bytes, then counts them; false once the
     /// replay stopped taking lines.
     fn take(&self, n: usize) -> bool {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        while !held.1 && held.0 > 0 && held.0 + n > AHEAD_BYTES {
+        while !held.room(n) {
+            held.waiting = true;
             held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
-        held.0 += n;
-        !held.1
+        held.waiting = false;
+        held.bytes += n;
+        !held.closed
     }
 
     /// `n` bytes replayed.
     fn done(&self, n: usize) {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        held.0 = held.0.saturating_sub(n);
-        self.freed.notify_one();
+        held.bytes = held.bytes.saturating_sub(n);
+        if held.waiting {
+            self.freed.notify_one();
+        }
     }
 }
 
 /// Reads `file` a line at a time, each through the host's forward reader,
-/// and sends them on until the end, an error or the receiver's end.
+/// and sends them on in batches until the end, an error or the receiver's
+/// end.
 fn read_ahead(
     file: std::fs::File,
     host: Host,
     ahead: &Ahead,
-    tx: &std::sync::mpsc::SyncSender<std::io::Result<Read>>,
+    tx: &std::sync::mpsc::SyncSender<std::io::Result<Vec<Read>>>,
 ) {
     let mut reader = std::io::BufReader::with_capacity(256 << 10, file);
     let mut offset = 0u64;
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0;
     loop {
         let mut buf = ReadLine::Held(Vec::new());
-        let read = match read_line(&mut reader, &mut buf, MAX_LINE) {
-            Ok(None) => return,
-            Ok(Some(len)) => {
-                offset += len;
-                let line = match buf {
-                    ReadLine::TooLong => None,
-                    ReadLine::Held(bytes) => {
-                        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-                        let seen = host.forward(body, offset);
-                        if !ahead.take(bytes.len()) {
-                            return;
-                        }
-                        Some((bytes, seen))
-                    }
-                };
-                Ok(Read { len, offset, line })
+        let len = match read_line(&mut reader, &mut buf, MAX_LINE) {
+            Ok(Some(len)) => len,
+            Ok(None) => {
+                let _ = tx.send(Ok(batch));
+                return;
             }
-            Err(e) => Err(e),
+            Err(e) => {
+                // What was read before the error is replayed first.
+                let _ = tx.send(Ok(batch)).and_then(|()| tx.send(Err(e)));
+                return;
+            }
         };
-        let failed = read.is_err();
-        if tx.send(read).is_err() || failed {
+        offset += len;
+        let line = match buf {
+            ReadLine::TooLong => None,
+            ReadLine::Held(bytes) => {
+                let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                let seen = host.forward(body, offset);
+                // The batch goes before waiting for room: the room is
+                // made by replaying it.
+                if !batch.is_empty() && !ahead.room(bytes.len()) {
+                    if tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                        return;
+                    }
+                    batch_bytes = 0;
+                }
+                if !ahead.take(bytes.len()) {
+                    return;
+                }
+                batch_bytes += bytes.len();
+                Some((bytes, seen))
+            }
+        };
+        batch.push(Read { len, offset, line });
+        if (batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_LINES)
+            && tx.send(Ok(std::mem::take(&mut batch))).is_err()
+        {
             return;
+        }
+        if batch.is_empty() {
+            batch_bytes = 0;
         }
     }
 }
@@ -1262,5 +1319,43 @@ mod tests {
         assert!(ahead.take(AHEAD_BYTES));
         ahead.done(AHEAD_BYTES);
         assert!(ahead.take(1));
+    }
+
+    #[test]
+    fn lines_held_in_a_batch_go_before_the_reader_waits_for_room() {
+        // Small lines, then one that needs all the room: the batch read so
+        // far must reach the replay first, or both sides wait for ever.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut text = String::new();
+        for i in 0..10 {
+            text.push_str(&format!("{{\"n\":{i}}}\n"));
+        }
+        text.push_str(&format!("{{\"big\":\"{}\"}}\n", "x".repeat(AHEAD_BYTES)));
+        text.push_str("{\"n\":10}\n");
+        std::fs::write(&path, &text).unwrap();
+        let ahead = Ahead::default();
+        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        let mut lines = 0;
+        std::thread::scope(|s| {
+            let ahead = &ahead;
+            let file = std::fs::File::open(&path).unwrap();
+            s.spawn(move || read_ahead(file, Host::Claude, ahead, &tx));
+            let _close = Close(ahead);
+            loop {
+                let batch = match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+                    Ok(b) => b.unwrap(),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(e) => panic!("the reader is stuck: {e}"),
+                };
+                let mut held = 0;
+                for read in batch {
+                    lines += 1;
+                    held += read.line.map_or(0, |(b, _)| b.len());
+                }
+                ahead.done(held);
+            }
+        });
+        assert_eq!(lines, 12);
     }
 }
