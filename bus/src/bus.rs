@@ -48,6 +48,18 @@ pub struct Bus {
     /// The channels whose retention this process checked, and when: checked
     /// again (a `stat` of the channel's stamp) at most once a minute.
     pruned: std::sync::Arc<std::sync::Mutex<HashMap<(String, String), std::time::Instant>>>,
+    /// Told of every message this handle (or a clone) publishes.
+    tap: Option<Tap>,
+}
+
+/// What [`Bus::with_tap`] is given.
+#[derive(Clone)]
+struct Tap(std::sync::Arc<dyn Fn(&Message) + Send + Sync>);
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
 }
 
 /// A folder under the root as last opened, and when it was last checked.
@@ -137,7 +149,30 @@ impl Bus {
             handle: Default::default(),
             folders: Default::default(),
             pruned: Default::default(),
+            tap: None,
         }
+    }
+
+    /// This bus, telling `tap` of every message it (or a clone of it)
+    /// publishes, once written, as a reader would read it: how a replay
+    /// learns what the hooks it runs published, without reading it back.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use interband::{Bus, payloads::Checkpoint};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let told = seen.clone();
+    /// let bus = Bus::new(dir.path()).with_tap(move |m| told.lock().unwrap().push(m.envelope.seq));
+    /// let cp = Checkpoint { trigger: "orange_pressure".into(), ts: 1.0, context_usable: None,
+    ///                       transcript_path: None, cwd: None };
+    /// bus.clone().publish_typed("s", "s", &cp).unwrap();
+    /// bus.publish_typed("s", "s", &cp).unwrap();
+    /// assert_eq!(*seen.lock().unwrap(), [1, 2]);
+    /// ```
+    pub fn with_tap(mut self, tap: impl Fn(&Message) + Send + Sync + 'static) -> Bus {
+        self.tap = Some(Tap(std::sync::Arc::new(tap)));
+        self
     }
 
     /// The bus at `$INTERBAND_ROOT`, else `~/.interband` (made absolute, so
@@ -343,6 +378,19 @@ impl Bus {
             dir.write(&file, &bytes, policy.durable)?;
             Ok(envelope.seq)
         })?;
+        if let Some(Tap(tap)) = &self.tap {
+            tap(&Message {
+                path: path.clone(),
+                address: Some(Address {
+                    namespace: namespace.to_owned(),
+                    channel: channel.to_owned(),
+                    key: safe_key(key),
+                }),
+                envelope,
+                flags: Vec::new(),
+                file: None,
+            });
+        }
         // Retention is housekeeping: it must never fail a publish. Its
         // throttle is looked at once a minute per channel in this process.
         let due = {

@@ -400,6 +400,8 @@ struct Stage {
     keep_copy: bool,
     strategy: String,
     problems: RefCell<Vec<String>>,
+    /// What the hooks published since the last look (the bus's tap).
+    published: std::sync::Arc<std::sync::Mutex<Vec<interband::Message>>>,
 }
 
 /// What is being tracked while the transcript is read.
@@ -417,8 +419,6 @@ struct Play {
     pressure: Option<Pressure>,
     checkpoint_seq: u64,
     note_seq: u64,
-    /// The event just dispatched was a tool call's.
-    last_event_tool: bool,
     out: Replay,
 }
 
@@ -456,7 +456,6 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         pressure: None,
         checkpoint_seq: 0,
         note_seq: 0,
-        last_event_tool: false,
         out: Replay {
             host,
             events: Vec::new(),
@@ -787,7 +786,14 @@ impl Stage {
         if let Some(w) = opts.window {
             vars.insert("INTERBAND_INTERPULSE_WINDOW".into(), w.to_string());
         }
-        let bus = Bus::new(&root);
+        // Every message the hooks publish is told to the replay as written.
+        let published = std::sync::Arc::<std::sync::Mutex<Vec<interband::Message>>>::default();
+        let told = published.clone();
+        let bus = Bus::new(&root).with_tap(move |m| {
+            told.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(m.clone());
+        });
         // The window a statusline reported for the model, as the hook would read it.
         if !opts.defaults
             && let Some(model) = &head.model
@@ -810,6 +816,7 @@ impl Stage {
             keep_copy: std::env::var_os("INTERBAND_REPLAY_KEEP_COPY").is_some_and(|v| v == "1"),
             strategy,
             problems: RefCell::new(Vec::new()),
+            published,
         })
     }
 
@@ -1021,9 +1028,7 @@ impl Stage {
             &self.input(p, event, extra)[1..]
         );
         let main = !c.subagent;
-        p.last_event_tool = true;
         self.dispatch(p, input.as_bytes())?;
-        p.last_event_tool = false;
         if main {
             p.out.summary.calls_at_level.add(p.level);
         }
@@ -1090,9 +1095,36 @@ impl Stage {
         Ok(out)
     }
 
-    /// Reads back what the last event did: its output and the private bus.
+    /// The latest message of `P`'s channel for the session that the last
+    /// event published, if any.
+    fn latest<P: interband::payloads::Payload>(
+        &self,
+        published: &[interband::Message],
+    ) -> Option<interband::Envelope<P>> {
+        let key = interband::paths::safe_key(&self.session);
+        let m = published.iter().rev().find(|m| {
+            m.address.as_ref().is_some_and(|a| {
+                a.namespace == P::NAMESPACE && a.channel == P::CHANNEL && a.key == key
+            })
+        })?;
+        let e = &m.envelope;
+        Some(interband::Envelope {
+            version: e.version.clone(),
+            namespace: e.namespace.clone(),
+            msg_type: e.msg_type.clone(),
+            session_id: e.session_id.clone(),
+            timestamp: e.timestamp.clone(),
+            seq: e.seq,
+            payload: serde_json::from_value(e.payload.clone()).ok()?,
+        })
+    }
+
+    /// What the last event did: its output, and what it published on the
+    /// private bus (told by the bus as it was written).
     fn observe(&mut self, p: &mut Play, out: Option<&str>) {
-        if let Ok(e) = self.bus.read_typed::<Pressure>(&self.session) {
+        let published =
+            std::mem::take(&mut *self.published.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(e) = self.latest::<Pressure>(&published) {
             let level = e.payload.level;
             p.pressure = Some(e.payload);
             if level != p.level {
@@ -1135,14 +1167,9 @@ impl Stage {
                 );
             }
         }
-        // A checkpoint comes only at orange or red; a note with a checkpoint,
-        // or from an event that is not a tool call's.
-        let tool_call = p.last_event_tool;
-        let checkpoint = (p.level >= Level::Orange)
-            .then(|| self.bus.read_typed::<Checkpoint>(&self.session).ok())
-            .flatten()
+        let checkpoint = self
+            .latest::<Checkpoint>(&published)
             .filter(|e| e.seq > p.checkpoint_seq);
-        let new_checkpoint = checkpoint.is_some();
         if let Some(e) = checkpoint {
             p.checkpoint_seq = e.seq;
             p.out.summary.checkpoints += 1;
@@ -1158,9 +1185,8 @@ impl Stage {
                 self.record(p, What::CheckpointFile);
             }
         }
-        let note = (new_checkpoint || !tool_call)
-            .then(|| self.bus.read_typed::<MemoryNote>(&self.session).ok())
-            .flatten()
+        let note = self
+            .latest::<MemoryNote>(&published)
             .filter(|e| e.seq > p.note_seq);
         if let Some(e) = note {
             p.note_seq = e.seq;
