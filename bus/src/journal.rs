@@ -36,7 +36,9 @@ pub struct Journal {
 /// A claimed record: its unique name and content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    /// Unique, and sorts in append order.
+    /// Unique, and sorts in the order records were made: by the time given
+    /// to [`Journal::append_at`], then by when they were appended. That
+    /// order is what "append order" means in the methods of [`Journal`].
     pub name: String,
     /// What was appended.
     pub value: Value,
