@@ -12,6 +12,9 @@
 //! Run: `cargo bench --bench replay`. Environment:
 //! - `INTERBAND_BENCH_REPLAY_MB`: the transcript's size, default 200.
 //! - `INTERBAND_BENCH_ROUNDS`: rounds, default 3.
+//! - `INTERBAND_BENCH_BASELINE`: another `interband` binary (say, an earlier
+//!   commit's release build): its replay is measured in the same rounds,
+//!   marked "(baseline)", for a before/after comparison side by side.
 //!
 //! Prints a markdown table (median wall time, ratio to the floor, MB/s,
 //! calls/s, peak memory, and the most `/dev/shm` grew: the replay's private
@@ -224,6 +227,18 @@ fn bench() -> Result<(), String> {
             keep,
         ),
     ];
+    let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
+    let mut cases = cases;
+    if let Some(b) = &baseline {
+        if !Path::new(b).is_file() {
+            return Err(format!("INTERBAND_BENCH_BASELINE={b}: not a file"));
+        }
+        cases.push((
+            "interband replay (baseline)",
+            vec![b.as_str(), "replay", "--defaults", file],
+            base.to_vec(),
+        ));
+    }
     let mut samples = vec![Vec::new(); cases.len()];
     let mut peak = vec![0u64; cases.len()];
     let mut shm = vec![0u64; cases.len()];
