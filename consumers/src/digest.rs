@@ -167,16 +167,14 @@ pub fn digest(bytes: &[u8], limits: &Limits) -> Digest {
 
 /// [`digest`] of a transcript in `host`'s format.
 pub fn digest_as(bytes: &[u8], limits: &Limits, host: Host) -> Digest {
-    let len = bytes.len() as u64;
-    if len <= limits.head_cap.saturating_add(limits.tail_cap) {
-        return from_whole(bytes, limits, host);
-    }
-    // Here head_cap < len and tail_cap < len, and len fits in usize.
-    let head_end = usize::try_from(limits.head_cap).unwrap_or(bytes.len());
-    let tail_start = usize::try_from(len - limits.tail_cap).unwrap_or(0);
-    let head = bytes.get(..head_end).unwrap_or(bytes);
-    let tail = bytes.get(tail_start..).unwrap_or(&[]);
-    from_split(head, tail, limits, host)
+    // The very reading a file gets, from memory (which cannot fail).
+    digest_reader(
+        &mut io::Cursor::new(bytes),
+        bytes.len() as u64,
+        limits,
+        host,
+    )
+    .unwrap_or_default()
 }
 
 /// [`digest_file`] on any seekable reader of `len` bytes.
@@ -221,10 +219,11 @@ fn digest_reader_by<R: Read + Seek>(
     Ok(merge(head, tail))
 }
 
-/// Gives `f` each line of the (at most) `cap` bytes from `offset`, as
-/// [`lines`] would give them from those bytes read whole (`skip` is its
-/// `skip_first` and `skip_unterminated`), reading `chunk` bytes at a time.
-/// Only a line cut by a chunk's end is copied, to be joined.
+/// Gives `f` each non-empty line (without its `\r\n` / `\n`) of the (at
+/// most) `cap` bytes from `offset`, reading `chunk` bytes at a time. With
+/// `skip.0` the first line is dropped (a window starting mid-file), with
+/// `skip.1` an unterminated last one (a window ending mid-file). Only a
+/// line cut by a chunk's end is copied, to be joined.
 fn stream_lines<R: Read + Seek>(
     reader: &mut R,
     offset: u64,
@@ -276,29 +275,6 @@ fn stream_lines<R: Read + Seek>(
     Ok(())
 }
 
-/// The digest of a whole file.
-fn from_whole(bytes: &[u8], limits: &Limits, host: Host) -> Digest {
-    let mut scan = Scan::new(limits, host);
-    for line in lines(bytes, false, false) {
-        scan.line(line);
-    }
-    let first_prompt = scan.first_prompt.take();
-    scan.finish(first_prompt)
-}
-
-/// The digest of a file from its head and tail windows (which do not meet).
-fn from_split(head: &[u8], tail: &[u8], limits: &Limits, host: Host) -> Digest {
-    let mut head_scan = Scan::new(limits, host);
-    for line in lines(head, false, true) {
-        head_scan.line(line);
-    }
-    let mut tail_scan = Scan::new(limits, host);
-    for line in lines(tail, true, false) {
-        tail_scan.line(line);
-    }
-    merge(head_scan, tail_scan)
-}
-
 /// The digest of the tail window, with the first prompt (and, failing the
 /// tail's own, the folder and branch) from the head window.
 fn merge(mut head: Scan, mut tail: Scan) -> Digest {
@@ -309,41 +285,6 @@ fn merge(mut head: Scan, mut tail: Scan) -> Digest {
         tail.git_branch = head.git_branch.take();
     }
     tail.finish(head.first_prompt)
-}
-
-/// The non-empty lines of a window, without their `\r\n` / `\n`. The first
-/// line is dropped when `skip_first` (a window starting mid-file), the last
-/// one when `skip_unterminated` and it has no newline (a window ending
-/// mid-file).
-fn lines(bytes: &[u8], skip_first: bool, skip_unterminated: bool) -> impl Iterator<Item = &[u8]> {
-    let mut body = bytes;
-    if skip_first {
-        body = match memchr::memchr(b'\n', body) {
-            Some(i) => &body[i + 1..],
-            None => &[],
-        };
-    }
-    if skip_unterminated && !body.ends_with(b"\n") {
-        body = match memchr::memrchr(b'\n', body) {
-            Some(i) => &body[..=i],
-            None => &[],
-        };
-    }
-    // Split with memchr: a window is megabytes of long lines.
-    let mut rest = body;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let (line, after) = match memchr::memchr(b'\n', rest) {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
-        rest = after;
-        Some(line)
-    })
-    .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-    .filter(|l| l.iter().any(|b| !b.is_ascii_whitespace()))
 }
 
 /// Text openings the client writes into `user` lines itself: these lines (or
@@ -1619,7 +1560,8 @@ mod tests {
             let from_reader = digest_reader(&mut cursor, bytes.len() as u64, &limits, Host::Claude).unwrap();
             prop_assert_eq!(from_reader, digest(&bytes, &limits));
             prop_assert!(cursor.read <= limits.head_cap + limits.tail_cap);
-            // Read a few bytes at a time, lines cut anywhere by a chunk's end.
+            // A few bytes at a time, lines cut anywhere by a chunk's end: the same
+            // digest as read in one piece.
             let mut cursor = Cursor::new(&bytes);
             let by_chunks = digest_reader_by(&mut cursor, bytes.len() as u64, &limits, Host::Claude, chunk).unwrap();
             prop_assert_eq!(by_chunks, digest(&bytes, &limits));
@@ -1646,7 +1588,8 @@ mod tests {
             let wide = Limits { head_cap: 1 << 20, tail_cap: 1 << 20, ..limits };
             check_invariants(&digest(&bytes, &wide), &wide);
             check_invariants(&digest(&bytes, &limits), &limits);
-            // Read a chunk at a time, as from a file: the same digest.
+            // A few bytes at a time, lines cut anywhere by a chunk's end: the same
+            // digest as read in one piece.
             for l in [&wide, &limits, &Limits { head_cap: 300, tail_cap: 900, ..limits }] {
                 let read = digest_reader_by(&mut Cursor::new(&bytes), bytes.len() as u64, l, Host::Claude, chunk).unwrap();
                 prop_assert_eq!(read, digest(&bytes, l));
