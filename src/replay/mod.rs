@@ -609,17 +609,24 @@ fn read_ahead(
     let mut offset = 0u64;
     let mut batch = Vec::new();
     let mut batch_bytes = 0;
+    // Sends the batch on; false once the replay stopped taking them.
+    let send = |batch: &mut Vec<Read>, bytes: &mut usize| {
+        *bytes = 0;
+        tx.send(Ok(std::mem::take(batch))).is_ok()
+    };
     loop {
         let mut buf = ReadLine::Held(Vec::new());
         let len = match read_line(&mut reader, &mut buf, MAX_LINE) {
             Ok(Some(len)) => len,
             Ok(None) => {
-                let _ = tx.send(Ok(batch));
+                send(&mut batch, &mut batch_bytes);
                 return;
             }
             Err(e) => {
                 // What was read before the error is replayed first.
-                let _ = tx.send(Ok(batch)).and_then(|()| tx.send(Err(e)));
+                if send(&mut batch, &mut batch_bytes) {
+                    let _ = tx.send(Err(e));
+                }
                 return;
             }
         };
@@ -631,11 +638,11 @@ fn read_ahead(
                 let seen = host.forward(body, offset);
                 // The batch goes before waiting for room: the room is
                 // made by replaying it.
-                if !batch.is_empty() && !ahead.room(bytes.len()) {
-                    if tx.send(Ok(std::mem::take(&mut batch))).is_err() {
-                        return;
-                    }
-                    batch_bytes = 0;
+                if !batch.is_empty()
+                    && !ahead.room(bytes.len())
+                    && !send(&mut batch, &mut batch_bytes)
+                {
+                    return;
                 }
                 if !ahead.take(bytes.len()) {
                     return;
@@ -646,12 +653,9 @@ fn read_ahead(
         };
         batch.push(Read { len, offset, line });
         if (batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_LINES)
-            && tx.send(Ok(std::mem::take(&mut batch))).is_err()
+            && !send(&mut batch, &mut batch_bytes)
         {
             return;
-        }
-        if batch.is_empty() {
-            batch_bytes = 0;
         }
     }
 }
@@ -1107,16 +1111,7 @@ impl Stage {
                 a.namespace == P::NAMESPACE && a.channel == P::CHANNEL && a.key == key
             })
         })?;
-        let e = &m.envelope;
-        Some(interband::Envelope {
-            version: e.version.clone(),
-            namespace: e.namespace.clone(),
-            msg_type: e.msg_type.clone(),
-            session_id: e.session_id.clone(),
-            timestamp: e.timestamp.clone(),
-            seq: e.seq,
-            payload: serde_json::from_value(e.payload.clone()).ok()?,
-        })
+        interband::decode(m.clone()).ok()
     }
 
     /// What the last event did: its output, and what it published on the
