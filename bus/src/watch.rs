@@ -234,8 +234,11 @@ impl Subscription {
                                 Err(_) => break,
                             }
                         }
+                        let mut seen = std::collections::HashSet::new();
                         for path in touched {
-                            self.offer(&path, Read::Always);
+                            if seen.insert(path.clone()) {
+                                self.offer(&path, Read::Always);
+                            }
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {}
@@ -249,7 +252,7 @@ impl Subscription {
     }
 
     /// Takes in one file event: message files it names are added to
-    /// `touched` (once each), new folders are scanned, a lost event rescans.
+    /// `touched` (the caller reads each once), new folders are scanned, a lost event rescans.
     fn on_event(&mut self, ev: notify::Result<notify::Event>, touched: &mut Vec<PathBuf>) {
         match ev {
             // Opening and reading files (our own reads included) changes nothing.
@@ -257,9 +260,7 @@ impl Subscription {
             Ok(ev) if !ev.need_rescan() => {
                 for path in ev.paths {
                     if self.bus.address_of(&path).is_some() {
-                        if !touched.contains(&path) {
-                            touched.push(path);
-                        }
+                        touched.push(path);
                         continue;
                     }
                     // Writers' temp and lock files, stamps, the bus's own
