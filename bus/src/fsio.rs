@@ -134,8 +134,9 @@ pub struct Dir {
     path: PathBuf,
     /// Whether a replace swaps the old file out (see [`Dir::replace`]):
     /// not on tmpfs, where nothing is written out and a plain rename is
-    /// cheaper. Found once at the top folder; sub-folders share it.
-    swap: bool,
+    /// cheaper. Found at the first replace under the top folder (a process
+    /// that only reads never asks); sub-folders share it.
+    swap: std::sync::Arc<std::sync::OnceLock<bool>>,
 }
 
 /// Whether replacing a file in the folder `fd` is cheaper by a swap than
@@ -242,11 +243,10 @@ impl Dir {
         } else {
             check_owner(&fd, path)?;
         }
-        let swap = swap_pays(&fd);
         Ok(Dir {
             fd: fd.into(),
             path: path.to_owned(),
-            swap,
+            swap: Default::default(),
         })
     }
 
@@ -288,7 +288,7 @@ impl Dir {
         Ok(Dir {
             fd: fd.into(),
             path,
-            swap: self.swap,
+            swap: self.swap.clone(),
         })
     }
 
@@ -325,7 +325,7 @@ impl Dir {
         Ok(Dir {
             fd: self.fd.clone(),
             path: self.path.clone(),
-            swap: self.swap,
+            swap: self.swap.clone(),
         })
     }
 
@@ -440,7 +440,8 @@ impl Dir {
     /// removal.
     fn replace(&self, mut guard: Unlink, name: &str) -> std::result::Result<(), Errno> {
         let tmp = guard.name().to_owned();
-        let regular = self.swap && matches!(self.stat(name), Ok(Some(m)) if m.kind == Kind::File);
+        let swap = *self.swap.get_or_init(|| swap_pays(&self.fd));
+        let regular = swap && matches!(self.stat(name), Ok(Some(m)) if m.kind == Kind::File);
         if regular
             && rustix::fs::renameat_with(&self.fd, &tmp, &self.fd, name, RenameFlags::EXCHANGE)
                 .is_ok()
@@ -891,11 +892,10 @@ pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
         Mode::empty(),
     )
     .map_err(|e| Error::io(dir, errno_io(e)))?;
-    let swap = swap_pays(&fd);
     Dir {
         fd: fd.into(),
         path: dir.to_owned(),
-        swap,
+        swap: Default::default(),
     }
     .write(name, bytes, durable)
 }
@@ -980,9 +980,10 @@ mod tests {
         // In memory (tmpfs) a replace is a plain rename: the same outcome.
         if let Ok(t) = tempfile::tempdir_in("/dev/shm")
             && let Ok(d) = Dir::root(&t.path().join("r"), true)
-            && !d.swap
+            && !swap_pays(&d.fd)
         {
             replaces_a_link_and_leaves_no_temp(&t, &d);
+            assert_eq!(d.swap.get(), Some(&false), "found at the first replace");
         }
     }
 
