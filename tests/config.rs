@@ -89,6 +89,27 @@ fn config_shows_each_value_and_where_it_came_from() {
     assert_eq!(code(&o), 1);
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("config.toml"), "{}", stderr(&o));
+    // The header does not call a broken file absent, nor trusted or not:
+    // it is ignored whole. Likewise one that cannot be read (a FIFO).
+    let broken = format!("{} (not valid: ignored whole", user.display());
+    assert!(stdout(&o).contains(&broken), "{}", stdout(&o));
+    std::fs::write(project.join(".interband/config.toml"), "[compact\n").unwrap();
+    let o = w.cmd(&["config"]).current_dir(&project).output().unwrap();
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains("proj/.interband/config.toml (not valid: ignored whole"),
+        "{}",
+        stdout(&o)
+    );
+    std::fs::remove_file(&user).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&user)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let o = w.run(&["config"]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).contains(&broken), "{}", stdout(&o));
 }
 
 #[test]

@@ -169,8 +169,11 @@ pub struct FileInfo {
     pub path: PathBuf,
     /// Whose it is.
     pub scope: Scope,
-    /// Whether it exists (and could be read).
+    /// Whether it is there (readable or not).
     pub exists: bool,
+    /// Whether its settings count at all: it exists, could be read and is
+    /// valid TOML (a broken file is ignored whole, with a problem saying why).
+    pub valid: bool,
     /// Whether its privileged settings count (the user's own, or a project file the user trusts as it is).
     pub trusted: bool,
     /// Its privileged settings that were ignored because it is not trusted.
@@ -229,6 +232,7 @@ impl Files {
                 path: path.clone(),
                 scope: *scope,
                 exists: false,
+                valid: false,
                 trusted: *scope == Scope::User,
                 ignored: Vec::new(),
             };
@@ -248,6 +252,7 @@ impl Files {
                 }
                 Err(e) => {
                     files.problems.push(format!("{e}; the file is ignored"));
+                    info.exists = true;
                     files.found.push(info);
                     continue;
                 }
@@ -287,6 +292,7 @@ impl Files {
                     info.ignored = strip_privileged(&mut table);
                 }
             }
+            info.valid = true;
             files.layers.push((path.clone(), table));
             files.found.push(info);
         }

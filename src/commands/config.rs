@@ -42,6 +42,7 @@ impl ShowConfig {
             for f in &files.found {
                 let state = match (f.exists, f.scope, f.trusted) {
                     (false, _, _) => " (absent)".to_owned(),
+                    (true, _, _) if !f.valid => " (not valid: ignored whole, see below)".to_owned(),
                     (true, Scope::User, _) => " (yours: trusted)".to_owned(),
                     (true, Scope::Project, true) => " (project: trusted)".to_owned(),
                     (true, Scope::Project, false) if f.ignored.is_empty() => {
