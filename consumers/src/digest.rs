@@ -142,18 +142,7 @@ pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
 
 /// [`digest_file`] of a transcript in `host`'s format.
 pub fn digest_file_as(path: &Path, limits: &Limits, host: Host) -> io::Result<Digest> {
-    // Never blocking on a FIFO, never reading a device: regular files only.
-    let (mut file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
-        .map_err(interband::Error::into_io)?;
-    // A transcript is the user's own: one owned by someone else (named by a
-    // message on the bus, say) is not read.
-    if meta.uid != interband::fsio::my_uid() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{}: owned by another user", path.display()),
-        ));
-    }
-    let len = meta.len;
+    let (mut file, len) = interband_hosts::open_transcript(path)?;
     digest_reader(&mut file, len, limits, host)
 }
 

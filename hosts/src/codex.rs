@@ -158,6 +158,102 @@ pub fn compaction_point(effective: u64, config: &Config) -> u64 {
     config.compact_at.map_or(cap, |at| at.min(cap))
 }
 
+/// Codex CLI's lines, forward (see [`crate::forward`]): a `response_item`
+/// function or custom tool call is a call (its `arguments` are a JSON
+/// string), its `*_output` the result; an assistant message is activity; an
+/// `event_msg` `user_message` is a prompt, `task_complete` ends the turn; a
+/// `compacted` line is a compaction.
+pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
+    Seen::stamped(line, fact(line, offset), happenings(line))
+}
+
+fn happenings(line: &[u8]) -> Vec<Happening> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let interesting = contains(line, b"response_item")
+        || contains(line, b"event_msg")
+        || contains(line, b"\"compacted\"");
+    if !interesting {
+        return Vec::new();
+    }
+    let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        return Vec::new();
+    };
+    let p = l.payload.unwrap_or_default();
+    let kind = p["type"].as_str().unwrap_or("");
+    match l.kind.as_ref().and_then(Value::as_str) {
+        Some("response_item") => match kind {
+            "function_call" | "custom_tool_call" | "local_shell_call" => {
+                let arguments = match &p["arguments"] {
+                    Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
+                    Value::Null => p["input"].clone(),
+                    v => v.clone(),
+                };
+                let arguments = if kind == "local_shell_call" {
+                    p["action"].clone()
+                } else {
+                    arguments
+                };
+                let (name, input) = hook_tool(p["name"].as_str().unwrap_or("shell"), &arguments);
+                vec![
+                    Happening::Activity,
+                    Happening::ToolCall {
+                        id: p["call_id"].as_str().map(str::to_owned),
+                        name,
+                        input: raw(&input),
+                        subagent: false,
+                    },
+                ]
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let Some(id) = p["call_id"].as_str() else {
+                    return Vec::new();
+                };
+                vec![Happening::ToolResult {
+                    id: id.to_owned(),
+                    response: raw(&p["output"]),
+                    error: false,
+                    subagent: false,
+                }]
+            }
+            "message" if p["role"] == "assistant" => vec![Happening::Activity],
+            _ => Vec::new(),
+        },
+        Some("event_msg") => match kind {
+            "user_message" => vec![Happening::TurnEnded, Happening::Prompt],
+            "task_complete" => vec![Happening::EndsTurn],
+            _ => Vec::new(),
+        },
+        Some("compacted") => vec![Happening::Compaction {
+            trigger: Some("auto".to_owned()),
+            pre_tokens: None,
+            post_tokens: None,
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// The tool name Codex's hooks give a call, and the input they give it:
+/// its shell tools are `Bash` with `{command}`, as in its hook inputs.
+fn hook_tool(name: &str, arguments: &Value) -> (String, Value) {
+    match name {
+        "exec_command" | "shell" | "local_shell" | "container.exec" => {
+            let command = match (&arguments["cmd"], &arguments["command"]) {
+                (Value::String(c), _) | (_, Value::String(c)) => Value::String(c.clone()),
+                (_, Value::Array(parts)) => Value::String(
+                    parts
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                _ => Value::Null,
+            };
+            ("Bash".to_owned(), serde_json::json!({ "command": command }))
+        }
+        other => (other.to_owned(), arguments.clone()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,116 +356,5 @@ mod tests {
         let c = config(Some(home.path()));
         assert_eq!((c.window, c.compact_at), (Some(200_000), Some(150_000)));
         assert_eq!(compaction_point(190_000, &c), 150_000);
-    }
-}
-
-/// The tool name Codex's hooks give a call, and the input they give it:
-/// its shell tools are `Bash` with `{command}`, as in its hook inputs.
-fn hook_tool(name: &str, arguments: &Value) -> (String, Value) {
-    match name {
-        "exec_command" | "shell" | "local_shell" | "container.exec" => {
-            let command = match (&arguments["cmd"], &arguments["command"]) {
-                (Value::String(c), _) | (_, Value::String(c)) => Value::String(c.clone()),
-                (_, Value::Array(parts)) => Value::String(
-                    parts
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
-                _ => Value::Null,
-            };
-            ("Bash".to_owned(), serde_json::json!({ "command": command }))
-        }
-        other => (other.to_owned(), arguments.clone()),
-    }
-}
-
-/// Codex CLI's lines, forward (see [`crate::forward`]): a `response_item`
-/// function or custom tool call is a call (its `arguments` are a JSON
-/// string), its `*_output` the result; an assistant message is activity; an
-/// `event_msg` `user_message` is a prompt, `task_complete` ends the turn; a
-/// `compacted` line is a compaction.
-/// A line read forward: its fact, what happens, its time.
-pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
-    let timestamp = contains(line, b"\"timestamp\"")
-        .then(|| serde_json::from_slice::<Stamp>(line.strip_suffix(b"\r").unwrap_or(line)).ok())
-        .flatten()
-        .and_then(|s| s.timestamp);
-    Seen {
-        fact: fact(line, offset),
-        happenings: happenings(line),
-        timestamp,
-    }
-}
-
-/// Only a line's time.
-#[derive(serde::Deserialize)]
-struct Stamp {
-    timestamp: Option<String>,
-}
-
-fn happenings(line: &[u8]) -> Vec<Happening> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let interesting = contains(line, b"response_item")
-        || contains(line, b"event_msg")
-        || contains(line, b"\"compacted\"");
-    if !interesting {
-        return Vec::new();
-    }
-    let Ok(l) = serde_json::from_slice::<Line>(line) else {
-        return Vec::new();
-    };
-    let p = l.payload.unwrap_or_default();
-    let kind = p["type"].as_str().unwrap_or("");
-    match l.kind.as_ref().and_then(Value::as_str) {
-        Some("response_item") => match kind {
-            "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let arguments = match &p["arguments"] {
-                    Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
-                    Value::Null => p["input"].clone(),
-                    v => v.clone(),
-                };
-                let arguments = if kind == "local_shell_call" {
-                    p["action"].clone()
-                } else {
-                    arguments
-                };
-                let (name, input) = hook_tool(p["name"].as_str().unwrap_or("shell"), &arguments);
-                vec![
-                    Happening::Activity,
-                    Happening::ToolCall {
-                        id: p["call_id"].as_str().map(str::to_owned),
-                        name,
-                        input: raw(&input),
-                        subagent: false,
-                    },
-                ]
-            }
-            "function_call_output" | "custom_tool_call_output" => {
-                let Some(id) = p["call_id"].as_str() else {
-                    return Vec::new();
-                };
-                vec![Happening::ToolResult {
-                    id: id.to_owned(),
-                    response: raw(&p["output"]),
-                    error: false,
-                    subagent: false,
-                }]
-            }
-            "message" if p["role"] == "assistant" => vec![Happening::Activity],
-            _ => Vec::new(),
-        },
-        Some("event_msg") => match kind {
-            "user_message" => vec![Happening::TurnEnded, Happening::Prompt],
-            "task_complete" => vec![Happening::EndsTurn],
-            _ => Vec::new(),
-        },
-        Some("compacted") => vec![Happening::Compaction {
-            trigger: Some("auto".to_owned()),
-            pre_tokens: None,
-            post_tokens: None,
-        }],
-        _ => Vec::new(),
     }
 }

@@ -70,6 +70,32 @@ pub struct Seen {
     pub timestamp: Option<String>,
 }
 
+impl Seen {
+    /// A line of a host whose lines each carry a top-level `timestamp`
+    /// (Codex, Gemini): its `fact` and `happenings`, and that time.
+    pub(crate) fn stamped(
+        line: &[u8],
+        fact: Option<crate::usage::Fact>,
+        happenings: Vec<Happening>,
+    ) -> Seen {
+        /// Only a line's time.
+        #[derive(serde::Deserialize)]
+        struct Stamp {
+            timestamp: Option<String>,
+        }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let timestamp = crate::tail::contains(line, b"\"timestamp\"")
+            .then(|| serde_json::from_slice::<Stamp>(line).ok())
+            .flatten()
+            .and_then(|s| s.timestamp);
+        Seen {
+            fact,
+            happenings,
+            timestamp,
+        }
+    }
+}
+
 /// JSON for `value` (a string, `null` when it cannot be written).
 pub(crate) fn raw(value: &impl serde::Serialize) -> Box<RawValue> {
     serde_json::value::to_raw_value(value)

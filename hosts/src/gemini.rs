@@ -191,6 +191,70 @@ pub fn compression_point(limit: u64, threshold: f64) -> u64 {
     (limit as f64 * threshold).floor() as u64
 }
 
+/// Gemini CLI's records, forward (see [`crate::forward`]): a `gemini`
+/// record is activity, and its `toolCalls` are calls (the record is written
+/// again with them, so a call comes once per id); a `user` record's
+/// `functionResponse` parts are results, and a `user` record with text is a
+/// prompt, which ends the turn before it; a rewrite of the message list is
+/// a compression (the first one, before any reply, is the session's start).
+pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
+    Seen::stamped(line, fact(line, offset), happenings(line))
+}
+
+fn happenings(line: &[u8]) -> Vec<Happening> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.starts_with(b"{\"$set\"") {
+        return match fact(line, 0) {
+            Some(Fact::Compaction { .. }) => vec![Happening::Compaction {
+                trigger: Some("auto".to_owned()),
+                pre_tokens: None,
+                post_tokens: None,
+            }],
+            _ => Vec::new(),
+        };
+    }
+    if !contains(line, b"\"gemini\"") && !contains(line, b"\"user\"") {
+        return Vec::new();
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return Vec::new();
+    };
+    match v["type"].as_str() {
+        Some("gemini") => {
+            let mut out = vec![Happening::Activity];
+            for c in v["toolCalls"].as_array().into_iter().flatten() {
+                out.push(Happening::ToolCall {
+                    id: c["id"].as_str().map(str::to_owned),
+                    name: c["name"].as_str().unwrap_or("?").to_owned(),
+                    input: raw(&c["args"]),
+                    subagent: false,
+                });
+            }
+            out
+        }
+        Some("user") => {
+            let parts = v["content"].as_array().cloned().unwrap_or_default();
+            let mut out = Vec::new();
+            for part in &parts {
+                let r = &part["functionResponse"];
+                if let Some(id) = r["id"].as_str() {
+                    out.push(Happening::ToolResult {
+                        id: id.to_owned(),
+                        error: r["response"].get("error").is_some(),
+                        response: raw(&r["response"]),
+                        subagent: false,
+                    });
+                }
+            }
+            if out.is_empty() && parts.iter().any(|p| p["text"].is_string()) {
+                out.extend([Happening::TurnEnded, Happening::Prompt]);
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,84 +411,5 @@ mod tests {
         )
         .unwrap();
         assert!(trusts(Some(h), root.path(), &none));
-    }
-}
-
-/// Gemini CLI's records, forward (see [`crate::forward`]): a `gemini`
-/// record is activity, and its `toolCalls` are calls (the record is written
-/// again with them, so a call comes once per id); a `user` record's
-/// `functionResponse` parts are results, and a `user` record with text is a
-/// prompt, which ends the turn before it; a rewrite of the message list is
-/// a compression (the first one, before any reply, is the session's start).
-/// A line read forward: its fact, what happens, its time.
-pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
-    let timestamp = contains(line, b"\"timestamp\"")
-        .then(|| serde_json::from_slice::<Stamp>(line.strip_suffix(b"\r").unwrap_or(line)).ok())
-        .flatten()
-        .and_then(|s| s.timestamp);
-    Seen {
-        fact: fact(line, offset),
-        happenings: happenings(line),
-        timestamp,
-    }
-}
-
-/// Only a line's time.
-#[derive(serde::Deserialize)]
-struct Stamp {
-    timestamp: Option<String>,
-}
-
-fn happenings(line: &[u8]) -> Vec<Happening> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.starts_with(b"{\"$set\"") {
-        return match fact(line, 0) {
-            Some(Fact::Compaction { .. }) => vec![Happening::Compaction {
-                trigger: Some("auto".to_owned()),
-                pre_tokens: None,
-                post_tokens: None,
-            }],
-            _ => Vec::new(),
-        };
-    }
-    if !contains(line, b"\"gemini\"") && !contains(line, b"\"user\"") {
-        return Vec::new();
-    }
-    let Ok(v) = serde_json::from_slice::<Value>(line) else {
-        return Vec::new();
-    };
-    match v["type"].as_str() {
-        Some("gemini") => {
-            let mut out = vec![Happening::Activity];
-            for c in v["toolCalls"].as_array().into_iter().flatten() {
-                out.push(Happening::ToolCall {
-                    id: c["id"].as_str().map(str::to_owned),
-                    name: c["name"].as_str().unwrap_or("?").to_owned(),
-                    input: raw(&c["args"]),
-                    subagent: false,
-                });
-            }
-            out
-        }
-        Some("user") => {
-            let parts = v["content"].as_array().cloned().unwrap_or_default();
-            let mut out = Vec::new();
-            for part in &parts {
-                let r = &part["functionResponse"];
-                if let Some(id) = r["id"].as_str() {
-                    out.push(Happening::ToolResult {
-                        id: id.to_owned(),
-                        error: r["response"].get("error").is_some(),
-                        response: raw(&r["response"]),
-                        subagent: false,
-                    });
-                }
-            }
-            if out.is_empty() && parts.iter().any(|p| p["text"].is_string()) {
-                out.extend([Happening::TurnEnded, Happening::Prompt]);
-            }
-            out
-        }
-        _ => Vec::new(),
     }
 }

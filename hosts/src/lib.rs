@@ -32,6 +32,22 @@ pub mod usage;
 
 use serde::{Deserialize, Serialize};
 
+/// Opens a transcript to read it, and gives its length: a regular file only
+/// (never blocking on a FIFO, never reading a device), and only the user's
+/// own (one owned by someone else, named by a message on the bus say, is
+/// refused with `PermissionDenied`). A link is followed.
+pub fn open_transcript(path: &std::path::Path) -> std::io::Result<(std::fs::File, u64)> {
+    let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
+        .map_err(interband::Error::into_io)?;
+    if meta.uid != interband::fsio::my_uid() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{}: owned by another user", path.display()),
+        ));
+    }
+    Ok((file, meta.len))
+}
+
 /// An agent host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

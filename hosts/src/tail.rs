@@ -107,18 +107,7 @@ pub(crate) fn read_tail_counting(
     scan_cap: u64,
     host: Host,
 ) -> io::Result<(Tail, u64)> {
-    // Never blocking on a FIFO, never reading a device: regular files only.
-    let (file, meta) = interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow)
-        .map_err(interband::Error::into_io)?;
-    // A transcript is the user's own: one owned by someone else (named by a
-    // message on the bus, say) is not read.
-    if meta.uid != interband::fsio::my_uid() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{}: owned by another user", path.display()),
-        ));
-    }
-    let len = meta.len;
+    let (file, len) = crate::open_transcript(path)?;
     scan(len, scan_cap, CHUNK, host, |at, buf| {
         file.read_exact_at(buf, at)
     })
