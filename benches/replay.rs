@@ -2,7 +2,7 @@
 //! merely reading the file (`wc -l`, the floor any replay pays).
 //!
 //! The transcript is generated in Claude Code's shapes: a long session of
-//! tool calls whose results are 2-40 KB (each written twice, as the client
+//! tool calls whose results are 2-40 KB of code-like text (each written twice, as the client
 //! does: in the message and in `toolUseResult`), usage rising to the
 //! compaction point and compacting (with the checkpoints, notes, trigger
 //! firings and re-injections that brings), text-only answers ending turns.
@@ -38,6 +38,82 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0 % n
     }
+}
+
+/// About `len` bytes of what tools return: source code and its output, in
+/// words, punctuation, quotes and line breaks (which JSON escapes), as a
+/// real result has; not one byte repeated, which would flatter any search
+/// through it.
+fn text(r: &mut Rng, len: usize) -> String {
+    const WORDS: &[&str] = &[
+        "fn",
+        "let",
+        "mut",
+        "self",
+        "return",
+        "match",
+        "Some(x)",
+        "None",
+        "Ok(())",
+        "impl",
+        "pub",
+        "struct",
+        "use",
+        "crate::bus",
+        "the",
+        "file",
+        "error:",
+        "warning:",
+        "at",
+        "src/lib.rs:42:7",
+        "=>",
+        "{",
+        "}",
+        "(",
+        ")",
+        ";",
+        "&str",
+        "Vec<u8>",
+        "0x1f",
+        "\"path\"",
+        "'a'",
+        "//",
+        "test",
+        "passed",
+        "failed",
+        "ok",
+        "value",
+        "line",
+        "\\n",
+        "\n",
+        "\n    ",
+        "\n        ",
+        "\t",
+        "+",
+        "-",
+        "*",
+        "==",
+        "!=",
+        "<",
+        ">",
+        "config",
+        "read",
+        "write",
+        "session",
+        "context",
+        "tokens",
+        "42",
+        "1.5",
+        "true",
+        "false",
+        "[]",
+    ];
+    let mut out = String::with_capacity(len + 16);
+    while out.len() < len {
+        out.push_str(WORDS[r.below(WORDS.len() as u64) as usize]);
+        out.push(' ');
+    }
+    out
 }
 
 /// Writes a session of about `mb` MB; returns its tool calls.
@@ -80,7 +156,8 @@ fn generate(path: &Path, mb: u64) -> std::io::Result<u64> {
                 "content": [{"type": "tool_use", "id": format!("toolu_{n}"), "name": tool,
                     "input": {"command": format!("cargo test step{n}"), "file_path": format!("src/f{n}.rs")}}]}}),
         )?;
-        let body = "x".repeat(2000 + r.below(38_000) as usize);
+        let len = 2000 + r.below(38_000) as usize;
+        let body = text(&mut r, len);
         line(
             &mut f,
             serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"tool_use_id": format!("toolu_{n}"),
