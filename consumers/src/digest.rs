@@ -23,7 +23,7 @@
 
 use crate::truncate;
 use std::collections::{HashMap, HashSet};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::Path;
 
 use interband_hosts::Host;
@@ -142,8 +142,8 @@ pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
 
 /// [`digest_file`] of a transcript in `host`'s format.
 pub fn digest_file_as(path: &Path, limits: &Limits, host: Host) -> io::Result<Digest> {
-    let (mut file, len) = interband_hosts::open_transcript(path)?;
-    digest_reader(&mut file, len, limits, host)
+    let (file, len) = interband_hosts::open_transcript(path)?;
+    digest_source(&file, len, limits, host, Reading::DEFAULT)
 }
 
 /// The same on bytes in memory (the whole file).
@@ -157,55 +157,160 @@ pub fn digest(bytes: &[u8], limits: &Limits) -> Digest {
 /// [`digest`] of a transcript in `host`'s format.
 pub fn digest_as(bytes: &[u8], limits: &Limits, host: Host) -> Digest {
     // The very reading a file gets, from memory (which cannot fail).
-    digest_reader(
-        &mut io::Cursor::new(bytes),
-        bytes.len() as u64,
-        limits,
-        host,
-    )
-    .unwrap_or_default()
+    digest_source(bytes, bytes.len() as u64, limits, host, Reading::DEFAULT).unwrap_or_default()
 }
 
-/// [`digest_file`] on any seekable reader of `len` bytes.
-fn digest_reader<R: Read + Seek>(
-    reader: &mut R,
-    len: u64,
-    limits: &Limits,
-    host: Host,
-) -> io::Result<Digest> {
-    digest_reader_by(reader, len, limits, host, CHUNK)
+/// Where a window's bytes come from: read at any offset, from two threads
+/// at once (a window is scanned in two halves side by side).
+trait Source: Sync {
+    /// Reads into `buf` from offset `at`; 0 at the end.
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize>;
 }
 
-/// Bytes read at a time: a window is megabytes, read through a buffer this
-/// size that stays in the processor's cache, where a window read whole
-/// into memory (fresh pages, each faulted in and zeroed) would not.
-const CHUNK: usize = 256 << 10;
+impl Source for std::fs::File {
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, at)
+    }
+}
 
-/// [`digest_reader`], `chunk` bytes at a time.
-fn digest_reader_by<R: Read + Seek>(
-    reader: &mut R,
-    len: u64,
-    limits: &Limits,
-    host: Host,
+impl Source for [u8] {
+    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+        let from = usize::try_from(at).map_or(self.len(), |a| a.min(self.len()));
+        let n = buf.len().min(self.len() - from);
+        buf[..n].copy_from_slice(&self[from..from + n]);
+        Ok(n)
+    }
+}
+
+/// How windows are read.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// Bytes read at a time: a window is megabytes, read through a buffer
+    /// this size that stays in the processor's cache, where a window read
+    /// whole into memory (fresh pages, each faulted in and zeroed) would not.
     chunk: usize,
+    /// A window at least this long is scanned as two halves at once, on two
+    /// threads (parsing its lines is most of a note's cost).
+    split: u64,
+}
+
+impl Reading {
+    const DEFAULT: Reading = Reading {
+        chunk: 256 << 10,
+        split: 1 << 20,
+    };
+}
+
+/// How far past a window's middle a line's end is looked for, to cut it in
+/// two there; a window with no line end that near is scanned whole.
+const PROBE: usize = 64 << 10;
+
+/// [`digest_file`] on any source of `len` bytes.
+fn digest_source<S: Source + ?Sized>(
+    src: &S,
+    len: u64,
+    limits: &Limits,
+    host: Host,
+    reading: Reading,
 ) -> io::Result<Digest> {
     let both = limits.head_cap.saturating_add(limits.tail_cap);
-    let mut head = Scan::new(limits, host);
     if len <= both {
         // Bounded even if the file grew since its length was taken.
-        stream_lines(reader, 0, both, (false, false), chunk, |l| head.line(l))?;
-        let first_prompt = head.first_prompt.take();
-        return Ok(head.finish(first_prompt));
+        let mut whole = scan_window(src, (0, len), both, (false, false), reading, limits, host)?;
+        let first_prompt = whole.first_prompt.take();
+        return Ok(whole.finish(first_prompt));
     }
-    let mut tail = Scan::new(limits, host);
-    stream_lines(reader, 0, limits.head_cap, (false, true), chunk, |l| {
-        head.line(l);
-    })?;
+    let head = scan_window(
+        src,
+        (0, len),
+        limits.head_cap,
+        (false, true),
+        reading,
+        limits,
+        host,
+    )?;
     let from = len - limits.tail_cap;
-    stream_lines(reader, from, limits.tail_cap, (true, false), chunk, |l| {
-        tail.line(l);
-    })?;
+    let tail = scan_window(
+        src,
+        (from, len),
+        limits.tail_cap,
+        (true, false),
+        reading,
+        limits,
+        host,
+    )?;
     Ok(merge(head, tail))
+}
+
+/// The [`Scan`] of the (at most) `cap` bytes from `offset` (`skip` as for
+/// [`stream_lines`]) of a source `len` bytes long when it was looked at: in
+/// two halves at once when the window is long, cut just after a line's end
+/// near its middle, and the halves' scans joined in order.
+fn scan_window<'a, S: Source + ?Sized>(
+    src: &S,
+    (offset, len): (u64, u64),
+    cap: u64,
+    skip: (bool, bool),
+    reading: Reading,
+    limits: &'a Limits,
+    host: Host,
+) -> io::Result<Scan<'a>> {
+    let part = |from: u64, to: u64, skip: (bool, bool)| {
+        scan_part(src, (from, to), skip, reading.chunk, limits, host)
+    };
+    // Gemini's reader looks back at what it has seen (a call written again
+    // comes once), so its lines are scanned in one order, whole.
+    let span = cap.min(len.saturating_sub(offset));
+    if host == Host::Gemini || span < reading.split.max(2) {
+        return part(offset, offset + cap, skip);
+    }
+    let Some(cut) = line_end_after(src, offset + span / 2, offset + cap)? else {
+        return part(offset, offset + cap, skip);
+    };
+    std::thread::scope(|s| {
+        let first =
+            std::thread::Builder::new().spawn_scoped(s, || part(offset, cut, (skip.0, false)));
+        let second = part(cut, offset + cap, (false, skip.1));
+        let first = match first {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: the first half here, after the second.
+            Err(_) => part(offset, cut, (skip.0, false)),
+        };
+        Ok(first?.then(second?))
+    })
+}
+
+/// The [`Scan`] of the bytes in `[from, to)`, `skip` as for [`stream_lines`].
+fn scan_part<'a, S: Source + ?Sized>(
+    src: &S,
+    (from, to): (u64, u64),
+    skip: (bool, bool),
+    chunk: usize,
+    limits: &'a Limits,
+    host: Host,
+) -> io::Result<Scan<'a>> {
+    let mut scan = Scan::new(limits, host);
+    stream_lines(src, from, to - from, skip, chunk, |l| scan.line(l))?;
+    Ok(scan)
+}
+
+/// Just past the first line end in `[from, to)` within [`PROBE`] bytes of
+/// `from`, if there is one.
+fn line_end_after<S: Source + ?Sized>(src: &S, from: u64, to: u64) -> io::Result<Option<u64>> {
+    let want = usize::try_from(to.saturating_sub(from)).map_or(PROBE, |n| n.min(PROBE));
+    let mut buf = vec![0u8; want];
+    let mut got = 0;
+    while got < want {
+        match src.read_at(&mut buf[got..], from + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(memchr::memchr(b'\n', &buf[..got]).map(|i| from + i as u64 + 1))
 }
 
 /// Gives `f` each non-empty line (without its `\r\n` / `\n`) of the (at
@@ -213,8 +318,8 @@ fn digest_reader_by<R: Read + Seek>(
 /// `skip.0` the first line is dropped (a window starting mid-file), with
 /// `skip.1` an unterminated last one (a window ending mid-file). Only a
 /// line cut by a chunk's end is copied, to be joined.
-fn stream_lines<R: Read + Seek>(
-    reader: &mut R,
+fn stream_lines<S: Source + ?Sized>(
+    src: &S,
     offset: u64,
     cap: u64,
     skip: (bool, bool),
@@ -228,18 +333,20 @@ fn stream_lines<R: Read + Seek>(
             f(line);
         }
     };
-    reader.seek(SeekFrom::Start(offset))?;
-    let mut src = reader.take(cap);
     let mut buf = vec![0u8; chunk.max(1)];
+    let mut at = offset;
+    let end = offset.saturating_add(cap);
     // The start of a line cut by the end of the chunk before.
     let mut cut: Vec<u8> = Vec::new();
-    loop {
-        let n = match src.read(&mut buf) {
+    while at < end {
+        let room = usize::try_from(end - at).map_or(buf.len(), |r| r.min(buf.len()));
+        let n = match src.read_at(&mut buf[..room], at) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        at += n as u64;
         let mut rest = &buf[..n];
         while let Some(i) = memchr::memchr(b'\n', rest) {
             let piece = &rest[..i];
@@ -774,6 +881,44 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// This scan followed by `later`'s, of the lines right after: what one
+    /// scan of both stretches in order gives (a later value wins, lists run
+    /// on). Not for Gemini, whose reader looks back at what it has seen.
+    fn then(mut self, later: Scan<'a>) -> Scan<'a> {
+        // Every field named: a new one has to say how it joins.
+        let Scan {
+            limits: _,
+            host: _,
+            first_prompt,
+            latest_prompt,
+            last_prompt_record,
+            todos,
+            files,
+            commands,
+            tool_names,
+            failed_ids,
+            errors,
+            last_assistant,
+            compaction_summary,
+            cwd,
+            git_branch,
+        } = later;
+        self.first_prompt = self.first_prompt.or(first_prompt);
+        self.latest_prompt = latest_prompt.or(self.latest_prompt);
+        self.last_prompt_record = last_prompt_record.or(self.last_prompt_record);
+        self.todos = todos.or(self.todos);
+        self.files.extend(files);
+        self.commands.extend(commands);
+        self.tool_names.extend(tool_names);
+        self.failed_ids.extend(failed_ids);
+        self.errors.extend(errors);
+        self.last_assistant = last_assistant.or(self.last_assistant);
+        self.compaction_summary = compaction_summary.or(self.compaction_summary);
+        self.cwd = cwd.or(self.cwd);
+        self.git_branch = git_branch.or(self.git_branch);
+        self
+    }
+
     /// `text` trimmed and truncated to the text limit.
     fn cut(&self, text: &str) -> String {
         truncate(text.trim(), self.limits.text)
@@ -902,7 +1047,7 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
     use std::fs::File;
-    use std::io::{Cursor, Write};
+    use std::io::Write;
 
     const FIXTURE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -910,22 +1055,37 @@ mod tests {
     );
 
     /// Counts the bytes read through it.
-    struct Counting<R> {
-        inner: R,
-        read: u64,
+    struct Counting<S> {
+        inner: S,
+        read: std::sync::atomic::AtomicU64,
     }
 
-    impl<R: Read> Read for Counting<R> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.inner.read(buf)?;
-            self.read += n as u64;
+    impl<S: Source> Counting<S> {
+        fn new(inner: S) -> Self {
+            Counting {
+                inner,
+                read: 0.into(),
+            }
+        }
+
+        fn read(&self) -> u64 {
+            self.read.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    impl<S: Source> Source for Counting<S> {
+        fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+            let n = self.inner.read_at(buf, at)?;
+            self.read
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             Ok(n)
         }
     }
 
-    impl<R: Seek> Seek for Counting<R> {
-        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-            self.inner.seek(pos)
+    /// Slices of memory as a source (a `&[u8]` is `Sized`).
+    impl Source for &[u8] {
+        fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
+            (**self).read_at(buf, at)
         }
     }
 
@@ -1070,6 +1230,121 @@ mod tests {
     }
 
     #[test]
+    fn a_window_cut_in_two_anywhere_gives_what_one_scan_gives() {
+        // The real Claude Code and Codex transcripts, and the two again
+        // with their lines reversed (a later value must still win): scanned
+        // as two halves cut after every line and joined, against one scan.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
+        let codex = format!("{dir}/codex-0.171.0/rollout.at-PostToolUse.140k.jsonl");
+        let limits = Limits::default();
+        for (path, host) in [(FIXTURE.to_owned(), Host::Claude), (codex, Host::Codex)] {
+            let bytes = std::fs::read(&path).unwrap();
+            let reversed: Vec<u8> = bytes
+                .split_inclusive(|&b| b == b'\n')
+                .rev()
+                .flat_map(|l| l.iter().copied())
+                .collect();
+            for bytes in [bytes, reversed] {
+                let len = bytes.len() as u64;
+                let scan = |from, to| {
+                    scan_part(&bytes[..], (from, to), (false, false), 512, &limits, host)
+                };
+                let one = scan(0, len).unwrap().finish(None);
+                assert_ne!(one, Digest::default(), "{path}");
+                let mut cuts = 0;
+                for (i, _) in bytes.iter().enumerate().filter(|(_, b)| **b == b'\n') {
+                    let cut = i as u64 + 1;
+                    let halves = scan(0, cut).unwrap().then(scan(cut, len).unwrap());
+                    assert_eq!(halves.finish(None), one, "{path}, cut at {cut}");
+                    cuts += 1;
+                }
+                assert!(cuts >= 10, "{path}");
+                // And through the window's own cutting (at its middle).
+                let reading = Reading {
+                    chunk: 512,
+                    split: 2,
+                };
+                let d = digest_source(&bytes[..], len, &limits, host, reading).unwrap();
+                assert_eq!(d, digest_as(&bytes, &limits, host));
+            }
+        }
+    }
+
+    #[test]
+    fn two_halves_join_as_one_scan_of_every_kind_of_line() {
+        // Each half has every kind of line a digest keeps, with its own
+        // values; the joined scans must give what one scan of both gives,
+        // whether the later half has each kind or not.
+        let half = |x: &str| {
+            vec![
+                with(
+                    with(
+                        user(json!(format!("prompt {x}"))),
+                        "cwd",
+                        json!(format!("/{x}")),
+                    ),
+                    "gitBranch",
+                    json!(format!("branch-{x}")),
+                ),
+                tool_use(
+                    &format!("e{x}"),
+                    "Edit",
+                    json!({"file_path": format!("/{x}.rs")}),
+                ),
+                tool_use(
+                    &format!("b{x}"),
+                    "Bash",
+                    json!({"command": format!("make {x}")}),
+                ),
+                tool_result(&format!("b{x}"), true, json!(format!("failed {x}"))),
+                todo_write(&format!("t{x}"), &[(&format!("todo {x}"), "pending")]),
+                assistant(json!([{"type": "text", "text": format!("reply {x}")}])),
+                with(
+                    user(json!(format!("summary {x}"))),
+                    "isCompactSummary",
+                    json!(true),
+                ),
+                json!({"type": "last-prompt", "lastPrompt": format!("record {x}")}),
+            ]
+        };
+        let limits = Limits::default();
+        // Without prompt lines too: the last-prompt records then tell.
+        for skip in [0, 1] {
+            let a: Vec<Value> = half("a").into_iter().skip(skip).collect();
+            for keep in 0..=a.len() {
+                // The later half: the first `keep` kinds of line only (so, for
+                // each kind, once with it and once without).
+                let b: Vec<Value> = half("b").into_iter().skip(skip).take(keep).collect();
+                let (first, second) = (jsonl(&a), jsonl(&b));
+                let both = [first.clone(), second.clone()].concat();
+                let one = scan_part(
+                    &both[..],
+                    (0, both.len() as u64),
+                    (false, false),
+                    64,
+                    &limits,
+                    Host::Claude,
+                )
+                .unwrap()
+                .finish(None);
+                let scan = |bytes: &[u8]| {
+                    scan_part(
+                        bytes,
+                        (0, bytes.len() as u64),
+                        (false, false),
+                        64,
+                        &limits,
+                        Host::Claude,
+                    )
+                    .unwrap()
+                };
+                let joined = scan(&first).then(scan(&second)).finish(None);
+                assert_eq!(joined, one, "with {keep} kinds in the later half");
+            }
+        }
+    }
+
+    #[test]
     fn real_fixture_tail_only() {
         // A tail window that starts after the first prompt and the Bash call
         // still finds what lies within it; the prompt comes from the head.
@@ -1087,14 +1362,12 @@ mod tests {
         // The window holds no prompt line; the client's last-prompt record
         // stands in.
         assert_eq!(d.latest_prompt.as_deref(), Some("say hi"));
-        let mut counting = Counting {
-            inner: Cursor::new(&bytes),
-            read: 0,
-        };
-        let from_reader =
-            digest_reader(&mut counting, bytes.len() as u64, &limits, Host::Claude).unwrap();
-        assert_eq!(from_reader, d);
-        assert!(counting.read <= limits.head_cap + limits.tail_cap);
+        let counting = Counting::new(&bytes[..]);
+        let len = bytes.len() as u64;
+        let from_source =
+            digest_source(&counting, len, &limits, Host::Claude, Reading::DEFAULT).unwrap();
+        assert_eq!(from_source, d);
+        assert!(counting.read() <= limits.head_cap + limits.tail_cap);
     }
 
     fn synthetic() -> Vec<Value> {
@@ -1375,17 +1648,16 @@ mod tests {
         let len = std::fs::metadata(&path).unwrap().len();
         assert!(len > 10 * 1024 * 1024);
 
-        let mut counting = Counting {
-            inner: File::open(&path).unwrap(),
-            read: 0,
-        };
-        let d = digest_reader(&mut counting, len, &limits, Host::Claude).unwrap();
+        let counting = Counting::new(File::open(&path).unwrap());
+        let d = digest_source(&counting, len, &limits, Host::Claude, Reading::DEFAULT).unwrap();
+        // (The tail window is scanned in halves: where to cut it is looked
+        // for past its middle, at most PROBE bytes.)
         assert!(
-            counting.read <= limits.head_cap + limits.tail_cap,
+            counting.read() <= limits.head_cap + limits.tail_cap + PROBE as u64,
             "read {} bytes",
-            counting.read
+            counting.read()
         );
-        assert!(counting.read > 0);
+        assert!(counting.read() > 0);
         assert_eq!(d.first_prompt.as_deref(), Some("the very first prompt"));
         assert_eq!(d.latest_prompt.as_deref(), Some("the latest prompt"));
         assert_eq!(
@@ -1542,19 +1814,19 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096), limits in small_limits(), chunk in 1usize..64) {
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096), limits in small_limits(), chunk in 1usize..64, split in 2u64..600) {
             let d = digest(&bytes, &limits);
             check_invariants(&d, &limits);
             let d = digest(&bytes, &Limits::default());
             check_invariants(&d, &Limits::default());
-            let mut cursor = Counting { inner: Cursor::new(&bytes), read: 0 };
-            let from_reader = digest_reader(&mut cursor, bytes.len() as u64, &limits, Host::Claude).unwrap();
-            prop_assert_eq!(from_reader, digest(&bytes, &limits));
-            prop_assert!(cursor.read <= limits.head_cap + limits.tail_cap);
-            // A few bytes at a time, lines cut anywhere by a chunk's end: the same
-            // digest as read in one piece.
-            let mut cursor = Cursor::new(&bytes);
-            let by_chunks = digest_reader_by(&mut cursor, bytes.len() as u64, &limits, Host::Claude, chunk).unwrap();
+            let len = bytes.len() as u64;
+            let counting = Counting::new(&bytes[..]);
+            let from_source = digest_source(&counting, len, &limits, Host::Claude, Reading::DEFAULT).unwrap();
+            prop_assert_eq!(from_source, digest(&bytes, &limits));
+            prop_assert!(counting.read() <= limits.head_cap + limits.tail_cap);
+            // A few bytes at a time, lines cut anywhere by a chunk's end, and
+            // windows scanned in halves: the same digest as read in one piece.
+            let by_chunks = digest_source(&bytes[..], len, &limits, Host::Claude, Reading { chunk, split }).unwrap();
             prop_assert_eq!(by_chunks, digest(&bytes, &limits));
         }
 
@@ -1563,9 +1835,17 @@ mod tests {
             picks in proptest::collection::vec((0usize..40, any::<bool>(), 0usize..64), 0..60),
             limits in small_limits(),
             chunk in 1usize..400,
+            split in 2u64..2000,
         ) {
             // Real-looking lines in any order, some cut at any byte.
-            let pool: Vec<Vec<u8>> = synthetic().iter().map(|l| l.to_string().into_bytes()).collect();
+            let mut pool = synthetic();
+            // A second of each latest-wins kind, so that which one is last tells.
+            pool.extend([
+                assistant(json!([{"type": "text", "text": "Second reply."}])),
+                json!({"type": "last-prompt", "lastPrompt": "Second last-prompt"}),
+                with(user(json!("Second summary")), "isCompactSummary", json!(true)),
+            ]);
+            let pool: Vec<Vec<u8>> = pool.iter().map(|l| l.to_string().into_bytes()).collect();
             let mut bytes = Vec::new();
             for (i, cut, at) in picks {
                 let line = &pool[i % pool.len()];
@@ -1579,10 +1859,11 @@ mod tests {
             let wide = Limits { head_cap: 1 << 20, tail_cap: 1 << 20, ..limits };
             check_invariants(&digest(&bytes, &wide), &wide);
             check_invariants(&digest(&bytes, &limits), &limits);
-            // A few bytes at a time, lines cut anywhere by a chunk's end: the same
-            // digest as read in one piece.
+            // A few bytes at a time, lines cut anywhere by a chunk's end, and
+            // windows scanned in halves: the same digest as read in one piece.
+            let reading = Reading { chunk, split };
             for l in [&wide, &limits, &Limits { head_cap: 300, tail_cap: 900, ..limits }] {
-                let read = digest_reader_by(&mut Cursor::new(&bytes), bytes.len() as u64, l, Host::Claude, chunk).unwrap();
+                let read = digest_source(&bytes[..], bytes.len() as u64, l, Host::Claude, reading).unwrap();
                 prop_assert_eq!(read, digest(&bytes, l));
             }
         }
