@@ -19,7 +19,10 @@
 //!
 //! [`digest_file`] reads a file; [`digest`] does the same on bytes in memory,
 //! with the same windows, so both give the same [`Digest`] for the same
-//! content.
+//! content. A window of a megabyte or more is scanned as two halves on two
+//! threads, cut after a line near its middle, and the two scans joined in
+//! order: the same digest as one scan gives (Gemini's windows, whose reader
+//! looks back at what it has seen, are scanned whole).
 
 use crate::truncate;
 use std::collections::{HashMap, HashSet};
