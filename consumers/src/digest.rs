@@ -258,6 +258,7 @@ fn scan_window<'a, S: Source + ?Sized>(
     limits: &'a Limits,
     host: Host,
 ) -> io::Result<Scan<'a>> {
+    let end = offset.saturating_add(cap);
     let part = |from: u64, to: u64, skip: (bool, bool)| {
         scan_part(src, (from, to), skip, reading.chunk, limits, host)
     };
@@ -265,15 +266,15 @@ fn scan_window<'a, S: Source + ?Sized>(
     // comes once), so its lines are scanned in one order, whole.
     let span = cap.min(len.saturating_sub(offset));
     if host == Host::Gemini || span < reading.split.max(2) {
-        return part(offset, offset + cap, skip);
+        return part(offset, end, skip);
     }
-    let Some(cut) = line_end_after(src, offset + span / 2, offset + cap)? else {
-        return part(offset, offset + cap, skip);
+    let Some(cut) = line_end_after(src, offset + span / 2, end)? else {
+        return part(offset, end, skip);
     };
     std::thread::scope(|s| {
         let first =
             std::thread::Builder::new().spawn_scoped(s, || part(offset, cut, (skip.0, false)));
-        let second = part(cut, offset + cap, (false, skip.1));
+        let second = part(cut, end, (false, skip.1));
         let first = match first {
             Ok(handle) => handle
                 .join()
