@@ -109,6 +109,20 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         let record = consumers(&|ctx| hooks::after_compaction(ctx, ci, hooks::Fresh::Compacted))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
+    if event == profile.end_of_turn && !input.in_subagent() {
+        // The turn's last reply may have been text only: its figure is read
+        // and published (a checkpoint too) before the consumers act on it.
+        // A failure must not cost the consumers their turn.
+        match interpulse::hook::turn_end(&producer, &input) {
+            Ok(reply) => {
+                for p in &reply.settings {
+                    (o.log_once)(&format!("settings: {p}"));
+                }
+                reply.problems.iter().for_each(|p| log_problem(p));
+            }
+            Err(e) => log_problem(&e.to_string()),
+        }
+    }
     let ci = consumer_input()?;
     if event == "SessionStart"
         && matches!(ci.source.as_deref(), Some("compact" | "resume" | "clear"))

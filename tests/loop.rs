@@ -265,12 +265,14 @@ fn watch_mode_writes_one_note_and_a_later_drain_writes_none() {
     let w = World::new();
     let mut t = Transcript::new(w.dir.path());
     t.prompt("Refactor the parser");
+    // Green: the checkpoint below is published by hand, and the Stop's own
+    // look at the transcript must not ask for another.
     t.tool(
         "Edit",
         json!({"file_path": "/work/src/parser.rs"}),
         "ok",
         false,
-        150_000,
+        60_000,
     );
     let mut child = w
         .cmd(&["watch", "--idle-timeout", "30"])
@@ -640,7 +642,7 @@ fn tmux_never_types_into_a_shell_and_types_only_plain_text() {
 #[test]
 fn after_a_compaction_the_first_stop_does_not_act_on_the_old_level() {
     let w = World::new();
-    let t = red_session(&w);
+    let mut t = red_session(&w);
     let level = |w: &World, channel: &str| {
         let o = w.run(&["read", channel, "--payload"]);
         serde_json::from_str::<Value>(&stdout(&o)).unwrap()["level"].clone()
@@ -649,6 +651,9 @@ fn after_a_compaction_the_first_stop_does_not_act_on_the_old_level() {
     let intercheck = format!("intercheck/pressure/{SESSION}");
     assert_eq!(level(&w, &interpulse), "red");
     hook(&w, &event("PreCompact", &t, json!({"trigger": "auto"})));
+    // The host writes its boundary, then starts the new context.
+    t.w.compact(165_000, 9_000, "Summary:\nRelease notes drafted.")
+        .unwrap();
     hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
     assert_eq!(
         level(&w, &interpulse),

@@ -64,6 +64,30 @@ impl Session {
         self.hook(&stdin)
     }
 
+    /// The hook run as on a full disk, or a read-only root: every write fails.
+    fn hook_without_writes(&self, stdin: &[u8]) -> std::process::Output {
+        let root = self.w.root();
+        set_writable(&root, false);
+        let mut cmd = self.w.cmd(&["hook"]);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &none) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = with_stdin(&mut cmd, stdin);
+        set_writable(&root, true);
+        o
+    }
+
     fn said(out: &str) -> String {
         serde_json::from_str::<Value>(out)
             .ok()
@@ -183,6 +207,100 @@ fn the_note_back_after_a_compaction_holds_the_whole_red_stretch() {
             .count();
         assert_eq!(in_journals, 1, "{needle} in {in_journals} notes' journals");
     }
+}
+
+#[test]
+fn a_turn_that_ends_on_a_text_reply_is_judged_by_that_reply() {
+    // Orange, then red, each reached by a closing text reply with no tool
+    // call after it: the end of the turn reads it, saves the note, and at red
+    // asks for the compaction.
+    for (used, level, trigger, blocks) in [
+        (140_000, "orange", "orange_pressure", false),
+        (165_000, "red", "red_pressure", true),
+    ] {
+        let mut s = Session::new();
+        s.call("Read", json!({"file_path": "src/lib.rs"}), 60_000);
+        s.t.say("Here is the plan.", used).unwrap();
+        let stop = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+        assert_eq!(
+            stop.contains("\"decision\":\"block\""),
+            blocks,
+            "{level}: {stop}"
+        );
+        let p = s.w.run(&[
+            "read",
+            "--payload",
+            &format!("interpulse/pressure/{SESSION}"),
+        ]);
+        let p: Value = serde_json::from_slice(&p.stdout).unwrap();
+        assert_eq!(p["level"], level, "{p}");
+        assert_eq!(p["used_tokens"], used, "{p}");
+        assert_eq!(p["calls"], 1, "a turn's end is no call: {p}");
+        let notes = s.notes();
+        assert_eq!(notes.len(), 1, "{level}: {notes:?}");
+        assert!(notes[0].contains(trigger), "{notes:?}");
+        // A second Stop with nothing new writes nothing and asks nothing.
+        let again = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+        assert_eq!(again, "", "{level}: {again}");
+        assert_eq!(s.notes().len(), 1);
+    }
+}
+
+#[test]
+fn a_checkpoint_is_published_before_the_state_says_it_was() {
+    // The session's state cannot be written (its file is a folder), as when
+    // the hook is killed just before writing it: the checkpoint the call asks
+    // for is published all the same, and its note written.
+    let mut s = Session::new();
+    let state = s.w.root().join(format!(".state/interpulse/{SESSION}.json"));
+    std::fs::create_dir_all(state.join("in-the-way")).unwrap();
+    let said = Session::said(&s.call("Bash", json!({"command": "cargo build"}), 140_000));
+    assert!(said.contains("Context ORANGE"), "{said}");
+    assert!(said.contains("interband saved a memory note"), "{said}");
+    assert_eq!(s.notes().len(), 1, "{:?}", s.notes());
+}
+
+#[test]
+fn a_checkpoint_that_could_not_be_published_is_asked_for_again() {
+    let mut s = Session::new();
+    // The checkpoint channel's folder is in the way: the orange call cannot
+    // publish its checkpoint, and says no note was saved.
+    let channel = s.w.root().join("interpulse/checkpoint");
+    std::fs::create_dir_all(channel.parent().unwrap()).unwrap();
+    std::fs::write(&channel, "in the way").unwrap();
+    let said = Session::said(&s.call("Bash", json!({"command": "cargo build"}), 140_000));
+    assert!(said.contains("Context ORANGE"), "{said}");
+    assert!(!said.contains("memory note"), "{said}");
+    assert!(s.notes().is_empty());
+    // Once it can, the next call (within the checkpoint throttle) asks again.
+    std::fs::remove_file(&channel).unwrap();
+    let said = Session::said(&s.call("Read", json!({"file_path": "src/a.rs"}), 141_000));
+    assert!(said.contains("interband saved a memory note"), "{said}");
+    assert_eq!(s.notes().len(), 1, "{:?}", s.notes());
+}
+
+#[test]
+fn the_agent_is_warned_when_nothing_can_be_written() {
+    let mut s = Session::new();
+    s.call("Read", json!({"file_path": "src/lib.rs"}), 60_000);
+    s.t.tool(
+        "Bash",
+        json!({"command": "cargo build"}),
+        "ok",
+        false,
+        140_000,
+        false,
+    )
+    .unwrap();
+    let stdin = s.input(
+        "PostToolUse.input.json",
+        json!({"tool_name": "Bash", "tool_input": {"command": "cargo build"}, "tool_response": {"stdout": "ok"}}),
+    );
+    let o = s.hook_without_writes(&stdin);
+    assert_eq!(code(&o), 0);
+    let said = Session::said(&stdout(&o));
+    assert!(said.contains("Context ORANGE"), "{}", stdout(&o));
+    assert!(!said.contains("memory note"), "nothing was saved: {said}");
 }
 
 /// The consumer cursor entry of the session's checkpoint, as saved.
@@ -309,29 +427,7 @@ fn session_start_brings_the_note_back_when_nothing_can_be_written() {
     s.hook(&s.input("PreCompact.auto.input.json", json!({})));
     assert!(!s.notes().is_empty());
     s.t.compact(160_000, 9_000, "Summary:\nBuilt.").unwrap();
-    // A full disk, or a read-only root: every write fails.
-    let root = s.w.root();
-    set_writable(&root, false);
-    let mut cmd = s.w.cmd(&["hook"]);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &none) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let o = with_stdin(
-        &mut cmd,
-        &s.input("SessionStart.compact.input.json", json!({})),
-    );
-    set_writable(&root, true);
+    let o = s.hook_without_writes(&s.input("SessionStart.compact.input.json", json!({})));
     assert_eq!(code(&o), 0);
     let back = Session::said(&stdout(&o));
     assert!(

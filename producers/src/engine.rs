@@ -156,17 +156,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         };
     }
 
-    if let Some(mark) = &obs.compaction
-        && s.compaction_seen.as_ref() != Some(mark)
-    {
-        // A compaction not seen yet: the figure before it is gone.
-        s.compaction_seen = Some(mark.clone());
-        s.new_context();
-    } else if let (Some(f), Some(last)) = (obs.figures, prev.last_used)
-        && (f.used_tokens as f64) < last as f64 * SHRINK_IS_NEW_CONTEXT
-    {
-        s.new_context();
-    }
+    start_over_if_new(&mut s, prev, obs);
 
     if s.last_call > 0.0 {
         let idle = (call.now - s.last_call).max(0.0);
@@ -178,19 +168,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
     s.heavy_calls += u64::from(heavy);
     s.est_tokens += call.response_bytes as f64 / 4.0;
 
-    let heuristic = heuristic_level(&s, cfg);
-    // Real usage decides once it is known in this context: a call that could
-    // not read it (a transcript mid-write) keeps the last figure, not the heuristic.
-    let known = obs.figures.or(s.figures);
-    let level = match known {
-        Some(f) => cfg.thresholds.usable.below(f.usable_remaining()),
-        None => heuristic,
-    };
-    if let Some(f) = obs.figures {
-        s.last_used = Some(f.used_tokens);
-        s.figures = Some(f);
-    }
-    s.level = level;
+    let (level, heuristic, known) = take_figures(&mut s, obs, cfg);
 
     let mut actions = Vec::new();
     // Debounce: escalation past the last warning speaks at once, anything
@@ -205,26 +183,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         s.last_warning = call.now;
     }
 
-    // Checkpoints: orange throttled; red once more if the last was orange.
-    if level >= Level::Orange {
-        let trigger = if level == Level::Red {
-            "red_pressure"
-        } else {
-            "orange_pressure"
-        };
-        let escalated =
-            level == Level::Red && s.last_checkpoint_trigger.as_deref() == Some("orange_pressure");
-        let due = s.last_checkpoint == 0.0
-            || call.now - s.last_checkpoint >= cfg.checkpoint_throttle_secs;
-        if escalated || due {
-            actions.push(Action::Checkpoint(trigger));
-            if level == Level::Red {
-                actions.push(Action::CheckpointFile);
-            }
-            s.last_checkpoint = call.now;
-            s.last_checkpoint_trigger = Some(trigger.to_owned());
-        }
-    }
+    checkpoints(&mut s, level, call.now, cfg, &mut actions);
 
     // Directive re-injection: at used-% thresholds, or every N calls while
     // no usage is known (only those calls count).
@@ -258,6 +217,98 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         }
     }
 
+    Outcome {
+        state: s,
+        level,
+        heuristic_level: heuristic,
+        actions,
+    }
+}
+
+/// The level from the observation: real usage decides once it is known in
+/// this context (a call that could not read it, a transcript mid-write,
+/// keeps the last figure, not the heuristic), else the heuristic. Returns
+/// the level, the heuristic's, and the figures it came from.
+fn take_figures(s: &mut State, obs: &Observation, cfg: &Config) -> (Level, Level, Option<Figures>) {
+    let heuristic = heuristic_level(s, cfg);
+    let known = obs.figures.or(s.figures);
+    let level = match known {
+        Some(f) => cfg.thresholds.usable.below(f.usable_remaining()),
+        None => heuristic,
+    };
+    if let Some(f) = obs.figures {
+        s.last_used = Some(f.used_tokens);
+        s.figures = Some(f);
+    }
+    s.level = level;
+    (level, heuristic, known)
+}
+
+/// A compaction the transcript shows that this state has not seen yet, or a
+/// figure below half the last one, starts a new context cycle.
+fn start_over_if_new(s: &mut State, prev: &State, obs: &Observation) {
+    if let Some(mark) = &obs.compaction
+        && s.compaction_seen.as_ref() != Some(mark)
+    {
+        // A compaction not seen yet: the figure before it is gone.
+        s.compaction_seen = Some(mark.clone());
+        s.new_context();
+    } else if let (Some(f), Some(last)) = (obs.figures, prev.last_used)
+        && (f.used_tokens as f64) < last as f64 * SHRINK_IS_NEW_CONTEXT
+    {
+        s.new_context();
+    }
+}
+
+/// Checkpoints: orange throttled; red once more if the last was orange.
+fn checkpoints(s: &mut State, level: Level, now: f64, cfg: &Config, actions: &mut Vec<Action>) {
+    if level < Level::Orange {
+        return;
+    }
+    let trigger = if level == Level::Red {
+        "red_pressure"
+    } else {
+        "orange_pressure"
+    };
+    let escalated =
+        level == Level::Red && s.last_checkpoint_trigger.as_deref() == Some("orange_pressure");
+    let due = s.last_checkpoint == 0.0 || now - s.last_checkpoint >= cfg.checkpoint_throttle_secs;
+    if escalated || due {
+        actions.push(Action::Checkpoint(trigger));
+        if level == Level::Red {
+            actions.push(Action::CheckpointFile);
+        }
+        s.last_checkpoint = now;
+        s.last_checkpoint_trigger = Some(trigger.to_owned());
+    }
+}
+
+/// Takes a fresh look at the context between tool calls (at the end of a
+/// turn, when the last reply may have been text only): the figure and the
+/// level follow the observation, and a checkpoint is asked for as a call
+/// would. No call is counted, the heuristic does not move, and nothing is
+/// said (the turn is over; the next call warns as it would anyway).
+///
+/// ```
+/// use interpulse::config::Config;
+/// use interpulse::context::{Figures, Source};
+/// use interpulse::engine::{settle, Action, Observation, State};
+/// use interband::payloads::Level;
+/// let red = Observation {
+///     figures: Some(Figures { used_tokens: 165_000, window: 200_000, autocompact_at: 167_000, source: Source::Transcript }),
+///     ..Observation::default()
+/// };
+/// let o = settle(&State::default(), 10.0, &red, &Config::default());
+/// assert_eq!(o.level, Level::Red);
+/// assert_eq!(o.state.calls, 0);
+/// assert!(o.actions.contains(&Action::Checkpoint("red_pressure")));
+/// ```
+pub fn settle(prev: &State, now: f64, obs: &Observation, cfg: &Config) -> Outcome {
+    let mut s = prev.clone();
+    start_over_if_new(&mut s, prev, obs);
+    let (level, heuristic, _) = take_figures(&mut s, obs, cfg);
+    let mut actions = Vec::new();
+    checkpoints(&mut s, level, now, cfg, &mut actions);
     Outcome {
         state: s,
         level,
@@ -675,6 +726,20 @@ mod tests {
                 if sub { prop_assert!(o.actions.is_empty()); }
                 if let Some(Action::Warn(l)) = o.actions.first() { prop_assert_eq!(*l, o.level); }
                 if o.level == Level::Green { prop_assert!(warned == 0); }
+                if !sub {
+                    // A turn's end seeing the same context judges it as the
+                    // call did, counts nothing, says nothing, and asks for no
+                    // checkpoint the call did not already ask for.
+                    let t = settle(&s, now, &obs, &c);
+                    if obs.figures.is_some() {
+                        prop_assert_eq!(t.level, o.level);
+                    }
+                    prop_assert_eq!(t.state.calls, s.calls);
+                    prop_assert!(t.state.pressure <= s.pressure, "only a new context moves it, down");
+                    prop_assert!(t.actions.iter().all(|a| matches!(a, Action::Checkpoint(_) | Action::CheckpointFile)));
+                    let after = settle(&o.state, now, &obs, &c);
+                    prop_assert!(after.actions.is_empty(), "{:?}", after.actions);
+                }
                 s = o.state;
             }
         }

@@ -244,18 +244,10 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         directives: directives.is_some(),
     };
 
-    let dir = state_dir(h.bus, true)?;
-    let mut fresh = false;
-    // Pressure is published under the session's state lock, so concurrent
-    // calls publish in the order they counted: the channel never goes back.
-    let (out, published): (Outcome, _) =
-        update_json(&dir, &state_file(session), DEFAULT_WAIT, |s: &mut State| {
-            let o = engine::step(s, &call, &obs, cfg);
-            fresh = o.state.compactions > s.compactions;
-            *s = o.state.clone();
-            let published = publish_pressure(h, input, &o, cfg, s);
-            (o, published)
-        })?;
+    let c = commit(h, input, cfg, |s| engine::step(s, &call, &obs, cfg));
+    let out = c.outcome;
+    reply.problems.extend(c.problems);
+    reply.checkpoint = c.checkpoint;
 
     // The figures the level came from: this call's, else the context's last.
     let known = out.state.figures.filter(|_| out.state.last_used.is_some());
@@ -273,40 +265,181 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         }
     }
 
-    let mut problem = |r: Result<(), interband::Error>| {
-        if let Err(e) = r {
-            reply.problems.push(e.to_string());
-        }
-    };
-    problem(published);
     let mut said = Vec::new();
-    let mut checkpoint = false;
     for action in &out.actions {
         match action {
             Action::Warn(level) => said.push(messages::warning(*level, known.as_ref(), &out.state)),
-            Action::Checkpoint(trigger) => {
-                let cp = Checkpoint {
-                    trigger: (*trigger).to_owned(),
-                    ts: h.now,
-                    context_usable: known.map(|f| pct_tenths(f.usable_remaining())),
-                    transcript_path: input.transcript_path.clone(),
-                    cwd: input.cwd.clone(),
-                };
-                let published = h.bus.publish_typed(session, session, &cp).map(drop);
-                checkpoint |= published.is_ok();
-                problem(published);
-            }
-            Action::CheckpointFile => problem(write_checkpoint_file(h, input, &out)),
             Action::Reinject(at) => {
                 if let Some(text) = &directives {
                     said.push(messages::directives(text, cfg.reinject.limit(), *at));
                 }
             }
+            Action::Checkpoint(_) | Action::CheckpointFile => {}
         }
     }
     reply.said = said;
-    reply.new_context = fresh;
-    reply.checkpoint = checkpoint;
+    reply.new_context = c.fresh;
+    Ok(reply)
+}
+
+/// What [`commit`] did.
+struct Committed {
+    /// The engine's outcome.
+    outcome: Outcome,
+    /// It started a new context.
+    fresh: bool,
+    /// A checkpoint was published.
+    checkpoint: bool,
+    /// What failed on the way.
+    problems: Vec<String>,
+}
+
+/// Steps the session's state with `engine` under the session's lock, and
+/// publishes what the outcome says before the state is written: the pressure
+/// (so concurrent calls publish in the order they counted, and the channel
+/// never goes back), then any checkpoint. So a checkpoint the state records
+/// as asked for was published: a hook killed before the state is written
+/// asks again at the next call, and a checkpoint that could not be published
+/// is forgotten by the state, to be asked for again.
+///
+/// When the state cannot be locked or written (a read-only or full root),
+/// the outcome is computed from the state as read, and published as far as
+/// that goes: the agent is still warned (every call, with no state to
+/// debounce), and the problem is reported. A new context is then not acted
+/// on, lest every call bring the note back.
+fn commit(
+    h: &Hook,
+    input: &HookInput,
+    cfg: &Config,
+    engine: impl Fn(&State) -> Outcome,
+) -> Committed {
+    let session = state_file(input.session_id.trim());
+    let mut problems = Vec::new();
+    let mut checkpoint = false;
+    // The outcome of a step under the lock, kept even when the state's write
+    // then fails: what it published stands, and must not be published twice.
+    let mut under_lock = None;
+    let locked = state_dir(h.bus, true).and_then(|dir| {
+        update_json(&dir, &session, DEFAULT_WAIT, |s: &mut State| {
+            let prev = s.clone();
+            let o = engine(s);
+            *s = o.state.clone();
+            if let Err(e) = publish_pressure(h, input, &o, cfg, s) {
+                problems.push(e.to_string());
+            }
+            for action in &o.actions {
+                match checkpoint_action(h, input, &o, action) {
+                    Ok(()) => checkpoint |= matches!(action, Action::Checkpoint(_)),
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        if matches!(action, Action::Checkpoint(_)) {
+                            s.last_checkpoint = prev.last_checkpoint;
+                            s.last_checkpoint_trigger = prev.last_checkpoint_trigger.clone();
+                        }
+                    }
+                }
+            }
+            under_lock = Some((o, prev));
+        })
+    });
+    if let Err(e) = locked {
+        problems.push(format!("the session's state: {e}"));
+    }
+    let (outcome, fresh) = match under_lock {
+        Some((o, prev)) => {
+            let fresh = o.state.compactions > prev.compactions;
+            (o, fresh)
+        }
+        None => {
+            // Not even locked: judge from the state as read, and ask for no
+            // checkpoint, which only a state that remembers it can throttle.
+            let mut s = state_dir(h.bus, false)
+                .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &session))
+                .unwrap_or_default();
+            let mut o = engine(&s);
+            o.actions
+                .retain(|a| !matches!(a, Action::Checkpoint(_) | Action::CheckpointFile));
+            s = o.state.clone();
+            if let Err(e) = publish_pressure(h, input, &o, cfg, &mut s) {
+                problems.push(e.to_string());
+            }
+            (o, false)
+        }
+    };
+    Committed {
+        outcome,
+        fresh,
+        checkpoint,
+        problems,
+    }
+}
+
+/// Carries out a checkpoint action of the outcome: publishes the checkpoint,
+/// or writes the red checkpoint file. Any other action is not this one's.
+fn checkpoint_action(
+    h: &Hook,
+    input: &HookInput,
+    out: &Outcome,
+    action: &Action,
+) -> Result<(), interband::Error> {
+    let session = input.session_id.trim();
+    let known = out.state.figures.filter(|_| out.state.last_used.is_some());
+    match action {
+        Action::Checkpoint(trigger) => {
+            let cp = Checkpoint {
+                trigger: (*trigger).to_owned(),
+                ts: h.now,
+                context_usable: known.map(|f| pct_tenths(f.usable_remaining())),
+                transcript_path: input.transcript_path.clone(),
+                cwd: input.cwd.clone(),
+            };
+            h.bus.publish_typed(session, session, &cp).map(drop)
+        }
+        Action::CheckpointFile => write_checkpoint_file(h, input, out),
+        Action::Warn(_) | Action::Reinject(_) => Ok(()),
+    }
+}
+
+/// Handles the end of a turn (Claude Code's and Codex's `Stop`, Gemini's
+/// `AfterAgent`), before the consumers: the last reply may have been text
+/// only, with no tool call after it to read its figure. When the transcript
+/// shows a figure (or a compaction) the session's state has not seen, the
+/// state takes it as [`engine::settle`] says, the pressure is published, and
+/// a checkpoint is asked for as a call would; `checkpoint` then says its note
+/// is to be written now. Nothing is said to the agent. When nothing is new,
+/// nothing is written.
+pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
+    let session = input.session_id.trim();
+    if session.is_empty() {
+        return Err(Error::Input("session_id is missing".into()));
+    }
+    let project = project_dir(input, h.env);
+    let settings = Config::load(project.as_deref(), h.env);
+    let cfg = &settings.value;
+    let mut reply = Reply {
+        settings: settings.problems.clone(),
+        ..Default::default()
+    };
+    let seen = observe(h, input, cfg, input.host());
+    let known = state_dir(h.bus, false)
+        .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
+        .unwrap_or_default();
+    let new_compaction = seen
+        .compaction
+        .as_ref()
+        .is_some_and(|m| known.compaction_seen.as_ref() != Some(m));
+    let new_figure = seen.figures.is_some_and(|f| known.figures != Some(f));
+    if !new_compaction && !new_figure {
+        return Ok(reply);
+    }
+    let obs = Observation {
+        figures: seen.figures,
+        compaction: seen.compaction,
+        directives: false,
+    };
+    let c = commit(h, input, cfg, |s| engine::settle(s, h.now, &obs, cfg));
+    reply.problems.extend(c.problems);
+    reply.checkpoint = c.checkpoint;
     Ok(reply)
 }
 
