@@ -303,6 +303,27 @@ fn the_agent_is_warned_when_nothing_can_be_written() {
     assert!(!said.contains("memory note"), "nothing was saved: {said}");
 }
 
+#[test]
+fn at_red_the_stop_advises_even_when_no_note_can_be_saved() {
+    let mut s = Session::new();
+    // The notes' folder is in the way: no note can be written.
+    std::fs::create_dir_all(s.w.root().join("intermem")).unwrap();
+    std::fs::write(s.notes_dir(), "in the way").unwrap();
+    s.call("Bash", json!({"command": "cargo build"}), 165_000);
+    let stop = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+    let v: Value = serde_json::from_str(&stop).unwrap_or_default();
+    assert_eq!(v["decision"], "block", "{stop}");
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("could not save a memory note") && reason.contains("/compact"),
+        "{reason}"
+    );
+    assert!(!reason.contains("was saved"), "{reason}");
+    // Once per cycle, as when the note is there.
+    let again = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+    assert_eq!(again, "", "{again}");
+}
+
 /// The consumer cursor entry of the session's checkpoint, as saved.
 fn cursor(w: &World) -> Value {
     let path = w.root().join(".consumers/intermem.json");

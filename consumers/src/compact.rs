@@ -150,6 +150,11 @@ pub enum At {
 /// When the tmux pane or the command fails, at `Stop` it advises instead,
 /// naming the failure; in watch mode it returns the error and the next
 /// `Stop` advises, naming it.
+///
+/// At `Stop` the user always hears that it is time to compact: when no note
+/// can be saved, the advice says so and why; when the root cannot remember
+/// that the cycle fired (a full disk, a read-only root), each `Stop` advises
+/// again; what cannot be announced on the bus goes to `problem`.
 pub fn act(
     bus: &Bus,
     info: &SessionInfo,
@@ -157,6 +162,7 @@ pub fn act(
     settings: &Settings,
     notes: &intermem::Settings,
     home: Option<&Path>,
+    problem: &dyn Fn(&str),
 ) -> Result<Acted, Error> {
     if settings.strategy == Strategy::Off
         || at == (At::Stop { hook_active: true })
@@ -167,7 +173,7 @@ pub fn act(
     // Once per cycle; but when the watch's attempt failed, the next Stop
     // (a host to answer at last) advises.
     let at_stop = matches!(at, At::Stop { .. });
-    let (already, watch_failure) = with_state(bus, &info.session, |s| {
+    let fired = with_state(bus, &info.session, |s| {
         let already = std::mem::replace(&mut s.fired, true);
         (
             already,
@@ -177,15 +183,39 @@ pub fn act(
                 None
             },
         )
-    })?;
+    });
+    let (already, watch_failure) = match fired {
+        Ok(fired) => fired,
+        // A root that cannot remember: advise all the same.
+        Err(e) if at_stop => {
+            problem(&e.to_string());
+            (false, None)
+        }
+        Err(e) => return Err(e),
+    };
     if already && watch_failure.is_none() {
         return Ok(Acted::Nothing);
     }
-    let note = fresh_note(bus, info, notes, home)?;
-    let focus = focus(&note.1);
-    let path = &note.0.path;
     // Whatever fails on the way, the user still hears that it is time to compact.
     let command = info.host.profile().compact_command;
+    let note = match fresh_note(bus, info, notes, home) {
+        Ok(note) => note,
+        Err(e) if at_stop => {
+            problem(&e.to_string());
+            let acted = Acted::Block(format!(
+                "Context is nearly full, and interband could not save a memory note of this session ({e}). Tell the user to run `{command}` now, and do not start new work."
+            ));
+            announce(bus, info, &acted, "", String::new(), problem);
+            return Ok(acted);
+        }
+        Err(e) => {
+            let why = format!(" and no memory note could be saved ({e})");
+            with_state(bus, &info.session, |s| s.watch_failure = Some(why))?;
+            return Err(e);
+        }
+    };
+    let focus = focus(&note.1);
+    let path = &note.0.path;
     let advise = |why: &str| {
         Acted::Block(format!(
             "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `{command} {focus}` now (the note will be brought back after the compaction), and do not start new work."
@@ -241,22 +271,45 @@ pub fn act(
             }
         }
     };
+    if at_stop {
+        announce(bus, info, &acted, path, focus, problem);
+    } else {
+        bus.publish_typed(&info.session, &info.session, &request(&acted, path, focus))?;
+    }
+    Ok(acted)
+}
+
+/// What the trigger did, as announced on `compact/pending/<session>`.
+fn request(acted: &Acted, note: &str, focus: String) -> CompactionRequested {
     let done = match acted {
         Acted::Tmux(_) => Strategy::Tmux,
         Acted::Command => Strategy::Command,
         _ => Strategy::Advise,
     };
-    let request = CompactionRequested {
+    CompactionRequested {
         strategy: serde_json::to_value(done)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default(),
-        note: path.clone(),
+        note: note.to_owned(),
         focus,
         ts: now_secs(),
-    };
-    bus.publish_typed(&info.session, &info.session, &request)?;
-    Ok(acted)
+    }
+}
+
+/// Announces what the trigger did at `Stop`, where a failure to announce
+/// must not cost the host its answer: it goes to `problem`.
+fn announce(
+    bus: &Bus,
+    info: &SessionInfo,
+    acted: &Acted,
+    note: &str,
+    focus: String,
+    problem: &dyn Fn(&str),
+) {
+    if let Err(e) = bus.publish_typed(&info.session, &info.session, &request(acted, note, focus)) {
+        problem(&e.to_string());
+    }
 }
 
 /// The latest note if it is newer than the last checkpoint request, else a new one.
@@ -551,7 +604,7 @@ mod tests {
             ..Default::default()
         };
         let notes = intermem::Settings::default();
-        let err = act(&bus, &info, At::Watch, &settings, &notes, None).unwrap_err();
+        let err = act(&bus, &info, At::Watch, &settings, &notes, None, &|_| {}).unwrap_err();
         assert!(err.to_string().contains("exit status: 3"), "{err}");
         assert!(
             bus.read_typed::<CompactionRequested>("s").is_err(),
@@ -560,21 +613,23 @@ mod tests {
         // The next pressure values of the cycle do not run it again.
         for _ in 0..3 {
             assert_eq!(
-                act(&bus, &info, At::Watch, &settings, &notes, None).unwrap(),
+                act(&bus, &info, At::Watch, &settings, &notes, None, &|_| {}).unwrap(),
                 Acted::Nothing
             );
         }
         assert_eq!(std::fs::read_to_string(&runs).unwrap(), "x\n", "ran once");
 
         let stop = At::Stop { hook_active: false };
-        let Acted::Block(reason) = act(&bus, &info, stop, &settings, &notes, None).unwrap() else {
+        let Acted::Block(reason) =
+            act(&bus, &info, stop, &settings, &notes, None, &|_| {}).unwrap()
+        else {
             panic!("the Stop advises");
         };
         assert!(reason.contains("the compaction command failed"), "{reason}");
         let announced = bus.read_typed::<CompactionRequested>("s").unwrap().payload;
         assert_eq!(announced.strategy, "advise");
         assert_eq!(
-            act(&bus, &info, stop, &settings, &notes, None).unwrap(),
+            act(&bus, &info, stop, &settings, &notes, None, &|_| {}).unwrap(),
             Acted::Nothing,
             "once per cycle"
         );
@@ -617,7 +672,7 @@ mod tests {
         let n = intermem::Settings::default();
         let active = At::Stop { hook_active: true };
         assert_eq!(
-            act(&bus, &info, active, &s, &n, None).unwrap(),
+            act(&bus, &info, active, &s, &n, None, &|_| {}).unwrap(),
             Acted::Nothing
         );
         let past_95_used = Settings {
@@ -627,11 +682,11 @@ mod tests {
         };
         let stop = At::Stop { hook_active: false };
         assert_eq!(
-            act(&bus, &info, stop, &past_95_used, &n, None).unwrap(),
+            act(&bus, &info, stop, &past_95_used, &n, None, &|_| {}).unwrap(),
             Acted::Nothing
         );
         assert!(matches!(
-            act(&bus, &info, stop, &s, &n, None).unwrap(),
+            act(&bus, &info, stop, &s, &n, None, &|_| {}).unwrap(),
             Acted::Block(_)
         ));
     }

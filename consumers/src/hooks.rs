@@ -187,6 +187,7 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         &ctx.settings.compact.value,
         &ctx.settings.intermem.value,
         ctx.home.as_deref(),
+        ctx.problem,
     )?;
     Ok(match acted {
         Acted::Block(reason) => Some(json!({"decision": "block", "reason": reason}).to_string()),
@@ -477,6 +478,7 @@ impl Consumer for CompactCommand {
             &self.settings,
             &self.notes,
             self.home.as_deref(),
+            &|_| {},
         )?;
         Ok(())
     }
