@@ -11,8 +11,10 @@
 //!   not a sidechain's) starts the context over at its
 //!   `compactMetadata.postTokens`, or with no figure when it has none (no
 //!   real boundary seen so far has it).
-//! * Any other line naming `"user"` (a prompt, a tool's result), not a
-//!   sidechain's, comes between two responses.
+//! * Any other line naming `"user"` that is a prompt (not a sidechain's,
+//!   not a tool's result) comes between two responses. A tool's result does
+//!   not: one response's calls can be run, and their results written,
+//!   between that response's lines.
 //!
 //! Every other line says nothing. Only lines naming `"assistant"` or
 //! `compact_boundary` are parsed at all: a tool's result of megabytes is
@@ -65,22 +67,33 @@ fn str_of(v: &Option<Value>) -> Option<&str> {
 
 /// Claude Code's reader (see the module's documentation). A line that
 /// names neither `"assistant"` nor `compact_boundary` is never parsed: it is
-/// a break between responses when it names `"user"` (a prompt, a tool's
-/// result) and is not a sidechain's, whatever its size.
+/// a break between responses when it is a prompt (see [`prompt`]), whatever
+/// its size.
 pub(crate) fn fact(line: &[u8], _offset: u64) -> Option<Fact> {
     // A tool's result runs to tens of kilobytes and the tail reader passes
     // over it at every call: a SIMD search per name (GB/s on text) beats
     // one multi-name automaton, whose prefilter stumbles on text's many
     // candidate bytes (measured 4-5x slower on code and prose).
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::tail::trimmed(line);
     if contains(line, b"\"assistant\"") || contains(line, b"compact_boundary") {
-        return fact_of(&serde_json::from_slice::<Line>(line).ok()?);
+        return fact_of(&serde_json::from_slice::<Line>(line).ok()?, line);
     }
-    (contains(line, b"\"user\"") && !contains(line, b"\"isSidechain\":true")).then_some(Fact::Break)
+    prompt(line).then_some(Fact::Break)
 }
 
-/// What a parsed line says of the context.
-fn fact_of(l: &Line) -> Option<Fact> {
+/// Whether a line naming `"user"` (its bytes, with nothing parsed) is the
+/// main thread's prompt: not a sidechain's, and no tool's result (a
+/// `tool_use_id` key; in a prompt's text those quotes are escaped). A tool's
+/// result does not end a response: the calls of one response can be run,
+/// and their results written, between the response's own lines.
+fn prompt(line: &[u8]) -> bool {
+    contains(line, b"\"user\"")
+        && !contains(line, b"\"isSidechain\":true")
+        && !contains(line, b"\"tool_use_id\"")
+}
+
+/// What a parsed line (`line`, its bytes) says of the context.
+fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
     if l.sidechain == Some(Value::Bool(true)) {
         return None;
     }
@@ -108,7 +121,7 @@ fn fact_of(l: &Line) -> Option<Fact> {
                 window: None,
             })
         }
-        Some("user") => Some(Fact::Break),
+        Some("user") => prompt(line).then_some(Fact::Break),
         Some("system") if str_of(&l.subtype) == Some("compact_boundary") => {
             Some(Fact::Compaction {
                 mark: str_of(&l.uuid).unwrap_or("compact_boundary").to_owned(),
@@ -125,13 +138,18 @@ fn fact_of(l: &Line) -> Option<Fact> {
 
 /// A line read forward: its fact, what happens, its time (one parse).
 pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::tail::trimmed(line);
+    // The same reading as from the end, by construction, even of a line
+    // that does not parse.
+    let fact = fact(line, offset);
     let Ok(l) = serde_json::from_slice::<Line>(line) else {
-        return Seen::default();
+        return Seen {
+            fact,
+            ..Seen::default()
+        };
     };
     Seen {
-        // The same reading as from the end, by construction.
-        fact: fact(line, offset),
+        fact,
         happenings: happenings_of(&l),
         timestamp: str_of(&l.timestamp).map(str::to_owned),
     }

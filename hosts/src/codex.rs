@@ -61,7 +61,7 @@ pub fn context_tokens(usage: &Value) -> Option<u64> {
 
 /// Codex CLI's reader (see the module's documentation).
 pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::tail::trimmed(line);
     let interesting = contains(line, b"token_count")
         || contains(line, b"token_usage_record")
         || contains(line, b"\"compacted\"")
@@ -168,7 +168,7 @@ pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
 }
 
 fn happenings(line: &[u8]) -> Vec<Happening> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::tail::trimmed(line);
     let interesting = contains(line, b"response_item")
         || contains(line, b"event_msg")
         || contains(line, b"\"compacted\"");

@@ -83,7 +83,7 @@ impl Seen {
         struct Stamp {
             timestamp: Option<String>,
         }
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = crate::tail::trimmed(line);
         let timestamp = crate::tail::contains(line, b"\"timestamp\"")
             .then(|| serde_json::from_slice::<Stamp>(line).ok())
             .flatten()

@@ -7,8 +7,9 @@
 //! the figure Gemini itself compares with its limit. The same message id is
 //! appended again when its tool calls are added, with the same tokens: the
 //! latest reply's (the largest of its records') `tokens.input` is the figure,
-//! by [`crate::usage`]'s rule; a `user` record comes between replies. `$set`
-//! lines only update metadata.
+//! by [`crate::usage`]'s rule; a `user` record comes between replies, unless
+//! it is a tool's result (`functionResponse`). `$set` lines only update
+//! metadata.
 //!
 //! Gemini compresses the history when the last prompt reaches
 //! `compressionThreshold` × the model's token limit (0.5 by default;
@@ -55,7 +56,7 @@ struct SetMessages {
 
 /// Gemini CLI's reader (see the module's documentation).
 pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::tail::trimmed(line);
     if line.starts_with(b"{\"$set\"") && contains(line, b"\"messages\"") {
         let rewritten = serde_json::from_slice::<SetLine>(line)
             .is_ok_and(|l| l.set.is_some_and(|s| s.messages.is_some()));
@@ -70,7 +71,8 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     }
     let l = serde_json::from_slice::<Line>(line).ok()?;
     match l.kind.as_ref().and_then(Value::as_str) {
-        Some("user") => Some(Fact::Break),
+        // A tool's result does not end the reply whose call it answers.
+        Some("user") => (!contains(line, b"\"functionResponse\"")).then_some(Fact::Break),
         Some("gemini") => {
             let tokens = l.tokens.as_ref().and_then(|t| t.get("input")?.as_u64())?;
             let model = l.model.as_ref().and_then(Value::as_str).map(str::to_owned);
@@ -202,7 +204,7 @@ pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
 }
 
 fn happenings(line: &[u8]) -> Vec<Happening> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::tail::trimmed(line);
     if line.starts_with(b"{\"$set\"") {
         return match fact(line, 0) {
             Some(Fact::Compaction { .. }) => vec![Happening::Compaction {

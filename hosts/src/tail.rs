@@ -210,6 +210,14 @@ pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(haystack, needle).is_some()
 }
 
+/// A line as a reader sees it: without a `\r` before its `\n` (a file
+/// written with CRLF) or a UTF-8 byte-order mark before it (a file's first
+/// line, as some editors and tools write it).
+pub(crate) fn trimmed(line: &[u8]) -> &[u8] {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,12 +14,16 @@
 //!   as several lines with one message id, each with a usage (some backends
 //!   put the whole prompt on the first line and a tiny figure on the last):
 //!   the figure is the largest of that response's lines, never their sum.
-//!   A response's lines follow one another; a line between responses (a
-//!   user line, a tool result) ends the response ([`Fact::Break`]).
+//!   A response ends at another response's line, or at a prompt
+//!   ([`Fact::Break`]); not at a tool's result, which can be written between
+//!   the lines of the response that called the tool.
 //! * A compaction starts the context over: at the figure the compaction
 //!   states (Claude Code's `postTokens`), else with no figure until the next
 //!   response's usage.
-//! * The window and the model are the latest stated since the last
+//! * The window and the model are the latest stated, before a compaction
+//!   too: a compaction changes neither (Codex states its window again only
+//!   after the next response). A host that states them on every response's
+//!   line (Claude Code, Gemini) is read from the end only back to the
 //!   compaction.
 
 /// What one transcript line says about the context.
@@ -37,7 +41,7 @@ pub enum Fact {
         /// The window, when the line says (Codex's `model_context_window`).
         window: Option<u64>,
     },
-    /// A line between two responses (a prompt, a tool's result): what
+    /// A line between two responses (a prompt; not a tool's result): what
     /// follows is another response.
     Break,
     /// The model in use from here on (Codex's `turn_context`).
@@ -149,7 +153,9 @@ impl Reading {
                 }
             }
             Fact::Compaction { mark, tokens } => {
+                let (model, window) = (self.model.take(), self.window);
                 *self = Reading {
+                    // The compaction's own figure states nothing else.
                     usage: tokens.map(|used_tokens| TailUsage {
                         used_tokens,
                         kind: UsageKind::CompactBoundary,
@@ -158,7 +164,9 @@ impl Reading {
                         offset,
                     }),
                     latest_boundary: Some(mark),
-                    ..Reading::default()
+                    message: None,
+                    model,
+                    window,
                 };
             }
         }
@@ -225,9 +233,12 @@ impl Backward {
             Fact::Model(_) => self.model = true,
             _ => {}
         }
+        // Older lines can change only the window and the model, which a
+        // compaction keeps: past one, look on only for those.
         let barrier = matches!(fact, Fact::Compaction { .. });
         self.facts.push((fact, offset));
-        barrier || (self.closed && (!self.wants_window || (self.window && self.model)))
+        let stated = !self.wants_window || (self.window && self.model);
+        stated && (barrier || self.closed)
     }
 
     /// The figure from the facts collected, folded in file order.

@@ -13,8 +13,10 @@ use serde_json::json;
 enum Ev {
     /// A response written as one line per part, each with its own figure.
     Response { id: u8, parts: Vec<u64> },
-    /// A prompt or a tool's result.
-    User,
+    /// A prompt: the next response is another.
+    Prompt,
+    /// A tool's result, which can come between one response's lines.
+    ToolResult,
     /// A compaction, with the new context's figure when the host states one.
     Compaction { post: Option<u64> },
     /// Lines that say nothing of the main context.
@@ -25,7 +27,8 @@ fn ev() -> impl Strategy<Value = Ev> {
     prop_oneof![
         4 => (0u8..3, proptest::collection::vec(0u64..300_000, 1..4))
             .prop_map(|(id, parts)| Ev::Response { id, parts }),
-        3 => Just(Ev::User),
+        2 => Just(Ev::Prompt),
+        2 => Just(Ev::ToolResult),
         1 => proptest::option::of(0u64..50_000).prop_map(|post| Ev::Compaction { post }),
         2 => (0u8..4).prop_map(Ev::Noise),
     ]
@@ -43,7 +46,8 @@ fn claude(evs: &[Ev]) -> Vec<String> {
                         "usage": {"input_tokens": t / 4, "cache_creation_input_tokens": t / 4, "cache_read_input_tokens": t - 2 * (t / 4), "output_tokens": 9}}}).to_string());
                 }
             }
-            Ev::User => out.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "\"assistant\""}]}}).to_string()),
+            Ev::Prompt => out.push(json!({"type": "user", "message": {"role": "user", "content": "say \"assistant\" and \"tool_use_id\""}}).to_string()),
+            Ev::ToolResult => out.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "\"assistant\""}]}}).to_string()),
             Ev::Compaction { post } => {
                 let mut meta = json!({"trigger": "auto", "preTokens": 170_000});
                 if let Some(p) = post {
@@ -75,7 +79,8 @@ fn codex(evs: &[Ev]) -> Vec<String> {
                 let last = parts.last().copied().unwrap_or(0);
                 out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": last}, "model_context_window": 258_400}}}).to_string());
             }
-            Ev::User => out.push(json!({"type": "response_item", "payload": {"type": "function_call_output", "output": "token_count"}}).to_string()),
+            Ev::Prompt => out.push(json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "token_count"}]}}).to_string()),
+            Ev::ToolResult => out.push(json!({"type": "response_item", "payload": {"type": "function_call_output", "output": "token_count"}}).to_string()),
             Ev::Compaction { .. } => out.push(json!({"type": "compacted", "payload": {"message": "s"}}).to_string()),
             Ev::Noise(k) => out.push(match k {
                 0 => json!({"type": "turn_context", "payload": {"model": "gpt-x"}}).to_string(),
@@ -98,8 +103,11 @@ fn gemini(evs: &[Ev]) -> Vec<String> {
                         "tokens": {"input": t, "output": 3, "total": t + 3}}).to_string());
                 }
             }
-            Ev::User => out.push(
-                json!({"id": "u", "type": "user", "content": [{"text": "\"gemini\""}]}).to_string(),
+            Ev::Prompt => out.push(
+                json!({"id": "u", "type": "user", "content": [{"text": "\"gemini\" \"functionResponse\""}]}).to_string(),
+            ),
+            Ev::ToolResult => out.push(
+                json!({"id": "r", "type": "user", "content": [{"functionResponse": {"id": "c", "name": "read_file", "response": {"output": "\"gemini\""}}}]}).to_string(),
             ),
             Ev::Compaction { .. } => out.push(json!({"$set": {"messages": []}}).to_string()),
             Ev::Noise(_) => {
@@ -113,7 +121,8 @@ fn gemini(evs: &[Ev]) -> Vec<String> {
 /// What the context holds after `evs`, by the hosts' documented rule, for
 /// a host that writes message ids (`ids`) and states a compaction's figure
 /// (`post`): the largest part of the latest response, a response's parts
-/// merged only while nothing came between; a compaction's figure or none.
+/// merged until another response or a prompt (not a tool's result); a
+/// compaction's figure or none.
 fn expected(evs: &[Ev], ids: bool, post: bool) -> Option<u64> {
     let mut used = None;
     let mut open: Option<u8> = None;
@@ -130,7 +139,8 @@ fn expected(evs: &[Ev], ids: bool, post: bool) -> Option<u64> {
                 });
                 open = Some(*id);
             }
-            Ev::User => open = None,
+            Ev::Prompt => open = None,
+            Ev::ToolResult => {}
             Ev::Compaction { post: p } => {
                 used = if post { *p } else { None };
                 open = None;
@@ -188,7 +198,7 @@ fn one_response_split_over_lines_counts_its_largest_line() {
     // Seen with a non-Anthropic backend: the whole prompt on the first line,
     // a tiny figure on the last, one message id.
     let evs = [
-        Ev::User,
+        Ev::Prompt,
         Ev::Response {
             id: 1,
             parts: vec![108_000, 2_000, 111],
@@ -203,6 +213,116 @@ fn one_response_split_over_lines_counts_its_largest_line() {
 }
 
 #[test]
+fn a_split_response_with_its_tool_results_between_its_lines_counts_its_largest_line() {
+    // One response's two calls, each run and its result written before the
+    // response's next line; the whole prompt on the first line.
+    let evs = [
+        Ev::Prompt,
+        Ev::Response {
+            id: 1,
+            parts: vec![165_000],
+        },
+        Ev::ToolResult,
+        Ev::Response {
+            id: 1,
+            parts: vec![1_000],
+        },
+        Ev::ToolResult,
+    ];
+    for (host, lines) in [(Host::Claude, claude(&evs)), (Host::Gemini, gemini(&evs))] {
+        let b = bytes(&lines, false);
+        assert_eq!(
+            tail_of(&b, host).usage.unwrap().used_tokens,
+            165_000,
+            "{host:?}"
+        );
+        assert_eq!(host.read_forward(&b).used(), Some(165_000), "{host:?}");
+    }
+}
+
+#[test]
+fn a_line_that_does_not_parse_means_the_same_forward_and_from_the_end() {
+    // Torn or glued lines, with the bytes that make a reader look closer,
+    // between two lines of one response (where a break would matter).
+    let torn: [&str; 4] = [
+        r#"{"type":"user","message":{"role":"user","content":"half a prom"#,
+        r#"{"type":"user","message":{"content":[{"tool_use_id":"t","type":"tool_res"#,
+        r#"{"type":"assistant","message":{"id":"m","usage":{"input_tokens":5}}}{"type":"user"}"#,
+        r#"{"id":"u","type":"user","content":[{"text":"hi"}]"#,
+    ];
+    let part = |t| Ev::Response {
+        id: 1,
+        parts: vec![t],
+    };
+    for (host, write) in [
+        (Host::Claude, claude as fn(&[Ev]) -> Vec<String>),
+        (Host::Gemini, gemini),
+    ] {
+        for line in torn {
+            let mut lines = write(&[part(150_000)]);
+            lines.push(line.to_owned());
+            lines.extend(write(&[part(1_000)]));
+            let b = bytes(&lines, false);
+            let mut fwd = interband_hosts::usage::Reading::default();
+            let mut offset = 0;
+            for l in b.split_inclusive(|&c| c == b'\n') {
+                offset += l.len() as u64;
+                if let Some(f) = host.forward(&l[..l.len() - 1], offset).fact {
+                    fwd.apply(f, offset);
+                }
+            }
+            let back = tail_of(&b, host);
+            assert_eq!(fwd.usage, back.usage, "{host:?}: {line}");
+        }
+    }
+}
+
+#[test]
+fn a_compaction_keeps_the_window_and_the_model() {
+    // Codex states its window on `token_count` lines, written after the
+    // hook of the response that asked for the tool; after a compaction the
+    // first call sees only the response's usage record.
+    let lines = [
+        json!({"type": "turn_context", "payload": {"model": "gpt-5.5"}}),
+        json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": 170_000}, "model_context_window": 190_000}}}),
+        json!({"type": "compacted", "payload": {"message": "summary"}}),
+        json!({"type": "token_usage_record", "payload": {"usage": {"input_tokens": 150_000, "output_tokens": 0, "total_tokens": 150_000}}}),
+    ]
+    .map(|l| l.to_string());
+    let b = bytes(&lines, false);
+    for u in [
+        tail_of(&b, Host::Codex).usage,
+        Host::Codex.read_forward(&b).usage,
+    ] {
+        let u = u.unwrap();
+        assert_eq!((u.used_tokens, u.window), (150_000, Some(190_000)));
+        assert_eq!(u.model.as_deref(), Some("gpt-5.5"));
+    }
+}
+
+#[test]
+fn a_byte_order_mark_before_the_first_line_changes_nothing() {
+    let evs = [Ev::Response {
+        id: 1,
+        parts: vec![150_000],
+    }];
+    for (host, lines) in [
+        (Host::Claude, claude(&evs)),
+        (Host::Codex, codex(&evs)),
+        (Host::Gemini, gemini(&evs)),
+    ] {
+        let mut b = b"\xEF\xBB\xBF".to_vec();
+        b.extend(bytes(&lines, false));
+        assert_eq!(
+            tail_of(&b, host).usage.unwrap().used_tokens,
+            150_000,
+            "{host:?}"
+        );
+        assert_eq!(host.read_forward(&b).used(), Some(150_000), "{host:?}");
+    }
+}
+
+#[test]
 fn a_compaction_without_a_figure_leaves_none() {
     let evs = [
         Ev::Response {
@@ -210,7 +330,7 @@ fn a_compaction_without_a_figure_leaves_none() {
             parts: vec![166_896],
         },
         Ev::Compaction { post: None },
-        Ev::User,
+        Ev::Prompt,
     ];
     for (host, lines) in [
         (Host::Claude, claude(&evs)),
