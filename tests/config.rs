@@ -186,3 +186,46 @@ fn the_statusline_still_prints_a_line_without_a_bus() {
         stdout(&o)
     );
 }
+
+#[test]
+fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
+    let w = World::new();
+    let user = w.home().join(".config/interband/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    for (bad, names) in [
+        ("[compact]\nstrategy = \"bogus\"\n", "compact.strategy"),
+        (
+            "[interline]\ngauge_width = \"wide\"\n",
+            "interline.gauge_width",
+        ),
+        (
+            "[interpulse.thresholds.usable]\nyellow = 5\norange = 20\nred = 30\n",
+            "interpulse.thresholds.usable",
+        ),
+        (
+            "[interpulse.thresholds.usable]\nyellow = -5\n",
+            "interpulse.thresholds.usable",
+        ),
+    ] {
+        std::fs::write(&user, bad).unwrap();
+        for cmd in ["config", "thresholds"] {
+            let o = w.cmd(&[cmd]).current_dir(&project).output().unwrap();
+            assert_eq!(code(&o), 1, "{cmd} on {bad}: {}", stderr(&o));
+            assert!(stderr(&o).contains(names), "{cmd} on {bad}: {}", stderr(&o));
+        }
+    }
+    // Out of order thresholds are not used: the hook's levels keep the defaults.
+    std::fs::write(
+        &user,
+        "[interpulse.thresholds.usable]\nyellow = 5\norange = 20\nred = 30\n",
+    )
+    .unwrap();
+    let o = w.cmd(&["thresholds", "--markdown"]).output().unwrap();
+    assert!(
+        stdout(&o).contains("| usable context remaining, % | < 35 | < 20 | < 10 |"),
+        "{}",
+        stdout(&o)
+    );
+}

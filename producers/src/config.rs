@@ -104,9 +104,40 @@ impl Config {
         layered
     }
 
-    /// Loads the settings from files already read, and the environment.
+    /// Loads the settings from files already read, and the environment. A
+    /// measure's thresholds out of order (a level that would come before
+    /// the one below it) or negative are a problem, and that measure keeps
+    /// its defaults.
     pub fn load_from(files: &Files, env: &dyn Env) -> Layered<Config> {
-        load_from(files, "interpulse", env, ENV_ALIASES)
+        let mut layered: Layered<Config> = load_from(files, "interpulse", env, ENV_ALIASES);
+        let t = &mut layered.value.thresholds;
+        let d = Thresholds::default();
+        for (name, bounds, default, falls) in [
+            ("usable", &mut t.usable, d.usable, true),
+            ("pressure", &mut t.pressure, d.pressure, false),
+            ("tokens", &mut t.tokens, d.tokens, false),
+        ] {
+            let b = *bounds;
+            let sane = [b.yellow, b.orange, b.red]
+                .iter()
+                .all(|v| v.is_finite() && *v >= 0.0);
+            let ordered = if falls {
+                b.yellow >= b.orange && b.orange >= b.red
+            } else {
+                b.yellow <= b.orange && b.orange <= b.red
+            };
+            if !(sane && ordered) {
+                layered.problems.push(format!(
+                    "interpulse.thresholds.{name}: yellow {}, orange {}, red {} must be {} and not negative; the defaults are used",
+                    b.yellow,
+                    b.orange,
+                    b.red,
+                    if falls { "falling (yellow ≥ orange ≥ red)" } else { "rising (yellow ≤ orange ≤ red)" },
+                ));
+                *bounds = default;
+            }
+        }
+        layered
     }
 }
 
@@ -114,6 +145,44 @@ impl Config {
 mod tests {
     use super::*;
     use interband::payloads::Level;
+
+    #[test]
+    fn thresholds_out_of_order_or_negative_are_a_problem_and_keep_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        for bad in [
+            "[interpulse.thresholds.usable]\nyellow = 5\norange = 20\nred = 30\n",
+            "[interpulse.thresholds.usable]\nyellow = -5\n",
+            "[interpulse.thresholds.pressure]\nred = 10\n",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            let files = Files::read_paths(
+                &[(file.clone(), interband::settings::Scope::User)],
+                &|_: &str| None,
+            );
+            let c = Config::load_from(&files, &|_: &str| None);
+            assert_eq!(c.value.thresholds, Thresholds::default(), "{bad}");
+            assert!(
+                c.problems
+                    .iter()
+                    .any(|p| p.contains("interpulse.thresholds.")),
+                "{bad}: {:?}",
+                c.problems
+            );
+        }
+        std::fs::write(
+            &file,
+            "[interpulse.thresholds.usable]\nyellow = 40\norange = 20\nred = 20\n",
+        )
+        .unwrap();
+        let files = Files::read_paths(
+            &[(file.clone(), interband::settings::Scope::User)],
+            &|_: &str| None,
+        );
+        let c = Config::load_from(&files, &|_: &str| None);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.value.thresholds.usable.yellow, 40.0);
+    }
 
     #[test]
     fn bounds_are_strict() {

@@ -27,9 +27,11 @@ impl Thresholds {
         let project = std::env::current_dir().ok();
         let files = interband::settings::Files::read(project.as_deref(), &ProcessEnv);
         let cfg = Config::load_from(&files, &ProcessEnv);
-        // As `interband config`: the thresholds in force are shown, and a
-        // broken settings file makes it exit 1.
-        let problems = super::config::problems(&files, &[&cfg.problems]);
+        // As `interband config`: the thresholds in force are shown, and any
+        // problem with the settings (any part's) makes it exit 1.
+        let theirs =
+            interband_consumers::hooks::AllSettings::load_from(&files, &ProcessEnv).problems();
+        let problems = super::config::problems(&files, &[&cfg.problems, &theirs]);
         for p in &problems {
             tell!("interband: {p}");
         }
