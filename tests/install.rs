@@ -348,6 +348,119 @@ fn project_writes_the_settings_of_the_current_folder() {
 }
 
 #[test]
+fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_twice() {
+    let w = World::new();
+    let user = w.home().join(".claude/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        r#"{"statusLine": {"type": "command", "command": "my-status --short"}}"#,
+    )
+    .unwrap();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir(&project).unwrap();
+    let o = w
+        .cmd(&["install", "--project", "--command", "interband"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    ok(&o);
+    let said = stdout(&o) + &stderr(&o);
+    let settings = read(&project.join(".claude/settings.json"));
+    assert!(settings.get("statusLine").is_none(), "{settings}");
+    assert!(
+        said.contains("my-status --short") && said.contains("is kept"),
+        "{said}"
+    );
+    assert!(!said.contains("would run both"), "{said}");
+    ok(&w
+        .cmd(&["uninstall", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap());
+
+    // The user's own install, then the project's: both would run.
+    std::fs::remove_file(&user).unwrap();
+    ok(&w.run(&["install"]));
+    let o = w
+        .cmd(&["install", "--project", "--command", "interband"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    ok(&o);
+    let said = stdout(&o) + &stderr(&o);
+    assert!(
+        said.contains("would run both") && said.contains(&user.display().to_string()),
+        "{said}"
+    );
+    // And the other way round: from inside the project, the user's install says so too.
+    ok(&w.run(&["uninstall"]));
+    let o = w.cmd(&["install"]).current_dir(&project).output().unwrap();
+    ok(&o);
+    let said = stdout(&o) + &stderr(&o);
+    assert!(
+        said.contains("would run both") && said.contains("proj"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_project_codex_install_keeps_its_trust_in_the_users_codex_config() {
+    let w = World::new();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir(&project).unwrap();
+    let o = w
+        .cmd(&[
+            "install",
+            "--project",
+            "--host",
+            "codex",
+            "--trust",
+            "--command",
+            "interband",
+        ])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(
+        files_under(&project),
+        [".codex/hooks.json"],
+        "nothing else in the project"
+    );
+    let config = w.home().join(".codex/config.toml");
+    let trusted: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let state = trusted["hooks"]["state"].as_table().unwrap();
+    let hooks_json = project.join(".codex/hooks.json");
+    assert!(
+        state.contains_key(&format!("{}:stop:0:0", hooks_json.display())),
+        "{state:?}"
+    );
+    let said = stdout(&o) + &stderr(&o);
+    assert!(
+        !said.contains("run `interband install"),
+        "already trusted: {said}"
+    );
+    ok(&w
+        .cmd(&["uninstall", "--project", "--host", "codex"])
+        .current_dir(&project)
+        .output()
+        .unwrap());
+    assert!(
+        files_under(&project).is_empty(),
+        "{:?}",
+        files_under(&project)
+    );
+    let left: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert!(
+        left.get("hooks")
+            .and_then(|h| h.get("state"))
+            .is_none_or(|s| s.as_table().unwrap().is_empty()),
+        "{left:?}"
+    );
+}
+
+#[test]
 fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     let w = World::new();
     let path = w.home().join(".codex/hooks.json");

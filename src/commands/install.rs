@@ -139,6 +139,59 @@ impl Host {
 }
 
 impl Target {
+    /// Where Codex keeps the trust of the hooks in `hooks_json`: the
+    /// `config.toml` beside it, but for a project's hooks the user's own
+    /// (`$CODEX_HOME/config.toml`, by default `~/.codex/config.toml`). A
+    /// project's folder is shared with everyone who clones it: trust written
+    /// there would be one machine's, and a repository that trusts its own
+    /// hooks.
+    fn codex_config(&self, hooks_json: &Path) -> Result<PathBuf> {
+        if !self.project {
+            return Ok(codex_trust::config_file(hooks_json));
+        }
+        let home = match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+            Some(h) => PathBuf::from(h),
+            None => PathBuf::from(
+                std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .context("HOME is not set: cannot find Codex's config.toml")?,
+            )
+            .join(".codex"),
+        };
+        Ok(home.join("config.toml"))
+    }
+
+    /// The user's own settings file for the host (as without `--project`).
+    fn user_path(&self) -> Option<PathBuf> {
+        if self.host == Host::Codex
+            && let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty())
+        {
+            return Some(PathBuf::from(h).join("hooks.json"));
+        }
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+        Some(PathBuf::from(home).join(self.host.file()))
+    }
+
+    /// The settings at the other level, when they can be told: the user's
+    /// for `--project`, the current folder's project settings otherwise.
+    /// (Not with `--settings PATH`.)
+    fn other_level(&self) -> Option<(PathBuf, Value)> {
+        if self.settings.is_some() {
+            return None;
+        }
+        let path = if self.project {
+            self.user_path()?
+        } else {
+            let here = std::env::current_dir().ok()?.join(self.host.file());
+            if Some(&here) == self.user_path().as_ref() {
+                return None;
+            }
+            here
+        };
+        let json = read_settings(&path).ok()??.json;
+        Some((path, json))
+    }
+
     /// The settings file to work on. A symbolic link (a dotfiles manager's) is followed, so the
     /// link stays a link and the backup and record sit next to the real file.
     fn path(&self) -> Result<PathBuf> {
@@ -262,7 +315,34 @@ impl Install {
         let mut settings = original.as_ref().map_or(json!({}), |o| o.json.clone());
         check_shape(&path, &settings, t.host)?;
         let mut notes = Vec::new();
-        host_notes(t.host, &settings, &mut notes);
+        if !(t.host == Host::Codex && self.trust) {
+            host_notes(t, &settings, &mut notes);
+        }
+        let other = t.other_level();
+        if let Some((other_path, other_json)) = &other
+            && let Some(c) = other_json
+                .get("hooks")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|events| events.values())
+                .filter_map(Value::as_array)
+                .flatten()
+                .flat_map(group_commands)
+                .find(|c| runs_interband(c, "hook"))
+        {
+            notes.push(format!(
+                "interband's hooks are also in {} (`{c}`): {} would run both on every event, and each note \
+                 would come back twice; keep one of the two (`interband uninstall` takes out the ones it installed)",
+                interband::text::terminal(&other_path.display().to_string()),
+                t.host.name(),
+            ));
+        }
+        // A project's statusLine replaces each user's own in that project.
+        let users_statusline = other
+            .as_ref()
+            .filter(|_| t.project)
+            .and_then(|(p, json)| Some((p, json.get("statusLine")?.get("command")?.as_str()?)))
+            .filter(|(_, c)| !c.trim().is_empty());
         if t.project && t.command.is_none() && !on_path("interband") {
             notes.push(
                 "the project's hooks run `interband` from each user's PATH, and it is not on yours: \
@@ -333,7 +413,16 @@ impl Install {
             added_now.push(e.name);
         }
         let mut statusline_now = None;
-        if t.host.has_statusline() {
+        if let Some((p, c)) = users_statusline
+            && settings.get("statusLine").is_none()
+        {
+            notes.push(format!(
+                "your own statusLine (`{c}`, in {}) is kept: a project's statusLine would replace it in this \
+                 project, so none is written here; `interband install` (without --project) adds interband's \
+                 segment to yours",
+                interband::text::terminal(&p.display().to_string())
+            ));
+        } else if t.host.has_statusline() {
             match statusline_plan(&settings, &ours) {
                 StatusPlan::Present(Some(note)) => notes.push(note),
                 StatusPlan::Present(None) => {}
@@ -445,7 +534,11 @@ impl Install {
             "--trust is for Codex CLI (--host codex)"
         );
         let entries = codex_trust::entries(path, settings, &ours.hook);
-        let config = codex_trust::config_file(path);
+        let config = t.codex_config(path)?;
+        if let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+        }
         let changed = codex_trust::trust(&config, &entries)?;
         let _ = writeln!(
             out,
@@ -520,7 +613,7 @@ impl Uninstall {
                 .as_ref()
                 .map_or_else(|| t.program(), |r| Ok(r.program.clone()))?;
             let entries = codex_trust::entries(&path, &original.json, &Ours::new(program).hook);
-            codex_trust::untrust(&codex_trust::config_file(&path), &entries)?;
+            codex_trust::untrust(&t.codex_config(&path)?, &entries)?;
         }
         if record.is_some() {
             remove_file(&files.record)?;
@@ -573,8 +666,8 @@ fn print_notes(out: &mut String, notes: &[String]) {
 
 /// What the user must know beyond this file: a switch in another file, or the plugin running the
 /// same hooks.
-fn host_notes(host: Host, settings: &Value, notes: &mut Vec<String>) {
-    match host {
+fn host_notes(t: &Target, settings: &Value, notes: &mut Vec<String>) {
+    match t.host {
         Host::Claude => {
             if let Some(Value::Object(plugins)) = settings.get("enabledPlugins") {
                 for (name, on) in plugins {
@@ -586,11 +679,11 @@ fn host_notes(host: Host, settings: &Value, notes: &mut Vec<String>) {
                 }
             }
         }
-        Host::Codex => notes.push(
+        Host::Codex => notes.push(format!(
             "Codex CLI runs a hook only once you trust it: review them with `/hooks` in Codex, \
-             or run `interband install --host codex --trust` to trust interband's"
-                .into(),
-        ),
+             or run `interband install{} --trust` to trust interband's",
+            t.flags()
+        )),
         Host::Gemini => {
             // On by default since 0.26; a user may have turned them off.
             if settings
