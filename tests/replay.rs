@@ -306,6 +306,15 @@ fn a_transcript_without_anything_usable_says_so() {
     assert_eq!(code(&o), 1);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["summary"]["found"], false);
+    // A file that is not there is a usage problem, said as such.
+    let missing = w.dir.path().join("missing.jsonl");
+    let o = w.run(&["replay", missing.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("missing.jsonl: no such file"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -432,6 +432,9 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
                 "cannot read {}: not a regular file (a folder, a FIFO or a device)",
                 path.display()
             ),
+            interband::Error::NotFound { .. } => {
+                anyhow::anyhow!("cannot read {}: no such file", path.display())
+            }
             e => anyhow::anyhow!("cannot read {}: {}", path.display(), e.into_io()),
         })?;
     let head = head(path);
