@@ -164,7 +164,11 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         e if e == profile.pre_compaction => {
             // Gemini's PreCompress comes before every model turn: a note
             // only when the session is where it will compress.
-            if profile.pre_compaction_means_compaction || about_to_compress(ctx, input) {
+            // A manual trigger is the user's own `/compress`: it compresses.
+            if profile.pre_compaction_means_compaction
+                || input.trigger.as_deref() == Some("manual")
+                || about_to_compress(ctx, input)
+            {
                 pre_compact(ctx, input)?;
             }
             Ok(None)
@@ -384,7 +388,25 @@ pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<S
         .value
         .inject_max_bytes
         .min(intermem::MAX_INJECT_BYTES);
-    let journal = intermem::journal_not_in(ctx.bus, session, &note.path, since);
+    // What comes back now is delivered: the records no note has claimed
+    // are claimed by this re-injection, so the next note does not bring
+    // them back again. (Where nothing can be written, they come back again.)
+    let mut journal = None;
+    let claimed = interband::journal::Journal::new(ctx.bus, session).with_claimed_for(
+        Some(&format!("reinjected-{now}")),
+        &|_| false,
+        |_| {
+            journal = Some(intermem::journal_not_in(
+                ctx.bus, session, &note.path, since,
+            ));
+            Ok(())
+        },
+    );
+    if let Err(e) = claimed {
+        (ctx.problem)(&e.to_string());
+    }
+    let journal =
+        journal.unwrap_or_else(|| intermem::journal_not_in(ctx.bus, session, &note.path, since));
     let journal = match journal {
         Ok(lines) if !lines.is_empty() => format!(
             "\n\n## Wind-down journal not in this note (calls at red since the last compaction)\n\n{}",
