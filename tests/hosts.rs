@@ -329,6 +329,16 @@ fn gemini_brings_the_note_back_before_the_next_turn_when_no_tool_ran() {
             json!({"id": "r9", "type": "gemini", "tokens": {"input": 8_000, "output": 9}, "model": "gemini-2.5-flash"}),
         ],
     );
+    // The turn that compressed ends first: its end leaves the new context
+    // to the next turn's start, which brings the note back.
+    let end = gemini_event(
+        "AfterAgent",
+        session,
+        &chat,
+        &cwd,
+        json!({"prompt": "go", "prompt_response": "ok", "stop_hook_active": false}),
+    );
+    hook(&w, &end);
     let out = hook(&w, &before);
     assert_eq!(
         out["hookSpecificOutput"]["hookEventName"], "BeforeAgent",
@@ -354,4 +364,80 @@ fn codex_session_end_writes_the_final_note() {
     let notes = notes(&w);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].ends_with("session_end.md"), "{notes:?}");
+}
+
+#[test]
+fn gemini_brings_each_wind_down_record_back_once_across_compressions() {
+    let w = World::new();
+    let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let chat = gemini_chat(w.dir.path(), session, 500_000);
+    let call = |command: &str| {
+        let mut tool = capture_of(
+            "gemini-cli-0.61.0",
+            "AfterTool.run_shell_command.input.json",
+        );
+        tool["session_id"] = json!(session);
+        tool["transcript_path"] = json!(chat);
+        tool["cwd"] = json!(cwd);
+        tool["tool_input"] = json!({"command": command});
+        let out = hook(&w, &tool);
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let compress = |input: u64| {
+        append(
+            &chat,
+            &[
+                json!({"$set": {"messages": [{"id": "s", "type": "user", "content": [{"text": "<state_snapshot>"}]}]}}),
+                json!({"id": format!("r{input}"), "type": "gemini", "tokens": {"input": input, "output": 9}, "model": "gemini-2.5-flash"}),
+            ],
+        );
+    };
+    let red = |id: &str| {
+        append(
+            &chat,
+            &[
+                json!({"id": id, "type": "gemini", "tokens": {"input": 500_000, "output": 9}, "model": "gemini-2.5-flash"}),
+            ],
+        );
+    };
+    // Red: the checkpoint's note holds the first call; the second comes after it.
+    call("cargo test uniq-a");
+    call("cargo test uniq-b");
+    assert_eq!(notes(&w).len(), 1, "{:?}", notes(&w));
+    // Gemini compresses (past a threshold of its own): no note was written for it.
+    compress(9_000);
+    let back1 = call("echo after-1");
+    assert!(back1.contains("<interband-memory-note"), "{back1}");
+    assert_eq!(back1.matches("uniq-b").count(), 1, "{back1}");
+    // A second red stretch, its note, and another compression.
+    red("r-red-2");
+    call("cargo test uniq-c");
+    compress(8_000);
+    let back2 = call("echo after-2");
+    assert!(back2.contains("<interband-memory-note"), "{back2}");
+    assert_eq!(back2.matches("uniq-c").count(), 1, "{back2}");
+    for old in ["uniq-a", "uniq-b"] {
+        assert_eq!(
+            back2.matches(old).count(),
+            0,
+            "{old} came back already:\n{back2}"
+        );
+    }
+    // The user's own `/compress` (a manual PreCompress, below the
+    // compression point) compresses: it saves a note.
+    let before = notes(&w).len();
+    let pre = gemini_event(
+        "PreCompress",
+        session,
+        &chat,
+        &cwd,
+        json!({"trigger": "manual"}),
+    );
+    hook(&w, &pre);
+    assert_eq!(notes(&w).len(), before + 1, "{:?}", notes(&w));
 }

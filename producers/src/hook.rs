@@ -403,11 +403,12 @@ fn checkpoint_action(
 /// Handles the end of a turn (Claude Code's and Codex's `Stop`, Gemini's
 /// `AfterAgent`), before the consumers: the last reply may have been text
 /// only, with no tool call after it to read its figure. When the transcript
-/// shows a figure (or a compaction) the session's state has not seen, the
-/// state takes it as [`engine::settle`] says, the pressure is published, and
-/// a checkpoint is asked for as a call would; `checkpoint` then says its note
-/// is to be written now. Nothing is said to the agent. When nothing is new,
-/// nothing is written.
+/// shows a figure of the same context that the session's state has not
+/// seen, the state takes it as [`engine::settle`] says, the pressure is
+/// published, and a checkpoint is asked for as a call would; `checkpoint`
+/// then says its note is to be written now. Nothing is said to the agent.
+/// When nothing is new, or the context is a new one (a compaction: the
+/// events that bring the note back take it), nothing is written.
 pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let session = input.session_id.trim();
     if session.is_empty() {
@@ -424,12 +425,17 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let known = state_dir(h.bus, false)
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
         .unwrap_or_default();
+    // A new context is not this event's to take: the host's start event, or
+    // (Gemini) the next call or turn, takes it and brings the note back.
     let new_compaction = seen
         .compaction
         .as_ref()
         .is_some_and(|m| known.compaction_seen.as_ref() != Some(m));
+    let shrunk = seen.figures.zip(known.last_used).is_some_and(|(f, last)| {
+        (f.used_tokens as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT
+    });
     let new_figure = seen.figures.is_some_and(|f| known.figures != Some(f));
-    if !new_compaction && !new_figure {
+    if new_compaction || shrunk || !new_figure {
         return Ok(reply);
     }
     let obs = Observation {
