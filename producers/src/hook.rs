@@ -11,7 +11,7 @@ use interband::paths::safe_key;
 use interband::payloads::{
     Checkpoint, ContextWindow, LegacyPressure, Level, ModelWindow, Pressure,
 };
-use interband::settings::Env;
+use interband::settings::{Env, Layered};
 
 use crate::config::Config;
 use crate::context::{Figures, Source, pct_tenths};
@@ -207,19 +207,47 @@ fn directive_text(
     (!text.trim().is_empty()).then_some(text)
 }
 
-/// Handles `PostToolUse` (Claude Code, Codex CLI) and `AfterTool` (Gemini CLI).
-pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
+/// What every event of the producer starts from.
+struct Begun<'i> {
+    /// The session.
+    session: &'i str,
+    /// The project folder.
+    project: Option<PathBuf>,
+    /// The settings for it.
+    settings: Layered<Config>,
+    /// A reply carrying their problems.
+    reply: Reply,
+}
+
+/// Starts an event: the session must be named.
+fn begin<'i>(h: &Hook, input: &'i HookInput) -> Result<Begun<'i>, Error> {
     let session = input.session_id.trim();
     if session.is_empty() {
         return Err(Error::Input("session_id is missing".into()));
     }
     let project = project_dir(input, h.env);
     let settings = Config::load(project.as_deref(), h.env);
-    let cfg = &settings.value;
-    let mut reply = Reply {
+    let reply = Reply {
         settings: settings.problems.clone(),
         ..Default::default()
     };
+    Ok(Begun {
+        session,
+        project,
+        settings,
+        reply,
+    })
+}
+
+/// Handles `PostToolUse` (Claude Code, Codex CLI) and `AfterTool` (Gemini CLI).
+pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
+    let Begun {
+        session,
+        project,
+        settings,
+        mut reply,
+    } = begin(h, input)?;
+    let cfg = &settings.value;
 
     let subagent = input.in_subagent();
     let seen = if subagent {
@@ -410,17 +438,13 @@ fn checkpoint_action(
 /// When nothing is new, or the context is a new one (a compaction: the
 /// events that bring the note back take it), nothing is written.
 pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
-    let session = input.session_id.trim();
-    if session.is_empty() {
-        return Err(Error::Input("session_id is missing".into()));
-    }
-    let project = project_dir(input, h.env);
-    let settings = Config::load(project.as_deref(), h.env);
+    let Begun {
+        session,
+        settings,
+        mut reply,
+        ..
+    } = begin(h, input)?;
     let cfg = &settings.value;
-    let mut reply = Reply {
-        settings: settings.problems.clone(),
-        ..Default::default()
-    };
     let seen = observe(h, input, cfg, input.host());
     let known = state_dir(h.bus, false)
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
@@ -556,15 +580,12 @@ pub fn compacted_silently(h: &Hook, input: &HookInput) -> Result<bool, Error> {
 /// pressure state starts over, green, and the pressure channel says so at
 /// once, so nobody acts on the old context's level before the next tool call.
 pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
-    let session = input.session_id.trim();
-    if session.is_empty() {
-        return Err(Error::Input("session_id is missing".into()));
-    }
-    let settings = Config::load(project_dir(input, h.env).as_deref(), h.env);
-    let mut reply = Reply {
-        settings: settings.problems.clone(),
-        ..Default::default()
-    };
+    let Begun {
+        session,
+        settings,
+        mut reply,
+        ..
+    } = begin(h, input)?;
     // The compaction this new context follows, as the transcript shows it:
     // the next tool call must not start yet another one for it.
     let mark = input.transcript_path.as_deref().and_then(|p| {
