@@ -265,7 +265,12 @@ fn host_input(host: &str, session: &str, transcript: &Path) -> Vec<u8> {
 
 /// The real PostToolUse input for `session` with `transcript`.
 fn hook_input(session: &str, transcript: &Path) -> Vec<u8> {
-    let real = std::fs::read(Path::new(FIXTURES).join("PostToolUse.input.json")).expect("fixture");
+    event_input("PostToolUse.input.json", session, transcript)
+}
+
+/// The real captured input `fixture` for `session` and `transcript`.
+fn event_input(fixture: &str, session: &str, transcript: &Path) -> Vec<u8> {
+    let real = std::fs::read(Path::new(FIXTURES).join(fixture)).expect("fixture");
     let mut v: serde_json::Value = serde_json::from_slice(&real).expect("fixture is JSON");
     v["session_id"] = serde_json::json!(session);
     v["transcript_path"] = serde_json::json!(transcript);
@@ -327,6 +332,15 @@ fn cases(
         cases.push(
             Case::new(format!("hook{suffix}"), &[bin, "hook"])
                 .with_stdin(&hook_input("bench-hook", small)),
+        );
+        // The end of a turn in the same session: it reads the transcript's
+        // figure again, and finds nothing new.
+        cases.push(
+            Case::new(format!("stop{suffix}"), &[bin, "hook"]).with_stdin(&event_input(
+                "Stop.input.json",
+                "bench-hook",
+                small,
+            )),
         );
         cases.push(
             Case::new(format!("hook, 500 MB transcript{suffix}"), &[bin, "hook"])
