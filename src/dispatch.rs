@@ -83,12 +83,12 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
                 Notes::None => {}
             }
         }
-        if reply.new_context && !profile.start_after_compaction {
-            // The host compacted without a SessionStart (Gemini): the note
-            // comes back with this tool call's output.
+        let brings_back = !profile.start_after_compaction && !input.in_subagent();
+        if let Some(cycle) = reply.cycle.filter(|_| brings_back) {
+            // The host compacts without a SessionStart (Gemini): the note of
+            // a new context comes back with this tool call's output.
             let ci = consumer_input()?;
-            let record =
-                consumers(&|ctx| hooks::after_compaction(ctx, ci, hooks::Fresh::Compacted))?;
+            let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
             said.extend(record);
         }
         if !input.in_subagent() {
@@ -102,11 +102,11 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     if event == "BeforeAgent" {
         // Gemini: a compression at the end of the last turn shows as the
         // transcript's figure dropping; the note comes back before this one.
-        if !interpulse::hook::compacted_silently(&producer, &input)? {
+        let Some(cycle) = interpulse::hook::turn_start(&producer, &input)? else {
             return Ok(None);
-        }
+        };
         let ci = consumer_input()?;
-        let record = consumers(&|ctx| hooks::after_compaction(ctx, ci, hooks::Fresh::Compacted))?;
+        let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
     if event == profile.end_of_turn && !input.in_subagent() {
@@ -124,19 +124,32 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         }
     }
     let ci = consumer_input()?;
+    let mut cycle = None;
     if event == "SessionStart"
         && matches!(ci.source.as_deref(), Some("compact" | "resume" | "clear"))
     {
         // A fresh context: the producer starts over, green. A reset that
         // fails must not cost the note's re-injection below.
         let problems = match interpulse::hook::new_context(&producer, &input) {
-            Ok(reply) => reply.problems,
+            Ok(reply) => {
+                cycle = reply.cycle;
+                reply.problems
+            }
             Err(e) => vec![e.to_string()],
         };
         // (Its settings problems are the consumers' too: logged below.)
         problems.iter().for_each(|p| log_problem(p));
     }
-    consumers(&|ctx| hooks::handle(ctx, ci))
+    consumers(&|ctx| {
+        let out = hooks::handle(ctx, ci)?;
+        // The note of this new context comes back here (or there is none):
+        // on a host whose calls bring back each new context's note, not
+        // again for it.
+        if let Some(c) = cycle.filter(|_| !profile.start_after_compaction) {
+            hooks::brought_back(ctx, ci, c);
+        }
+        Ok(out)
+    })
 }
 
 /// Runs `f` with the consumers' context: their settings for the input's

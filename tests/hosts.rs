@@ -441,3 +441,70 @@ fn gemini_brings_each_wind_down_record_back_once_across_compressions() {
     hook(&w, &pre);
     assert_eq!(notes(&w).len(), before + 1, "{:?}", notes(&w));
 }
+
+#[test]
+fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_it() {
+    let w = World::new();
+    let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let chat = gemini_chat(w.dir.path(), session, 530_000);
+    let mut tool = capture_of(
+        "gemini-cli-0.61.0",
+        "AfterTool.run_shell_command.input.json",
+    );
+    tool["session_id"] = json!(session);
+    tool["transcript_path"] = json!(chat);
+    tool["cwd"] = json!(cwd);
+    hook(&w, &tool);
+    assert_eq!(notes(&w).len(), 1, "red: the checkpoint's note");
+    append(
+        &chat,
+        &[
+            json!({"$set": {"messages": []}}),
+            json!({"id": "r9", "type": "gemini", "tokens": {"input": 8_000, "output": 9}, "model": "gemini-2.5-flash"}),
+        ],
+    );
+    let said = |out: Value| {
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or("")
+            .contains("<interband-memory-note")
+    };
+    // The call after the compression: the producer has taken the new
+    // context, and the note comes back. Then, as if that hook had been
+    // killed before it could say so (its record is not there)...
+    assert!(said(hook(&w, &tool)));
+    let state = w.root().join(format!(".state/compact/{session}.json"));
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(v["reinjected_cycle"], 1, "{v}");
+    v["reinjected_cycle"] = json!(0);
+    std::fs::write(&state, v.to_string()).unwrap();
+    // ...the next call brings it back, and only that one.
+    assert!(said(hook(&w, &tool)), "made again");
+    assert!(!said(hook(&w, &tool)), "once");
+    let before = gemini_event(
+        "BeforeAgent",
+        session,
+        &chat,
+        &cwd,
+        json!({"prompt": "next"}),
+    );
+    assert_eq!(hook(&w, &before), Value::Null, "and not at the next turn");
+    // A clear starts a new context whose start event brings the note back:
+    // the next call does not bring it back again.
+    let mut start = capture_of("gemini-cli-0.61.0", "SessionStart.startup.input.json");
+    start["session_id"] = json!(session);
+    start["transcript_path"] = json!(chat);
+    start["cwd"] = json!(cwd);
+    start["source"] = json!("clear");
+    let out = hook(&w, &start);
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or("")
+            .contains("<interband-memory-note"),
+        "{out}"
+    );
+    assert!(!said(hook(&w, &tool)), "not again after the clear");
+}

@@ -76,6 +76,9 @@ pub struct CycleState {
     /// What failed when `interband watch` acted in this cycle: the next
     /// `Stop` advises instead, once.
     pub watch_failure: Option<String>,
+    /// The producer's context cycle whose note was last brought back, on a
+    /// host with no start event after a compaction (Gemini CLI).
+    pub reinjected_cycle: u64,
 }
 
 /// The trigger's state folder, `<root>/.state/compact/`.

@@ -354,11 +354,61 @@ pub enum Fresh {
 /// The note comes back even when no state can be written (a full disk, a
 /// read-only root): those failures are logged, never in the way.
 pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<String>, Error> {
+    reinject(ctx, input, how, None)
+}
+
+/// On a host with no start event after a compaction (Gemini CLI): brings
+/// the note back for the producer's context `cycle` (see interpulse's
+/// `Reply::cycle`) unless it already came back for it, as
+/// [`after_compaction`] does. A re-injection cut short (a killed hook) is
+/// made again at the next event, since only one that was made records it.
+pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>, Error> {
+    if cycle == 0 {
+        return Ok(None);
+    }
+    let name = format!("{}.json", interband::paths::safe_key(&input.session_id));
+    let done = ctx
+        .bus
+        .dir(&[".state", "compact"], false)
+        .map(|dir| interband::lock::read_json_or_default::<compact::CycleState>(&dir, &name))
+        .unwrap_or_default()
+        .reinjected_cycle;
+    if cycle <= done {
+        return Ok(None);
+    }
+    reinject(ctx, input, Fresh::Compacted, Some(cycle))
+}
+
+/// Records the producer's context `cycle` as brought back (its start event
+/// brought the note back, or there was none), so [`bring_back`] does not
+/// bring it back again. A failure is logged.
+pub fn brought_back(ctx: &Ctx, input: &Input, cycle: u64) {
+    let recorded = compact::with_state(ctx.bus, &input.session_id, |s| {
+        s.reinjected_cycle = s.reinjected_cycle.max(cycle);
+    });
+    if let Err(e) = recorded {
+        (ctx.problem)(&e.to_string());
+    }
+}
+
+/// [`after_compaction`], recording `cycle` as brought back. What came back
+/// is recorded only once the text to bring back is made, so a hook killed
+/// on the way leaves it to be made again.
+fn reinject(
+    ctx: &Ctx,
+    input: &Input,
+    how: Fresh,
+    cycle: Option<u64>,
+) -> Result<Option<String>, Error> {
     let session = input.session_id.as_str();
     if let Err(e) = compact::new_cycle(ctx.bus, session) {
         (ctx.problem)(&e.to_string());
     }
     let Some((note, text)) = intermem::latest_note(ctx.bus, session) else {
+        // No note to bring back for this cycle: none to look for again.
+        if let Some(c) = cycle {
+            brought_back(ctx, input, c);
+        }
         return Ok(None);
     };
     // A resume restores the conversation, which may already hold this note:
@@ -366,19 +416,13 @@ pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<S
     // clear starts an empty context: always.
     let resumed = how == Fresh::Resumed;
     let now = ctx.now;
-    let before = compact::with_state(ctx.bus, session, |s| {
-        let was = (s.injected.clone(), s.injected_at);
-        s.injected = Some(note.path.clone());
-        s.injected_at = now;
-        was
-    });
-    let (last, since) = match before {
-        Ok(v) => v,
-        Err(e) => {
-            (ctx.problem)(&e.to_string());
-            (None, 0.0)
-        }
-    };
+    let name = format!("{}.json", interband::paths::safe_key(session));
+    let before = ctx
+        .bus
+        .dir(&[".state", "compact"], false)
+        .map(|dir| interband::lock::read_json_or_default::<compact::CycleState>(&dir, &name))
+        .unwrap_or_default();
+    let (last, since) = (before.injected, before.injected_at);
     if resumed && last.as_deref() == Some(note.path.as_str()) {
         return Ok(None);
     }
@@ -424,9 +468,16 @@ pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<S
     } else {
         "reset"
     };
-    Ok(Some(crate::framing::record(
-        what, session, &note.path, &body,
-    )))
+    let record = crate::framing::record(what, session, &note.path, &body);
+    let recorded = compact::with_state(ctx.bus, session, |s| {
+        s.injected = Some(note.path.clone());
+        s.injected_at = now;
+        s.reinjected_cycle = s.reinjected_cycle.max(cycle.unwrap_or(0));
+    });
+    if let Err(e) = recorded {
+        (ctx.problem)(&e.to_string());
+    }
+    Ok(Some(record))
 }
 
 /// `text` cut to at most `max` bytes, with a visible mark when cut.

@@ -40,10 +40,12 @@ pub struct Reply {
     /// What the agent is told after this call (warnings, directives), each
     /// one paragraph of the host's additional context.
     pub said: Vec<String>,
-    /// This call's figure is a new context's: the host compacted since the
-    /// last call without saying so at `SessionStart` (Gemini CLI). The note
-    /// is to be brought back now.
-    pub new_context: bool,
+    /// The session's context cycle (how many compactions it has seen), as
+    /// stored; `None` when the state could not be written. A host that
+    /// compacts without a `SessionStart` after it (Gemini CLI) has its note
+    /// brought back for each cycle not brought back yet: so a re-injection
+    /// that was killed is made again by the next event.
+    pub cycle: Option<u64>,
     /// A checkpoint was published: its note is to be written now.
     pub checkpoint: bool,
     /// Non-fatal problems of this call (a publish that failed), for the log.
@@ -306,7 +308,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         }
     }
     reply.said = said;
-    reply.new_context = c.fresh;
+    reply.cycle = c.cycle;
     Ok(reply)
 }
 
@@ -314,8 +316,8 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
 struct Committed {
     /// The engine's outcome.
     outcome: Outcome,
-    /// It started a new context.
-    fresh: bool,
+    /// The session's context cycle as stored, when the state was written.
+    cycle: Option<u64>,
     /// A checkpoint was published.
     checkpoint: bool,
     /// What failed on the way.
@@ -367,17 +369,15 @@ fn commit(
                     }
                 }
             }
-            under_lock = Some((o, prev));
+            under_lock = Some(o);
         })
     });
+    let stored = locked.is_ok();
     if let Err(e) = locked {
         problems.push(format!("the session's state: {e}"));
     }
-    let (outcome, fresh) = match under_lock {
-        Some((o, prev)) => {
-            let fresh = o.state.compactions > prev.compactions;
-            (o, fresh)
-        }
+    let mut outcome = match under_lock {
+        Some(o) => o,
         None => {
             // Not even locked: judge from the state as read, and ask for no
             // checkpoint, which only a state that remembers it can throttle.
@@ -391,12 +391,18 @@ fn commit(
             if let Err(e) = publish_pressure(h, input, &o, cfg, &mut s) {
                 problems.push(e.to_string());
             }
-            (o, false)
+            o
         }
     };
+    // A state that cannot be written cannot debounce: every call warns.
+    let warns = outcome.actions.iter().any(|a| matches!(a, Action::Warn(_)));
+    if !stored && outcome.level > Level::Green && !warns {
+        outcome.actions.insert(0, Action::Warn(outcome.level));
+    }
+    let cycle = stored.then_some(outcome.state.compactions);
     Committed {
         outcome,
-        fresh,
+        cycle,
         checkpoint,
         problems,
     }
@@ -550,30 +556,28 @@ fn write_checkpoint_file(h: &Hook, input: &HookInput, o: &Outcome) -> Result<(),
     )
 }
 
-/// Whether the host compacted since the last tool call without saying so
-/// (Gemini CLI has no `SessionStart` after a compression): the transcript's
-/// figure now is below half the last one. Then the context starts over, as
-/// [`new_context`] does, and this returns true.
-pub fn compacted_silently(h: &Hook, input: &HookInput) -> Result<bool, Error> {
+/// At a turn's start (Gemini's `BeforeAgent`: Gemini has no `SessionStart`
+/// after a compression): a compression at the end of the last turn shows as
+/// the transcript's figure below half the last one, and then the context
+/// starts over, as [`new_context`] does. Returns the session's context cycle
+/// as stored (see [`Reply::cycle`]), `None` when none is.
+pub fn turn_start(h: &Hook, input: &HookInput) -> Result<Option<u64>, Error> {
     let session = input.session_id.trim();
     if session.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let dir = state_dir(h.bus, true)?;
-    let last = interband::lock::read_json_or_default::<State>(&dir, &state_file(session)).last_used;
-    let Some(last) = last else {
-        return Ok(false);
-    };
-    let cfg = Config::load(project_dir(input, h.env).as_deref(), h.env).value;
-    let now = observe(h, input, &cfg, input.host())
-        .figures
-        .map(|f| f.used_tokens);
-    let dropped =
-        now.is_some_and(|used| (used as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT);
-    if dropped {
-        new_context(h, input)?;
+    let state = interband::lock::read_json_or_default::<State>(&dir, &state_file(session));
+    if let Some(last) = state.last_used {
+        let cfg = Config::load(project_dir(input, h.env).as_deref(), h.env).value;
+        let now = observe(h, input, &cfg, input.host())
+            .figures
+            .map(|f| f.used_tokens);
+        if now.is_some_and(|used| (used as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT) {
+            return Ok(new_context(h, input)?.cycle);
+        }
     }
-    Ok(dropped)
+    Ok(Some(state.compactions))
 }
 
 /// A new context (after a compaction, a resume or a clear): the session's
@@ -593,6 +597,7 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             .ok()?
             .latest_boundary
     });
+    let mut cycle = None;
     let published = update_json(
         &state_dir(h.bus, true)?,
         &state_file(session),
@@ -602,6 +607,7 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             if mark.is_some() {
                 s.compaction_seen.clone_from(&mark);
             }
+            cycle = Some(s.compactions);
             let fresh = Outcome {
                 state: s.clone(),
                 level: Level::Green,
@@ -614,5 +620,6 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     if let Err(e) = published {
         reply.problems.push(e.to_string());
     }
+    reply.cycle = cycle;
     Ok(reply)
 }
