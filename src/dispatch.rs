@@ -51,9 +51,11 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         now: o.now,
     };
     let log_problem = |p: &str| (o.log)(&format!("hook {event} {}: {p}", input.session_id));
+    // What the producer found and could not publish, for the consumers.
+    let unpublished = std::cell::Cell::new(None);
     let consumers =
         |f: &dyn Fn(&hooks::Ctx) -> Result<Option<String>, interband_consumers::Error>| {
-            with_consumers(o, &input, &log_problem, f)
+            with_consumers(o, &input, unpublished.get(), &log_problem, f)
         };
     if matches!(event, "PostToolUse" | "AfterTool") {
         let reply = post_tool_use(&producer, &input)?;
@@ -66,7 +68,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             // The note a checkpoint asks for, in this very call (unless a
             // running watch writes it): what the agent is told is true.
             let ci = consumer_input()?;
-            let notes = with_consumers(o, &input, &log_problem, |ctx| {
+            let notes = with_consumers(o, &input, None, &log_problem, |ctx| {
                 Ok(hooks::checkpoint_notes(ctx, ci))
             })?;
             match notes {
@@ -115,6 +117,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         // A failure must not cost the consumers their turn.
         match interpulse::hook::turn_end(&producer, &input) {
             Ok(reply) => {
+                unpublished.set(reply.unpublished);
                 for p in &reply.settings {
                     (o.log_once)(&format!("settings: {p}"));
                 }
@@ -157,6 +160,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
 fn with_consumers<T>(
     o: &Outside,
     input: &HookInput,
+    unpublished: Option<interband::payloads::Level>,
     problem: &dyn Fn(&str),
     f: impl FnOnce(&hooks::Ctx) -> Result<T, interband_consumers::Error>,
 ) -> Result<T> {
@@ -172,6 +176,7 @@ fn with_consumers<T>(
         settings: &settings,
         problem,
         now: o.now,
+        unpublished,
     };
     Ok(f(&ctx)?)
 }

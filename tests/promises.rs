@@ -240,9 +240,22 @@ fn a_turn_that_ends_on_a_text_reply_is_judged_by_that_reply() {
         assert_eq!(notes.len(), 1, "{level}: {notes:?}");
         assert!(notes[0].contains(trigger), "{notes:?}");
         // A second Stop with nothing new writes nothing and asks nothing.
+        let written = || {
+            let mut seen: Vec<(String, std::time::SystemTime)> = files_under(&s.w.root())
+                .into_iter()
+                .filter(|f| !f.ends_with(".lock"))
+                .filter_map(|f| {
+                    let m = std::fs::metadata(s.w.root().join(&f)).ok()?;
+                    Some((f, m.modified().ok()?))
+                })
+                .collect();
+            seen.sort();
+            seen
+        };
+        let before = written();
         let again = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
         assert_eq!(again, "", "{level}: {again}");
-        assert_eq!(s.notes().len(), 1);
+        assert_eq!(written(), before, "{level}: nothing written");
     }
 }
 
@@ -301,6 +314,15 @@ fn the_agent_is_warned_when_nothing_can_be_written() {
     let said = Session::said(&stdout(&o));
     assert!(said.contains("Context ORANGE"), "{}", stdout(&o));
     assert!(!said.contains("memory note"), "nothing was saved: {said}");
+    // Warned at red while the root could be written, then not: with no
+    // state to count the calls since, every call warns again.
+    let said = Session::said(&s.call("Bash", json!({"command": "cargo test"}), 165_000));
+    assert!(said.contains("Context RED"), "{said}");
+    for _ in 0..2 {
+        let o = s.hook_without_writes(&stdin);
+        let said = Session::said(&stdout(&o));
+        assert!(said.contains("Context RED"), "{}", stdout(&o));
+    }
 }
 
 #[test]
@@ -322,6 +344,34 @@ fn at_red_the_stop_advises_even_when_no_note_can_be_saved() {
     // Once per cycle, as when the note is there.
     let again = s.hook(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
     assert_eq!(again, "", "{again}");
+}
+
+#[test]
+fn at_red_the_stop_advises_even_when_the_red_level_could_not_be_published() {
+    let mut s = Session::new();
+    s.call("Read", json!({"file_path": "src/lib.rs"}), 60_000);
+    // From here on the root cannot be written: the bus still says green.
+    s.t.tool(
+        "Bash",
+        json!({"command": "cargo build"}),
+        "ok",
+        false,
+        165_000,
+        false,
+    )
+    .unwrap();
+    let call = s.input(
+        "PostToolUse.input.json",
+        json!({"tool_name": "Bash", "tool_input": {"command": "cargo build"}, "tool_response": {"stdout": "ok"}}),
+    );
+    let said = Session::said(&stdout(&s.hook_without_writes(&call)));
+    assert!(said.contains("Context RED"), "{said}");
+    let stop =
+        s.hook_without_writes(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+    let v: Value = serde_json::from_str(&stdout(&stop)).unwrap_or_default();
+    assert_eq!(v["decision"], "block", "{}", stdout(&stop));
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("/compact"), "{reason}");
 }
 
 /// The consumer cursor entry of the session's checkpoint, as saved.

@@ -144,6 +144,9 @@ pub enum At {
     Stop {
         /// The input's `stop_hook_active`.
         hook_active: bool,
+        /// The level the producer found at this turn's end and could not
+        /// publish (a read-only or full root): due by it too.
+        level: Option<Level>,
     },
     /// `interband watch`: no host to answer, so a failure leaves the cycle to the next `Stop`.
     Watch,
@@ -167,15 +170,28 @@ pub fn act(
     home: Option<&Path>,
     problem: &dyn Fn(&str),
 ) -> Result<Acted, Error> {
-    if settings.strategy == Strategy::Off
-        || at == (At::Stop { hook_active: true })
-        || !due(bus, &info.session, settings)
-    {
+    let (hook_active, level) = match at {
+        At::Stop { hook_active, level } => (hook_active, level),
+        At::Watch => (false, None),
+    };
+    let due = due(bus, &info.session, settings)
+        || level.is_some_and(|l| settings.used_pct <= 0.0 && l >= settings.level);
+    if settings.strategy == Strategy::Off || hook_active || !due {
         return Ok(Acted::Nothing);
     }
     // Once per cycle; but when the watch's attempt failed, the next Stop
     // (a host to answer at last) advises.
     let at_stop = matches!(at, At::Stop { .. });
+    // Already acted in this cycle, with nothing left to say: seen without
+    // the lock, so a turn's end with nothing new writes nothing.
+    let name = format!("{}.json", safe_key(&info.session));
+    let known = bus
+        .dir(&[".state", "compact"], false)
+        .map(|dir| interband::lock::read_json_or_default::<CycleState>(&dir, &name))
+        .unwrap_or_default();
+    if known.fired && (!at_stop || known.watch_failure.is_none()) {
+        return Ok(Acted::Nothing);
+    }
     let fired = with_state(bus, &info.session, |s| {
         let already = std::mem::replace(&mut s.fired, true);
         (
@@ -208,7 +224,7 @@ pub fn act(
             let acted = Acted::Block(format!(
                 "Context is nearly full, and interband could not save a memory note of this session ({e}). Tell the user to run `{command}` now, and do not start new work."
             ));
-            announce(bus, info, &acted, "", String::new(), problem);
+            // (Nothing is announced: an announcement names its note.)
             return Ok(acted);
         }
         Err(e) => {
@@ -622,7 +638,10 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(&runs).unwrap(), "x\n", "ran once");
 
-        let stop = At::Stop { hook_active: false };
+        let stop = At::Stop {
+            hook_active: false,
+            level: None,
+        };
         let Acted::Block(reason) =
             act(&bus, &info, stop, &settings, &notes, None, &|_| {}).unwrap()
         else {
@@ -673,7 +692,10 @@ mod tests {
         let (bus, info) = red_session(dir.path());
         let s = Settings::default();
         let n = intermem::Settings::default();
-        let active = At::Stop { hook_active: true };
+        let active = At::Stop {
+            hook_active: true,
+            level: None,
+        };
         assert_eq!(
             act(&bus, &info, active, &s, &n, None, &|_| {}).unwrap(),
             Acted::Nothing
@@ -683,7 +705,10 @@ mod tests {
             used_pct: 95.0,
             ..Default::default()
         };
-        let stop = At::Stop { hook_active: false };
+        let stop = At::Stop {
+            hook_active: false,
+            level: None,
+        };
         assert_eq!(
             act(&bus, &info, stop, &past_95_used, &n, None, &|_| {}).unwrap(),
             Acted::Nothing

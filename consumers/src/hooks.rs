@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
-use interband::payloads::{Payload, Pressure};
+use interband::payloads::{Level, Payload, Pressure};
 use interband::settings::{Env, Files, Layered, load_from};
 use interband_hosts::{Host, tail};
 use serde::Deserialize;
@@ -122,6 +122,9 @@ pub struct Ctx<'a> {
     pub problem: &'a dyn Fn(&str),
     /// Unix time, seconds (the hook's clock; a replay's is virtual).
     pub now: f64,
+    /// The level the producer found in this event but could not publish (a
+    /// read-only or full root): the compaction trigger acts on it.
+    pub unpublished: Option<Level>,
 }
 
 impl Ctx<'_> {
@@ -187,6 +190,7 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         &ctx.info(input),
         compact::At::Stop {
             hook_active: input.stop_hook_active,
+            level: ctx.unpublished,
         },
         &ctx.settings.compact.value,
         &ctx.settings.intermem.value,

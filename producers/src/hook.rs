@@ -46,6 +46,9 @@ pub struct Reply {
     /// brought back for each cycle not brought back yet: so a re-injection
     /// that was killed is made again by the next event.
     pub cycle: Option<u64>,
+    /// The level this event found but could not publish (a read-only or
+    /// full root), for the consumers to act on all the same.
+    pub unpublished: Option<Level>,
     /// A checkpoint was published: its note is to be written now.
     pub checkpoint: bool,
     /// Non-fatal problems of this call (a publish that failed), for the log.
@@ -318,6 +321,8 @@ struct Committed {
     outcome: Outcome,
     /// The session's context cycle as stored, when the state was written.
     cycle: Option<u64>,
+    /// The pressure was published.
+    published: bool,
     /// A checkpoint was published.
     checkpoint: bool,
     /// What failed on the way.
@@ -346,6 +351,7 @@ fn commit(
     let session = state_file(input.session_id.trim());
     let mut problems = Vec::new();
     let mut checkpoint = false;
+    let mut published = true;
     // The outcome of a step under the lock, kept even when the state's write
     // then fails: what it published stands, and must not be published twice.
     let mut under_lock = None;
@@ -356,6 +362,7 @@ fn commit(
             *s = o.state.clone();
             if let Err(e) = publish_pressure(h, input, &o, cfg, s) {
                 problems.push(e.to_string());
+                published = false;
             }
             for action in &o.actions {
                 match checkpoint_action(h, input, &o, action) {
@@ -390,6 +397,7 @@ fn commit(
             s = o.state.clone();
             if let Err(e) = publish_pressure(h, input, &o, cfg, &mut s) {
                 problems.push(e.to_string());
+                published = false;
             }
             o
         }
@@ -403,6 +411,7 @@ fn commit(
     Committed {
         outcome,
         cycle,
+        published,
         checkpoint,
         problems,
     }
@@ -476,6 +485,7 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let c = commit(h, input, cfg, |s| engine::settle(s, h.now, &obs, cfg));
     reply.problems.extend(c.problems);
     reply.checkpoint = c.checkpoint;
+    reply.unpublished = (!c.published).then_some(c.outcome.level);
     Ok(reply)
 }
 
