@@ -5,8 +5,10 @@
 //!   `message.usage` object, `message.model` not `"<synthetic>"`) is a
 //!   response's usage: `input_tokens + cache_creation_input_tokens +
 //!   cache_read_input_tokens` (a missing or non-integer number counts as 0),
-//!   under its `message.id`. One response is written as several lines with
-//!   one id: the largest counts, never a sum.
+//!   under its `message.id` and `requestId`. One response is written as
+//!   several lines with one id: the largest counts, never a sum. (Some
+//!   backends give every response the same message id; each API request
+//!   still has its own id.)
 //! * A compaction boundary (`"type":"system","subtype":"compact_boundary"`,
 //!   not a sidechain's) starts the context over at its
 //!   `compactMetadata.postTokens`, or with no figure when it has none (no
@@ -44,6 +46,8 @@ struct Line<'a> {
     #[serde(borrow)]
     message: Option<Message<'a>>,
     uuid: Option<Value>,
+    #[serde(rename = "requestId")]
+    request_id: Option<Value>,
     timestamp: Option<Value>,
     #[serde(rename = "compactMetadata")]
     compact_metadata: Option<Value>,
@@ -114,8 +118,15 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
             ]
             .iter()
             .fold(0u64, |sum, key| sum.saturating_add(number(usage, key)));
+            // One response's lines share its message id and the API
+            // request's id; a backend that gives every response the same
+            // message id still gives each its own request.
+            let key = match (str_of(&message.id), str_of(&l.request_id)) {
+                (Some(id), Some(request)) => Some(format!("{id} {request}")),
+                (id, _) => id.map(str::to_owned),
+            };
             Some(Fact::Usage {
-                message: str_of(&message.id).map(str::to_owned),
+                message: key,
                 tokens,
                 model: model.map(str::to_owned),
                 window: None,

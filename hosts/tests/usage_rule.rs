@@ -11,8 +11,14 @@ use serde_json::json;
 /// One thing a transcript records, in host-neutral terms.
 #[derive(Debug, Clone)]
 enum Ev {
-    /// A response written as one line per part, each with its own figure.
-    Response { id: u8, parts: Vec<u64> },
+    /// A response written as one line per part, each with its own figure;
+    /// `req`, the API request's id, where the host writes one (Claude Code;
+    /// a backend can reuse one message id for every response).
+    Response {
+        id: u8,
+        req: Option<u8>,
+        parts: Vec<u64>,
+    },
     /// A prompt: the next response is another.
     Prompt,
     /// A tool's result, which can come between one response's lines.
@@ -25,8 +31,8 @@ enum Ev {
 
 fn ev() -> impl Strategy<Value = Ev> {
     prop_oneof![
-        4 => (0u8..3, proptest::collection::vec(0u64..300_000, 1..4))
-            .prop_map(|(id, parts)| Ev::Response { id, parts }),
+        4 => (0u8..3, proptest::option::of(0u8..3), proptest::collection::vec(0u64..300_000, 1..4))
+            .prop_map(|(id, req, parts)| Ev::Response { id, req, parts }),
         2 => Just(Ev::Prompt),
         2 => Just(Ev::ToolResult),
         1 => proptest::option::of(0u64..50_000).prop_map(|post| Ev::Compaction { post }),
@@ -39,11 +45,15 @@ fn claude(evs: &[Ev]) -> Vec<String> {
     let mut out = Vec::new();
     for (n, e) in evs.iter().enumerate() {
         match e {
-            Ev::Response { id, parts } => {
+            Ev::Response { id, req, parts } => {
                 for t in parts {
-                    out.push(json!({"type": "assistant", "isSidechain": false, "uuid": format!("u{n}"),
+                    let mut line = json!({"type": "assistant", "isSidechain": false, "uuid": format!("u{n}"),
                         "message": {"id": format!("msg_{id}"), "model": "claude-x", "role": "assistant",
-                        "usage": {"input_tokens": t / 4, "cache_creation_input_tokens": t / 4, "cache_read_input_tokens": t - 2 * (t / 4), "output_tokens": 9}}}).to_string());
+                        "usage": {"input_tokens": t / 4, "cache_creation_input_tokens": t / 4, "cache_read_input_tokens": t - 2 * (t / 4), "output_tokens": 9}}});
+                    if let Some(r) = req {
+                        line["requestId"] = json!(format!("req_{r}"));
+                    }
+                    out.push(line.to_string());
                 }
             }
             Ev::Prompt => out.push(json!({"type": "user", "message": {"role": "user", "content": "say \"assistant\" and \"tool_use_id\""}}).to_string()),
@@ -97,7 +107,7 @@ fn gemini(evs: &[Ev]) -> Vec<String> {
     let mut out = Vec::new();
     for e in evs {
         match e {
-            Ev::Response { id, parts } => {
+            Ev::Response { id, parts, .. } => {
                 for t in parts {
                     out.push(json!({"id": format!("g{id}"), "type": "gemini", "model": "gemini-2.5-pro", "content": "",
                         "tokens": {"input": t, "output": 3, "total": t + 3}}).to_string());
@@ -119,25 +129,26 @@ fn gemini(evs: &[Ev]) -> Vec<String> {
 }
 
 /// What the context holds after `evs`, by the hosts' documented rule, for
-/// a host that writes message ids (`ids`) and states a compaction's figure
-/// (`post`): the largest part of the latest response, a response's parts
+/// a host that writes message ids (`ids`), request ids (`reqs`) and states
+/// a compaction's figure (`post`): the largest part of the latest response, a response's parts
 /// merged until another response or a prompt (not a tool's result); a
 /// compaction's figure or none.
-fn expected(evs: &[Ev], ids: bool, post: bool) -> Option<u64> {
+fn expected(evs: &[Ev], ids: bool, reqs: bool, post: bool) -> Option<u64> {
     let mut used = None;
-    let mut open: Option<u8> = None;
+    let mut open: Option<(u8, Option<u8>)> = None;
     for e in evs {
         match e {
-            Ev::Response { id, parts } => {
+            Ev::Response { id, req, parts } => {
                 let max = parts.iter().copied().max().unwrap_or(0);
                 let last = parts.last().copied().unwrap_or(0);
-                used = Some(match (ids, open == Some(*id), used) {
+                let key = (*id, if reqs { *req } else { None });
+                used = Some(match (ids, open == Some(key), used) {
                     (true, true, Some(u)) => max.max(u),
                     (true, _, _) => max,
                     // Codex: every record replaces the last; the token_count is the last part.
                     (false, _, _) => last,
                 });
-                open = Some(*id);
+                open = Some(key);
             }
             Ev::Prompt => open = None,
             Ev::ToolResult => {}
@@ -169,14 +180,14 @@ proptest! {
         crlf in any::<bool>(),
         torn in any::<prop::sample::Index>(),
     ) {
-        let cases: [(Host, Vec<String>, bool, bool); 3] = [
-            (Host::Claude, claude(&evs), true, true),
-            (Host::Codex, codex(&evs), false, false),
-            (Host::Gemini, gemini(&evs), true, false),
+        let cases: [(Host, Vec<String>, bool, bool, bool); 3] = [
+            (Host::Claude, claude(&evs), true, true, true),
+            (Host::Codex, codex(&evs), false, false, false),
+            (Host::Gemini, gemini(&evs), true, false, false),
         ];
-        for (host, lines, ids, post) in cases {
+        for (host, lines, ids, reqs, post) in cases {
             let mut b = bytes(&lines, crlf);
-            let want = expected(&evs, ids, post);
+            let want = expected(&evs, ids, reqs, post);
             let back = tail_of(&b, host);
             let fwd = host.read_forward(&b);
             prop_assert_eq!(back.usage.as_ref().map(|u| u.used_tokens), want, "{:?} from the end", host);
@@ -201,6 +212,7 @@ fn one_response_split_over_lines_counts_its_largest_line() {
         Ev::Prompt,
         Ev::Response {
             id: 1,
+            req: Some(1),
             parts: vec![108_000, 2_000, 111],
         },
     ];
@@ -220,11 +232,13 @@ fn a_split_response_with_its_tool_results_between_its_lines_counts_its_largest_l
         Ev::Prompt,
         Ev::Response {
             id: 1,
+            req: Some(1),
             parts: vec![165_000],
         },
         Ev::ToolResult,
         Ev::Response {
             id: 1,
+            req: Some(1),
             parts: vec![1_000],
         },
         Ev::ToolResult,
@@ -252,6 +266,7 @@ fn a_line_that_does_not_parse_means_the_same_forward_and_from_the_end() {
     ];
     let part = |t| Ev::Response {
         id: 1,
+        req: Some(1),
         parts: vec![t],
     };
     for (host, write) in [
@@ -304,6 +319,7 @@ fn a_compaction_keeps_the_window_and_the_model() {
 fn a_byte_order_mark_before_the_first_line_changes_nothing() {
     let evs = [Ev::Response {
         id: 1,
+        req: Some(1),
         parts: vec![150_000],
     }];
     for (host, lines) in [
@@ -323,10 +339,35 @@ fn a_byte_order_mark_before_the_first_line_changes_nothing() {
 }
 
 #[test]
+fn a_backend_that_reuses_one_message_id_still_reads_each_response_alone() {
+    // One message id for every response, each its own API request; the
+    // context shrinks within the turn (old tool results cleared).
+    let mut evs = vec![Ev::Prompt];
+    for (req, t) in [
+        (0u8, 120_000u64),
+        (1, 140_000),
+        (2, 150_000),
+        (0, 90_000),
+        (1, 95_000),
+    ] {
+        evs.push(Ev::Response {
+            id: 7,
+            req: Some(req),
+            parts: vec![t],
+        });
+        evs.push(Ev::ToolResult);
+    }
+    let b = bytes(&claude(&evs), false);
+    assert_eq!(tail_of(&b, Host::Claude).usage.unwrap().used_tokens, 95_000);
+    assert_eq!(Host::Claude.read_forward(&b).used(), Some(95_000));
+}
+
+#[test]
 fn a_compaction_without_a_figure_leaves_none() {
     let evs = [
         Ev::Response {
             id: 1,
+            req: Some(1),
             parts: vec![166_896],
         },
         Ev::Compaction { post: None },
