@@ -208,6 +208,17 @@ fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
             "[interpulse.thresholds.usable]\nyellow = -5\n",
             "interpulse.thresholds.usable",
         ),
+        (
+            "[interpulse.thresholds.usable]\nyellow = 150\n",
+            "interpulse.thresholds.usable",
+        ),
+        ("[compcat]\nstrategy = \"off\"\n", "unknown table [compcat]"),
+        ("[intermem]\nmax_bytes = 10\n", "intermem.max_bytes"),
+        ("[compact]\nused_pct = 150\n", "compact.used_pct"),
+        (
+            "[interpulse.reinject]\nthresholds = [-5]\n",
+            "interpulse.reinject.thresholds",
+        ),
     ] {
         std::fs::write(&user, bad).unwrap();
         for cmd in ["config", "thresholds"] {

@@ -208,6 +208,31 @@ impl FileInfo {
 }
 
 impl Files {
+    /// A problem for each table of the files that none of `known` reads
+    /// (a misspelt `[compcat]` would otherwise be ignored without a word).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("config.toml");
+    /// std::fs::write(&file, "[compcat]\nstrategy = \"off\"\n").unwrap();
+    /// let files = interband::settings::Files::read_paths(&[(file, interband::settings::Scope::User)], &|_: &str| None);
+    /// let p = files.unknown_tables(&["compact"]);
+    /// assert!(p[0].contains("[compcat]"), "{p:?}");
+    /// ```
+    pub fn unknown_tables(&self, known: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (path, table) in &self.layers {
+            for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
+                out.push(format!(
+                    "{}: unknown table [{key}] ignored (known: {})",
+                    path.display(),
+                    known.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
     /// The user's file (`$INTERBAND_CONFIG`, else
     /// `$XDG_CONFIG_HOME/interband/config.toml`, else
     /// `~/.config/interband/config.toml`), then the project's

@@ -42,6 +42,36 @@ impl AllSettings {
 
     /// Loads them from files already read.
     pub fn load_from(files: &Files, env: &dyn Env) -> Self {
+        let mut intermem: Layered<intermem::Settings> = load_from(files, "intermem", env, &[]);
+        let mut compact: Layered<compact::Settings> = load_from(files, "compact", env, &[]);
+        // Values the type allows but the part does not: said, and bounded.
+        let m = &mut intermem.value;
+        let (lo, hi) = (intermem::MIN_NOTE_BYTES, intermem::MAX_NOTE_SIZE);
+        if !(lo..=hi).contains(&m.max_bytes) {
+            intermem.problems.push(format!(
+                "intermem.max_bytes = {}: from {lo} to {hi}; {} is used",
+                m.max_bytes,
+                m.max_bytes.clamp(lo, hi)
+            ));
+            m.max_bytes = m.max_bytes.clamp(lo, hi);
+        }
+        if m.inject_max_bytes > intermem::MAX_INJECT_BYTES {
+            intermem.problems.push(format!(
+                "intermem.inject_max_bytes = {}: at most {}; {} is used",
+                m.inject_max_bytes,
+                intermem::MAX_INJECT_BYTES,
+                intermem::MAX_INJECT_BYTES
+            ));
+            m.inject_max_bytes = intermem::MAX_INJECT_BYTES;
+        }
+        let c = &mut compact.value;
+        if !(0.0..=100.0).contains(&c.used_pct) {
+            compact.problems.push(format!(
+                "compact.used_pct = {}: a percentage (0: use the level); the level is used",
+                c.used_pct
+            ));
+            c.used_pct = 0.0;
+        }
         AllSettings {
             files: files
                 .problems
@@ -49,9 +79,9 @@ impl AllSettings {
                 .cloned()
                 .chain(files.notices())
                 .collect(),
-            intermem: load_from(files, "intermem", env, &[]),
+            intermem,
             interline: load_from(files, "interline", env, &[]),
-            compact: load_from(files, "compact", env, &[]),
+            compact,
         }
     }
 

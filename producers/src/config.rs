@@ -120,7 +120,7 @@ impl Config {
             let b = *bounds;
             let sane = [b.yellow, b.orange, b.red]
                 .iter()
-                .all(|v| v.is_finite() && *v >= 0.0);
+                .all(|v| v.is_finite() && *v >= 0.0 && (!falls || *v <= 100.0));
             let ordered = if falls {
                 b.yellow >= b.orange && b.orange >= b.red
             } else {
@@ -128,7 +128,7 @@ impl Config {
             };
             if !(sane && ordered) {
                 layered.problems.push(format!(
-                    "interpulse.thresholds.{name}: yellow {}, orange {}, red {} must be {} and not negative; the defaults are used",
+                    "interpulse.thresholds.{name}: yellow {}, orange {}, red {} must be {} and not negative (percentages for usable); the defaults are used",
                     b.yellow,
                     b.orange,
                     b.red,
@@ -136,6 +136,14 @@ impl Config {
                 ));
                 *bounds = default;
             }
+        }
+        let r = &mut layered.value.reinject;
+        if r.thresholds.iter().any(|t| !(0.0..=100.0).contains(t)) {
+            layered.problems.push(format!(
+                "interpulse.reinject.thresholds = {:?}: used-% points, from 0 to 100; the defaults are used",
+                r.thresholds
+            ));
+            r.thresholds = Config::default().reinject.thresholds;
         }
         layered
     }

@@ -95,8 +95,15 @@ pub fn whole(v: &serde_json::Value) -> serde_json::Value {
 /// untrusted project file's ignored settings are notices, not problems).
 pub fn problems(files: &Files, parts: &[&[String]]) -> Vec<String> {
     let notices = files.notices();
+    let unknown =
+        files.unknown_tables(&["interpulse", "intermem", "interline", "compact", "bridge"]);
     let mut out: Vec<String> = Vec::new();
-    for p in files.problems.iter().chain(parts.iter().copied().flatten()) {
+    for p in files
+        .problems
+        .iter()
+        .chain(&unknown)
+        .chain(parts.iter().copied().flatten())
+    {
         if !out.contains(p) && !notices.contains(p) {
             out.push(p.clone());
         }
