@@ -344,7 +344,23 @@ fn project_writes_the_settings_of_the_current_folder() {
         .unwrap();
     ok(&o);
     assert!(!path.exists());
+    assert!(
+        !project.join(".claude").exists(),
+        "nor the folder install made"
+    );
     assert!(files_under(&w.home().join(".local/state/interband/installs")).is_empty());
+    // A settings file of the project's own comes back byte for byte.
+    std::fs::create_dir(project.join(".claude")).unwrap();
+    let theirs = "{\n    \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n    \"env\": {}\n}\n";
+    std::fs::write(&path, theirs).unwrap();
+    for cmd in ["install", "uninstall"] {
+        ok(&w
+            .cmd(&[cmd, "--project"])
+            .current_dir(&project)
+            .output()
+            .unwrap());
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs);
 }
 
 #[test]

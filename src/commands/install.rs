@@ -364,6 +364,10 @@ impl Install {
             host: t.host,
             program: ours.program.clone(),
             created_file: original.is_none(),
+            created_dir: original.is_none()
+                && path
+                    .parent()
+                    .is_some_and(|d| !d.as_os_str().is_empty() && !d.exists()),
             created_hooks: false,
             added: vec![],
             statusline: None,
@@ -372,6 +376,7 @@ impl Install {
         let mut created_before = Vec::new();
         if let Some(old) = old_record {
             record.created_file |= old.created_file;
+            record.created_dir |= old.created_dir;
             record.created_hooks = old.created_hooks;
             for a in old.added {
                 if event_groups(&settings, &a.event).is_some_and(|g| g.contains(&a.group)) {
@@ -593,7 +598,13 @@ impl Uninstall {
             return Ok(exit::OK);
         }
         let delete = created_file && settings == json!({});
-        let after = (!delete).then(|| pretty(&settings));
+        // The file as it was before install, byte for byte, when nothing
+        // else changed since (else written anew).
+        let backup = interband::fsio::read_regular(&files.backup, MAX_SETTINGS_BYTES)
+            .ok()
+            .filter(|b| serde_json::from_slice::<Value>(b).is_ok_and(|v| v == settings))
+            .and_then(|b| String::from_utf8(b).ok());
+        let after = (!delete).then(|| backup.unwrap_or_else(|| pretty(&settings)));
         let mut out = String::new();
         if t.dry_run {
             let before = pretty(&original.json);
@@ -630,6 +641,12 @@ impl Uninstall {
                 "deleted {} (interband install had created it)",
                 interband::text::terminal(&path.display().to_string())
             );
+            // And its folder, when install made it and nothing else is in it.
+            if record.as_ref().is_some_and(|r| r.created_dir)
+                && let Some(dir) = path.parent()
+            {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
         print_notes(&mut out, &notes);
         say_part!("{out}");
@@ -1034,6 +1051,8 @@ struct Record {
     host: Host,
     program: String,
     created_file: bool,
+    /// Install created the file's folder too (`.claude/` in a project).
+    created_dir: bool,
     created_hooks: bool,
     added: Vec<Added>,
     statusline: Option<StatusRecord>,
@@ -1053,6 +1072,7 @@ impl Record {
             "host": self.host.name(),
             "program": self.program,
             "created_file": self.created_file,
+            "created_dir": self.created_dir,
             "created_hooks": self.created_hooks,
             "added": added,
         });
@@ -1100,6 +1120,7 @@ impl Record {
             host,
             program: s("program")?,
             created_file: b(j, "created_file")?,
+            created_dir: b(j, "created_dir").unwrap_or(false),
             created_hooks: b(j, "created_hooks")?,
             added,
             statusline,
