@@ -216,6 +216,15 @@ fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
         ("[intermem]\nmax_bytes = 10\n", "intermem.max_bytes"),
         ("[compact]\nused_pct = 150\n", "compact.used_pct"),
         (
+            "[interline]\nwrap_timeout_ms = 6000\n",
+            "interline.wrap_timeout_ms",
+        ),
+        (
+            "[interpulse.reinject]\nfiles = [\"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\"]\n",
+            "interpulse.reinject.files",
+        ),
+        ("debounce_calls = 3\n", "outside any table"),
+        (
             "[interpulse.reinject]\nthresholds = [-5]\n",
             "interpulse.reinject.thresholds",
         ),

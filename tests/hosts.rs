@@ -478,9 +478,18 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
     let state = w.root().join(format!(".state/compact/{session}.json"));
     let mut v: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     assert_eq!(v["reinjected_cycle"], 1, "{v}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    // While that hook may still be at it (a parallel call), it is left to it...
     v["reinjected_cycle"] = json!(0);
+    v["reinjecting"] = json!([1, now]);
     std::fs::write(&state, v.to_string()).unwrap();
-    // ...the next call brings it back, and only that one.
+    assert!(!said(hook(&w, &tool)), "left to the hook at it");
+    // ...and once it has had its time, the next call brings it back, once.
+    v["reinjecting"] = json!([1, now - 60.0]);
+    std::fs::write(&state, v.to_string()).unwrap();
     assert!(said(hook(&w, &tool)), "made again");
     assert!(!said(hook(&w, &tool)), "once");
     let before = gemini_event(

@@ -222,9 +222,14 @@ impl Files {
     pub fn unknown_tables(&self, known: &[&str]) -> Vec<String> {
         let mut out = Vec::new();
         for (path, table) in &self.layers {
-            for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
+            for (key, value) in table.iter().filter(|(k, _)| !known.contains(&k.as_str())) {
+                let what = if value.is_table() {
+                    format!("unknown table [{key}]")
+                } else {
+                    format!("{key}: a setting outside any table")
+                };
                 out.push(format!(
-                    "{}: unknown table [{key}] ignored (known: {})",
+                    "{}: {what} ignored (tables: {})",
                     path.display(),
                     known.join(", ")
                 ));

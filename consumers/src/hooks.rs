@@ -72,6 +72,17 @@ impl AllSettings {
             ));
             c.used_pct = 0.0;
         }
+        let mut interline: Layered<interline::Settings> = load_from(files, "interline", env, &[]);
+        let l = &mut interline.value;
+        if l.wrap_timeout_ms > interline::MAX_WRAP_TIMEOUT_MS {
+            interline.problems.push(format!(
+                "interline.wrap_timeout_ms = {}: at most {}; {} is used",
+                l.wrap_timeout_ms,
+                interline::MAX_WRAP_TIMEOUT_MS,
+                interline::MAX_WRAP_TIMEOUT_MS
+            ));
+            l.wrap_timeout_ms = interline::MAX_WRAP_TIMEOUT_MS;
+        }
         AllSettings {
             files: files
                 .problems
@@ -80,7 +91,7 @@ impl AllSettings {
                 .chain(files.notices())
                 .collect(),
             intermem,
-            interline: load_from(files, "interline", env, &[]),
+            interline,
             compact,
         }
     }
@@ -401,16 +412,42 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
         return Ok(None);
     }
     let name = format!("{}.json", interband::paths::safe_key(&input.session_id));
-    let done = ctx
+    let seen = ctx
         .bus
         .dir(&[".state", "compact"], false)
         .map(|dir| interband::lock::read_json_or_default::<compact::CycleState>(&dir, &name))
-        .unwrap_or_default()
-        .reinjected_cycle;
-    if cycle <= done {
+        .unwrap_or_default();
+    if cycle <= done_cycle(&seen, cycle) {
         return Ok(None);
     }
-    reinject(ctx, input, Fresh::Compacted, Some(cycle))
+    // Taken under the lock: the hooks of parallel calls leave it to one.
+    let now = ctx.now;
+    let taken = compact::with_state(ctx.bus, &input.session_id, |s| {
+        let busy = s
+            .reinjecting
+            .is_some_and(|(c, at)| c == cycle && (now - at).abs() < compact::REINJECT_LEASE_SECS);
+        if cycle <= done_cycle(s, cycle) || busy {
+            return false;
+        }
+        s.reinjecting = Some((cycle, now));
+        true
+    });
+    match taken {
+        Ok(true) => reinject(ctx, input, Fresh::Compacted, Some(cycle)),
+        Ok(false) => Ok(None),
+        // Where this cannot be recorded, every call would bring it back.
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            Ok(None)
+        }
+    }
+}
+
+/// The cycle whose note is known to have come back: a state from before
+/// cycles were kept counts a note it brought back as `cycle`'s.
+fn done_cycle(s: &compact::CycleState, cycle: u64) -> u64 {
+    s.reinjected_cycle
+        .unwrap_or(if s.injected.is_some() { cycle } else { 0 })
 }
 
 /// Records the producer's context `cycle` as brought back (its start event
@@ -418,7 +455,8 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
 /// bring it back again. A failure is logged.
 pub fn brought_back(ctx: &Ctx, input: &Input, cycle: u64) {
     let recorded = compact::with_state(ctx.bus, &input.session_id, |s| {
-        s.reinjected_cycle = s.reinjected_cycle.max(cycle);
+        s.reinjected_cycle = Some(s.reinjected_cycle.unwrap_or(0).max(cycle));
+        s.reinjecting = None;
     });
     if let Err(e) = recorded {
         (ctx.problem)(&e.to_string());
@@ -506,7 +544,10 @@ fn reinject(
     let recorded = compact::with_state(ctx.bus, session, |s| {
         s.injected = Some(note.path.clone());
         s.injected_at = now;
-        s.reinjected_cycle = s.reinjected_cycle.max(cycle.unwrap_or(0));
+        if let Some(c) = cycle {
+            s.reinjected_cycle = Some(s.reinjected_cycle.unwrap_or(0).max(c));
+            s.reinjecting = None;
+        }
     });
     if let Err(e) = recorded {
         (ctx.problem)(&e.to_string());

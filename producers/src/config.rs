@@ -138,6 +138,13 @@ impl Config {
             }
         }
         let r = &mut layered.value.reinject;
+        if r.files.len() > MAX_DIRECTIVE_FILES {
+            layered.problems.push(format!(
+                "interpulse.reinject.files: {} files, at most {MAX_DIRECTIVE_FILES}; the first {MAX_DIRECTIVE_FILES} are read",
+                r.files.len()
+            ));
+            r.files.truncate(MAX_DIRECTIVE_FILES);
+        }
         if r.thresholds.iter().any(|t| !(0.0..=100.0).contains(t)) {
             layered.problems.push(format!(
                 "interpulse.reinject.thresholds = {:?}: used-% points, from 0 to 100; the defaults are used",

@@ -182,7 +182,22 @@ pub fn untrust(config: &Path, entries: &[Entry]) -> Result<usize> {
             removed += 1;
         }
     }
-    if removed > 0 {
+    if removed == 0 {
+        return Ok(0);
+    }
+    // Tables left empty by taking ours out go too, and a file left empty
+    // (one `--trust` made) with them.
+    if state.is_empty()
+        && let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_mut())
+    {
+        hooks.remove("state");
+        if hooks.is_empty() {
+            doc.remove("hooks");
+        }
+    }
+    if doc.as_table().is_empty() && doc.to_string().trim().is_empty() {
+        std::fs::remove_file(config).with_context(|| config.display().to_string())?;
+    } else {
         save(config, &doc)?;
     }
     Ok(removed)

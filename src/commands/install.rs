@@ -604,6 +604,7 @@ impl Uninstall {
             .ok()
             .filter(|b| serde_json::from_slice::<Value>(b).is_ok_and(|v| v == settings))
             .and_then(|b| String::from_utf8(b).ok());
+        let restored = !delete && backup.is_some();
         let after = (!delete).then(|| backup.unwrap_or_else(|| pretty(&settings)));
         let mut out = String::new();
         if t.dry_run {
@@ -628,6 +629,10 @@ impl Uninstall {
         }
         if record.is_some() {
             remove_file(&files.record)?;
+        }
+        if restored {
+            // The file is its backup again, byte for byte: no need of it.
+            remove_file(&files.backup)?;
         }
         let _ = writeln!(
             out,
