@@ -517,3 +517,56 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
     );
     assert!(!said(hook(&w, &tool)), "not again after the clear");
 }
+
+#[test]
+fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
+    let w = World::new();
+    let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let chat = gemini_chat(w.dir.path(), session, 530_000);
+    let mut tool = capture_of(
+        "gemini-cli-0.61.0",
+        "AfterTool.run_shell_command.input.json",
+    );
+    tool["session_id"] = json!(session);
+    tool["transcript_path"] = json!(chat);
+    tool["cwd"] = json!(cwd);
+    let said = |out: Value| {
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or("")
+            .contains("<interband-memory-note")
+    };
+    let compress = |input: u64| {
+        append(
+            &chat,
+            &[
+                json!({"$set": {"messages": []}}),
+                json!({"id": format!("r{input}"), "type": "gemini", "tokens": {"input": input, "output": 9}, "model": "gemini-2.5-flash"}),
+            ],
+        );
+    };
+    hook(&w, &tool);
+    compress(8_000);
+    assert!(said(hook(&w, &tool)));
+    // The state as a build from before cycles were kept left it: the note
+    // it brought back, and no cycle.
+    let state = w.root().join(format!(".state/compact/{session}.json"));
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("reinjected_cycle");
+    v.as_object_mut().unwrap().remove("reinjecting");
+    std::fs::write(&state, v.to_string()).unwrap();
+    assert!(!said(hook(&w, &tool)), "that note already came back");
+    // A later red stretch, its note, a compression: that note comes back, once.
+    append(
+        &chat,
+        &[
+            json!({"id": "r-red", "type": "gemini", "tokens": {"input": 530_000, "output": 9}, "model": "gemini-2.5-flash"}),
+        ],
+    );
+    hook(&w, &tool);
+    compress(7_000);
+    assert!(said(hook(&w, &tool)), "the later note comes back");
+    assert!(!said(hook(&w, &tool)), "once");
+}

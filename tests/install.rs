@@ -530,7 +530,9 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 
     // Asked for: trust entries as Codex's own review writes them, one per hook.
-    std::fs::write(&config, "model = \"gpt-5.1-codex\"\n").unwrap();
+    // The user's own, written their way (CRLF, an empty table, no final newline).
+    let theirs = "model = \"gpt-5.1-codex\"\r\n[hooks]";
+    std::fs::write(&config, theirs).unwrap();
     let o = w.run(&["install", "--host", "codex", "--trust"]);
     ok(&o);
     assert!(stdout(&o).contains("trusted 5 hook(s)"), "{}", stdout(&o));
@@ -548,14 +550,29 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
 
     ok(&w.run(&["uninstall", "--host", "codex"]));
     assert_eq!(read(&path), original);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        theirs,
+        "uninstall takes its trust out, and gives the file back as it was"
+    );
+    assert!(
+        !w.home()
+            .join(".codex/config.toml.interband-backup")
+            .exists()
+    );
+    // A file the user edited since keeps their edit, and loses only ours.
+    ok(&w.run(&["install", "--host", "codex", "--trust"]));
+    let edited =
+        "approval_policy = \"never\"\n".to_owned() + &std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, edited).unwrap();
+    ok(&w.run(&["uninstall", "--host", "codex"]));
     let left: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     assert!(
-        left.get("hooks")
-            .and_then(|h| h.get("state"))
-            .is_none_or(|s| s.as_table().unwrap().is_empty()),
-        "uninstall takes its trust out: {left:?}"
+        left.get("hooks").and_then(|h| h.get("state")).is_none(),
+        "{left:?}"
     );
     assert_eq!(left["model"].as_str(), Some("gpt-5.1-codex"));
+    assert_eq!(left["approval_policy"].as_str(), Some("never"));
 }
 
 #[test]

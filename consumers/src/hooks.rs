@@ -417,16 +417,36 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
         .dir(&[".state", "compact"], false)
         .map(|dir| interband::lock::read_json_or_default::<compact::CycleState>(&dir, &name))
         .unwrap_or_default();
-    if cycle <= done_cycle(&seen, cycle) {
+    // A state from before cycles were kept: the latest note already came
+    // back if it is the one last injected (looked up once, only then).
+    let latest = std::cell::OnceCell::new();
+    let legacy_done = |s: &compact::CycleState| {
+        s.reinjected_cycle.is_none()
+            && s.injected.is_some()
+            && latest
+                .get_or_init(|| {
+                    intermem::latest_note(ctx.bus, &input.session_id).map(|(n, _)| n.path)
+                })
+                .as_ref()
+                == s.injected.as_ref()
+    };
+    let done =
+        |s: &compact::CycleState| legacy_done(s) || s.reinjected_cycle.is_some_and(|c| cycle <= c);
+    if done(&seen) && seen.reinjected_cycle.is_some() {
         return Ok(None);
     }
     // Taken under the lock: the hooks of parallel calls leave it to one.
     let now = ctx.now;
     let taken = compact::with_state(ctx.bus, &input.session_id, |s| {
+        if done(s) {
+            // (A state from before cycles were kept learns this one.)
+            s.reinjected_cycle = Some(s.reinjected_cycle.unwrap_or(0).max(cycle));
+            return false;
+        }
         let busy = s
             .reinjecting
             .is_some_and(|(c, at)| c == cycle && (now - at).abs() < compact::REINJECT_LEASE_SECS);
-        if cycle <= done_cycle(s, cycle) || busy {
+        if busy {
             return false;
         }
         s.reinjecting = Some((cycle, now));
@@ -441,13 +461,6 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
             Ok(None)
         }
     }
-}
-
-/// The cycle whose note is known to have come back: a state from before
-/// cycles were kept counts a note it brought back as `cycle`'s.
-fn done_cycle(s: &compact::CycleState, cycle: u64) -> u64 {
-    s.reinjected_cycle
-        .unwrap_or(if s.injected.is_some() { cycle } else { 0 })
 }
 
 /// Records the producer's context `cycle` as brought back (its start event

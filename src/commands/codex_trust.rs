@@ -116,10 +116,48 @@ fn save(config: &Path, doc: &toml_edit::DocumentMut) -> Result<()> {
     Ok(())
 }
 
+/// The first line of a `config.toml` that `--trust` created: uninstall
+/// removes such a file once nothing else is in it.
+const CREATED: &str = "# Written by `interband install --trust`: `interband uninstall` removes it once nothing else is in it.\n";
+
+/// `config.toml` as it was before `--trust` first changed it, beside it.
+fn backup_of(config: &Path) -> PathBuf {
+    let mut name = config.as_os_str().to_owned();
+    name.push(".interband-backup");
+    PathBuf::from(name)
+}
+
+/// The same settings, whatever the formatting and the empty tables.
+fn same_toml(a: &str, b: &str) -> bool {
+    fn pruned(t: toml::Table) -> toml::Table {
+        t.into_iter()
+            .filter_map(|(k, v)| match v {
+                toml::Value::Table(t) => {
+                    let t = pruned(t);
+                    (!t.is_empty()).then_some((k, toml::Value::Table(t)))
+                }
+                v => Some((k, v)),
+            })
+            .collect()
+    }
+    match (a.parse::<toml::Table>(), b.parse::<toml::Table>()) {
+        (Ok(a), Ok(b)) => pruned(a) == pruned(b),
+        _ => false,
+    }
+}
+
 /// Writes the entries into `config.toml` (created when missing), keeping the
 /// rest of it as it was. Returns how many were new or changed.
 pub fn trust(config: &Path, entries: &[Entry]) -> Result<usize> {
+    let before = match interband::fsio::read_regular(config, 1 << 20) {
+        Ok(bytes) => Some(bytes),
+        Err(interband::Error::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
     let mut doc = load(config)?;
+    if before.is_none() {
+        doc.decor_mut().set_prefix(CREATED);
+    }
     let hooks = doc
         .entry("hooks")
         .or_insert(toml_edit::table())
@@ -151,6 +189,13 @@ pub fn trust(config: &Path, entries: &[Entry]) -> Result<usize> {
         }
     }
     if changed > 0 {
+        // The user's own file as it was, for uninstall to give back.
+        let backup = backup_of(config);
+        if let Some(bytes) = &before
+            && !backup.exists()
+        {
+            interband::fsio::write_atomic(&backup, bytes, true)?;
+        }
         save(config, &doc)?;
     }
     Ok(changed)
@@ -195,10 +240,25 @@ pub fn untrust(config: &Path, entries: &[Entry]) -> Result<usize> {
             doc.remove("hooks");
         }
     }
-    if doc.as_table().is_empty() && doc.to_string().trim().is_empty() {
-        std::fs::remove_file(config).with_context(|| config.display().to_string())?;
-    } else {
-        save(config, &doc)?;
+    let text = doc.to_string();
+    let backup = backup_of(config);
+    let original = interband::fsio::read_regular(&backup, 1 << 20)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok());
+    match original {
+        // The user's file as it was, byte for byte, when nothing else changed.
+        Some(o) if same_toml(&o, &text) => {
+            interband::fsio::write_atomic(config, o.as_bytes(), true)?;
+            std::fs::remove_file(&backup).with_context(|| backup.display().to_string())?;
+        }
+        // One that --trust made (no backup of the user's), with nothing
+        // else in it.
+        None if doc.as_table().is_empty()
+            && (text.trim().is_empty() || text.trim() == CREATED.trim()) =>
+        {
+            std::fs::remove_file(config).with_context(|| config.display().to_string())?;
+        }
+        _ => save(config, &doc)?,
     }
     Ok(removed)
 }
