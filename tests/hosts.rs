@@ -184,6 +184,43 @@ fn gemini_event(name: &str, session: &str, chat: &Path, cwd: &Path, extra: Value
     v
 }
 
+/// A Gemini session in `w` whose last reply had `input` prompt tokens: its
+/// project folder, its chat recording, and the real captured AfterTool
+/// input for it.
+fn gemini_session(w: &World, session: &str, input: u64) -> (PathBuf, PathBuf, Value) {
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let chat = gemini_chat(w.dir.path(), session, input);
+    let mut tool = capture_of(
+        "gemini-cli-0.61.0",
+        "AfterTool.run_shell_command.input.json",
+    );
+    tool["session_id"] = json!(session);
+    tool["transcript_path"] = json!(chat);
+    tool["cwd"] = json!(cwd);
+    (cwd, chat, tool)
+}
+
+/// Gemini compresses: the recording's messages are replaced, and the next
+/// reply has `input` prompt tokens.
+fn compress(chat: &Path, input: u64) {
+    append(
+        chat,
+        &[
+            json!({"$set": {"messages": [{"id": "s", "type": "user", "content": [{"text": "<state_snapshot>"}]}]}}),
+            json!({"id": format!("r{input}"), "type": "gemini", "tokens": {"input": input, "output": 9}, "model": "gemini-2.5-flash"}),
+        ],
+    );
+}
+
+/// A hook's output brings a memory note back.
+fn brought_back(out: &Value) -> bool {
+    out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or("")
+        .contains("<interband-memory-note")
+}
+
 fn notes(w: &World) -> Vec<String> {
     files_under(&w.root().join("intermem/notes"))
         .into_iter()
@@ -197,16 +234,7 @@ fn notes(w: &World) -> Vec<String> {
 fn gemini_turns_end_at_after_agent_and_a_compression_brings_the_note_back() {
     let w = World::new();
     let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
-    let cwd = w.dir.path().join("proj");
-    std::fs::create_dir_all(&cwd).unwrap();
-    let chat = gemini_chat(w.dir.path(), session, 190_000);
-    let mut tool = capture_of(
-        "gemini-cli-0.61.0",
-        "AfterTool.run_shell_command.input.json",
-    );
-    tool["session_id"] = json!(session);
-    tool["transcript_path"] = json!(chat);
-    tool["cwd"] = json!(cwd);
+    let (cwd, chat, tool) = gemini_session(&w, session, 190_000);
     hook(&w, &tool);
 
     // Low usage: PreCompress at every turn, and no note for any of them.
@@ -388,15 +416,6 @@ fn gemini_brings_each_wind_down_record_back_once_across_compressions() {
             .unwrap_or("")
             .to_owned()
     };
-    let compress = |input: u64| {
-        append(
-            &chat,
-            &[
-                json!({"$set": {"messages": [{"id": "s", "type": "user", "content": [{"text": "<state_snapshot>"}]}]}}),
-                json!({"id": format!("r{input}"), "type": "gemini", "tokens": {"input": input, "output": 9}, "model": "gemini-2.5-flash"}),
-            ],
-        );
-    };
     let red = |id: &str| {
         append(
             &chat,
@@ -410,14 +429,14 @@ fn gemini_brings_each_wind_down_record_back_once_across_compressions() {
     call("cargo test uniq-b");
     assert_eq!(notes(&w).len(), 1, "{:?}", notes(&w));
     // Gemini compresses (past a threshold of its own): no note was written for it.
-    compress(9_000);
+    compress(&chat, 9_000);
     let back1 = call("echo after-1");
     assert!(back1.contains("<interband-memory-note"), "{back1}");
     assert_eq!(back1.matches("uniq-b").count(), 1, "{back1}");
     // A second red stretch, its note, and another compression.
     red("r-red-2");
     call("cargo test uniq-c");
-    compress(8_000);
+    compress(&chat, 8_000);
     let back2 = call("echo after-2");
     assert!(back2.contains("<interband-memory-note"), "{back2}");
     assert_eq!(back2.matches("uniq-c").count(), 1, "{back2}");
@@ -446,35 +465,14 @@ fn gemini_brings_each_wind_down_record_back_once_across_compressions() {
 fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_it() {
     let w = World::new();
     let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
-    let cwd = w.dir.path().join("proj");
-    std::fs::create_dir_all(&cwd).unwrap();
-    let chat = gemini_chat(w.dir.path(), session, 530_000);
-    let mut tool = capture_of(
-        "gemini-cli-0.61.0",
-        "AfterTool.run_shell_command.input.json",
-    );
-    tool["session_id"] = json!(session);
-    tool["transcript_path"] = json!(chat);
-    tool["cwd"] = json!(cwd);
+    let (cwd, chat, tool) = gemini_session(&w, session, 530_000);
     hook(&w, &tool);
     assert_eq!(notes(&w).len(), 1, "red: the checkpoint's note");
-    append(
-        &chat,
-        &[
-            json!({"$set": {"messages": []}}),
-            json!({"id": "r9", "type": "gemini", "tokens": {"input": 8_000, "output": 9}, "model": "gemini-2.5-flash"}),
-        ],
-    );
-    let said = |out: Value| {
-        out["hookSpecificOutput"]["additionalContext"]
-            .as_str()
-            .unwrap_or("")
-            .contains("<interband-memory-note")
-    };
+    compress(&chat, 8_000);
     // The call after the compression: the producer has taken the new
     // context, and the note comes back. Then, as if that hook had been
     // killed before it could say so (its record is not there)...
-    assert!(said(hook(&w, &tool)));
+    assert!(brought_back(&hook(&w, &tool)));
     let state = w.root().join(format!(".state/compact/{session}.json"));
     let mut v: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     assert_eq!(v["reinjected_cycle"], 1, "{v}");
@@ -486,12 +484,12 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
     v["reinjected_cycle"] = json!(0);
     v["reinjecting"] = json!([1, now]);
     std::fs::write(&state, v.to_string()).unwrap();
-    assert!(!said(hook(&w, &tool)), "left to the hook at it");
+    assert!(!brought_back(&hook(&w, &tool)), "left to the hook at it");
     // ...and once it has had its time, the next call brings it back, once.
     v["reinjecting"] = json!([1, now - 60.0]);
     std::fs::write(&state, v.to_string()).unwrap();
-    assert!(said(hook(&w, &tool)), "made again");
-    assert!(!said(hook(&w, &tool)), "once");
+    assert!(brought_back(&hook(&w, &tool)), "made again");
+    assert!(!brought_back(&hook(&w, &tool)), "once");
     let before = gemini_event(
         "BeforeAgent",
         session,
@@ -515,41 +513,17 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
             .contains("<interband-memory-note"),
         "{out}"
     );
-    assert!(!said(hook(&w, &tool)), "not again after the clear");
+    assert!(!brought_back(&hook(&w, &tool)), "not again after the clear");
 }
 
 #[test]
 fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
     let w = World::new();
     let session = "566ab2a4-af31-45b0-a386-42b3e4b9309f";
-    let cwd = w.dir.path().join("proj");
-    std::fs::create_dir_all(&cwd).unwrap();
-    let chat = gemini_chat(w.dir.path(), session, 530_000);
-    let mut tool = capture_of(
-        "gemini-cli-0.61.0",
-        "AfterTool.run_shell_command.input.json",
-    );
-    tool["session_id"] = json!(session);
-    tool["transcript_path"] = json!(chat);
-    tool["cwd"] = json!(cwd);
-    let said = |out: Value| {
-        out["hookSpecificOutput"]["additionalContext"]
-            .as_str()
-            .unwrap_or("")
-            .contains("<interband-memory-note")
-    };
-    let compress = |input: u64| {
-        append(
-            &chat,
-            &[
-                json!({"$set": {"messages": []}}),
-                json!({"id": format!("r{input}"), "type": "gemini", "tokens": {"input": input, "output": 9}, "model": "gemini-2.5-flash"}),
-            ],
-        );
-    };
+    let (_, chat, tool) = gemini_session(&w, session, 530_000);
     hook(&w, &tool);
-    compress(8_000);
-    assert!(said(hook(&w, &tool)));
+    compress(&chat, 8_000);
+    assert!(brought_back(&hook(&w, &tool)));
     // The state as a build from before cycles were kept left it: the note
     // it brought back, and no cycle.
     let state = w.root().join(format!(".state/compact/{session}.json"));
@@ -557,7 +531,10 @@ fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
     v.as_object_mut().unwrap().remove("reinjected_cycle");
     v.as_object_mut().unwrap().remove("reinjecting");
     std::fs::write(&state, v.to_string()).unwrap();
-    assert!(!said(hook(&w, &tool)), "that note already came back");
+    assert!(
+        !brought_back(&hook(&w, &tool)),
+        "that note already came back"
+    );
     // A later red stretch, its note, a compression: that note comes back, once.
     append(
         &chat,
@@ -566,7 +543,7 @@ fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
         ],
     );
     hook(&w, &tool);
-    compress(7_000);
-    assert!(said(hook(&w, &tool)), "the later note comes back");
-    assert!(!said(hook(&w, &tool)), "once");
+    compress(&chat, 7_000);
+    assert!(brought_back(&hook(&w, &tool)), "the later note comes back");
+    assert!(!brought_back(&hook(&w, &tool)), "once");
 }

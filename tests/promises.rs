@@ -54,14 +54,19 @@ impl Session {
 
     /// A tool call at `used` tokens: the transcript's lines, then its PostToolUse.
     fn call(&mut self, tool: &str, input: Value, used: u64) -> String {
+        let stdin = self.made_call(tool, input, used);
+        self.hook(&stdin)
+    }
+
+    /// A tool call's transcript lines at `used` tokens, and its PostToolUse input.
+    fn made_call(&mut self, tool: &str, input: Value, used: u64) -> Vec<u8> {
         self.t
             .tool(tool, input.clone(), "ok", false, used, false)
             .unwrap();
-        let stdin = self.input(
+        self.input(
             "PostToolUse.input.json",
             json!({"tool_name": tool, "tool_input": input, "tool_response": {"stdout": "ok"}}),
-        );
-        self.hook(&stdin)
+        )
     }
 
     /// The hook run as on a full disk, or a read-only root: every write fails.
@@ -296,19 +301,7 @@ fn a_checkpoint_that_could_not_be_published_is_asked_for_again() {
 fn the_agent_is_warned_when_nothing_can_be_written() {
     let mut s = Session::new();
     s.call("Read", json!({"file_path": "src/lib.rs"}), 60_000);
-    s.t.tool(
-        "Bash",
-        json!({"command": "cargo build"}),
-        "ok",
-        false,
-        140_000,
-        false,
-    )
-    .unwrap();
-    let stdin = s.input(
-        "PostToolUse.input.json",
-        json!({"tool_name": "Bash", "tool_input": {"command": "cargo build"}, "tool_response": {"stdout": "ok"}}),
-    );
+    let stdin = s.made_call("Bash", json!({"command": "cargo build"}), 140_000);
     let o = s.hook_without_writes(&stdin);
     assert_eq!(code(&o), 0);
     let said = Session::said(&stdout(&o));
@@ -351,19 +344,7 @@ fn at_red_the_stop_advises_even_when_the_red_level_could_not_be_published() {
     let mut s = Session::new();
     s.call("Read", json!({"file_path": "src/lib.rs"}), 60_000);
     // From here on the root cannot be written: the bus still says green.
-    s.t.tool(
-        "Bash",
-        json!({"command": "cargo build"}),
-        "ok",
-        false,
-        165_000,
-        false,
-    )
-    .unwrap();
-    let call = s.input(
-        "PostToolUse.input.json",
-        json!({"tool_name": "Bash", "tool_input": {"command": "cargo build"}, "tool_response": {"stdout": "ok"}}),
-    );
+    let call = s.made_call("Bash", json!({"command": "cargo build"}), 165_000);
     let said = Session::said(&stdout(&s.hook_without_writes(&call)));
     assert!(said.contains("Context RED"), "{said}");
     let stop =
