@@ -533,6 +533,8 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     // The user's own, written their way (CRLF, an empty table, no final newline).
     let theirs = "model = \"gpt-5.1-codex\"\r\n[hooks]";
     std::fs::write(&config, theirs).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = w.run(&["install", "--host", "codex", "--trust"]);
     ok(&o);
     assert!(stdout(&o).contains("trusted 5 hook(s)"), "{}", stdout(&o));
@@ -560,6 +562,8 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
             .join(".codex/config.toml.interband-backup")
             .exists()
     );
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "its mode too");
     // A file the user edited since keeps their edit, and loses only ours.
     ok(&w.run(&["install", "--host", "codex", "--trust"]));
     let edited =

@@ -112,7 +112,16 @@ fn load(config: &Path) -> Result<toml_edit::DocumentMut> {
 }
 
 fn save(config: &Path, doc: &toml_edit::DocumentMut) -> Result<()> {
-    interband::fsio::write_atomic(config, doc.to_string().as_bytes(), true)?;
+    write_keeping_mode(config, doc.to_string().as_bytes())
+}
+
+/// Writes `config` atomically, keeping the mode the user's file had.
+fn write_keeping_mode(config: &Path, bytes: &[u8]) -> Result<()> {
+    let mode = std::fs::metadata(config).ok().map(|m| m.permissions());
+    interband::fsio::write_atomic(config, bytes, true)?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(config, mode).with_context(|| config.display().to_string())?;
+    }
     Ok(())
 }
 
@@ -248,7 +257,7 @@ pub fn untrust(config: &Path, entries: &[Entry]) -> Result<usize> {
     match original {
         // The user's file as it was, byte for byte, when nothing else changed.
         Some(o) if same_toml(&o, &text) => {
-            interband::fsio::write_atomic(config, o.as_bytes(), true)?;
+            write_keeping_mode(config, o.as_bytes())?;
             std::fs::remove_file(&backup).with_context(|| backup.display().to_string())?;
         }
         // One that --trust made (no backup of the user's), with nothing
