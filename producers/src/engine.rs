@@ -156,7 +156,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         };
     }
 
-    start_over_if_new(&mut s, prev, obs);
+    start_over_if_new(&mut s, obs);
 
     if s.last_call > 0.0 {
         let idle = (call.now - s.last_call).max(0.0);
@@ -244,18 +244,34 @@ fn take_figures(s: &mut State, obs: &Observation, cfg: &Config) -> (Level, Level
     (level, heuristic, known)
 }
 
-/// A compaction the transcript shows that this state has not seen yet, or a
-/// figure below half the last one, starts a new context cycle.
-fn start_over_if_new(s: &mut State, prev: &State, obs: &Observation) {
-    if let Some(mark) = &obs.compaction
-        && s.compaction_seen.as_ref() != Some(mark)
-    {
-        // A compaction not seen yet: the figure before it is gone.
-        s.compaction_seen = Some(mark.clone());
-        s.new_context();
-    } else if let (Some(f), Some(last)) = (obs.figures, prev.last_used)
-        && (f.used_tokens as f64) < last as f64 * SHRINK_IS_NEW_CONTEXT
-    {
+/// Whether a figure of `used` tokens, after one of `last`, is a new
+/// context's (below [`SHRINK_IS_NEW_CONTEXT`] of it).
+pub fn shrunk(used: u64, last: u64) -> bool {
+    (used as f64) < last as f64 * SHRINK_IS_NEW_CONTEXT
+}
+
+/// Whether `obs` shows a session in `prev` a new context: a compaction the
+/// transcript shows that the state has not seen yet, or a figure below half
+/// the last one.
+pub fn is_new_context(prev: &State, obs: &Observation) -> bool {
+    let unseen = obs
+        .compaction
+        .as_ref()
+        .is_some_and(|m| prev.compaction_seen.as_ref() != Some(m));
+    unseen
+        || obs
+            .figures
+            .zip(prev.last_used)
+            .is_some_and(|(f, last)| shrunk(f.used_tokens, last))
+}
+
+/// Starts a new context cycle when `obs` shows one (see [`is_new_context`]).
+fn start_over_if_new(s: &mut State, obs: &Observation) {
+    if is_new_context(s, obs) {
+        if let Some(mark) = &obs.compaction {
+            // The figure before this compaction is gone; it starts one context, once.
+            s.compaction_seen = Some(mark.clone());
+        }
         s.new_context();
     }
 }
@@ -305,7 +321,7 @@ fn checkpoints(s: &mut State, level: Level, now: f64, cfg: &Config, actions: &mu
 /// ```
 pub fn settle(prev: &State, now: f64, obs: &Observation, cfg: &Config) -> Outcome {
     let mut s = prev.clone();
-    start_over_if_new(&mut s, prev, obs);
+    start_over_if_new(&mut s, obs);
     let (level, heuristic, _) = take_figures(&mut s, obs, cfg);
     let mut actions = Vec::new();
     checkpoints(&mut s, level, now, cfg, &mut actions);

@@ -464,24 +464,17 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let known = state_dir(h.bus, false)
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
         .unwrap_or_default();
-    // A new context is not this event's to take: the host's start event, or
-    // (Gemini) the next call or turn, takes it and brings the note back.
-    let new_compaction = seen
-        .compaction
-        .as_ref()
-        .is_some_and(|m| known.compaction_seen.as_ref() != Some(m));
-    let shrunk = seen.figures.zip(known.last_used).is_some_and(|(f, last)| {
-        (f.used_tokens as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT
-    });
     let new_figure = seen.figures.is_some_and(|f| known.figures != Some(f));
-    if new_compaction || shrunk || !new_figure {
-        return Ok(reply);
-    }
     let obs = Observation {
         figures: seen.figures,
         compaction: seen.compaction,
         directives: false,
     };
+    // A new context is not this event's to take: the host's start event, or
+    // (Gemini) the next call or turn, takes it and brings the note back.
+    if !new_figure || engine::is_new_context(&known, &obs) {
+        return Ok(reply);
+    }
     let c = commit(h, input, cfg, |s| engine::settle(s, h.now, &obs, cfg));
     reply.problems.extend(c.problems);
     reply.checkpoint = c.checkpoint;
@@ -583,7 +576,7 @@ pub fn turn_start(h: &Hook, input: &HookInput) -> Result<Option<u64>, Error> {
         let now = observe(h, input, &cfg, input.host())
             .figures
             .map(|f| f.used_tokens);
-        if now.is_some_and(|used| (used as f64) < last as f64 * engine::SHRINK_IS_NEW_CONTEXT) {
+        if now.is_some_and(|used| engine::shrunk(used, last)) {
             return Ok(new_context(h, input)?.cycle);
         }
     }
