@@ -86,7 +86,11 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             }
         }
         let brings_back = !profile.start_after_compaction && !input.in_subagent();
-        if let Some(cycle) = reply.cycle.filter(|_| brings_back) {
+        // (Its cycle state tells, before the consumers' settings are loaded.)
+        let cycle = reply
+            .cycle
+            .filter(|&c| brings_back && !hooks::back_for(o.bus, &input.session_id, c));
+        if let Some(cycle) = cycle {
             // The host compacts without a SessionStart (Gemini): the note of
             // a new context comes back with this tool call's output.
             let ci = consumer_input()?;

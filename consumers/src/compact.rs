@@ -95,6 +95,15 @@ fn state_dir(bus: &Bus) -> Result<interband::fsio::Dir, interband::Error> {
     bus.dir(&[".state", "compact"], true)
 }
 
+/// A session's cycle state as it is now, without the lock (for a look that
+/// writes nothing); anything unreadable reads as the default.
+pub fn read_state(bus: &Bus, session: &str) -> CycleState {
+    let name = format!("{}.json", safe_key(session));
+    bus.dir(&[".state", "compact"], false)
+        .map(|dir| interband::lock::read_json_or_default::<CycleState>(&dir, &name))
+        .unwrap_or_default()
+}
+
 /// Reads or changes a session's cycle state under its lock.
 pub fn with_state<R>(
     bus: &Bus,
@@ -193,11 +202,7 @@ pub fn act(
     let at_stop = matches!(at, At::Stop { .. });
     // Already acted in this cycle, with nothing left to say: seen without
     // the lock, so a turn's end with nothing new writes nothing.
-    let name = format!("{}.json", safe_key(&info.session));
-    let known = bus
-        .dir(&[".state", "compact"], false)
-        .map(|dir| interband::lock::read_json_or_default::<CycleState>(&dir, &name))
-        .unwrap_or_default();
+    let known = read_state(bus, &info.session);
     if known.fired && (!at_stop || known.watch_failure.is_none()) {
         return Ok(Acted::Nothing);
     }

@@ -411,12 +411,7 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
     if cycle == 0 {
         return Ok(None);
     }
-    let name = format!("{}.json", interband::paths::safe_key(&input.session_id));
-    let seen = ctx
-        .bus
-        .dir(&[".state", "compact"], false)
-        .map(|dir| interband::lock::read_json_or_default::<compact::CycleState>(&dir, &name))
-        .unwrap_or_default();
+    let seen = compact::read_state(ctx.bus, &input.session_id);
     // A state from before cycles were kept: the latest note already came
     // back if it is the one last injected (looked up once, only then).
     let latest = std::cell::OnceCell::new();
@@ -430,9 +425,8 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
                 .as_ref()
                 == s.injected.as_ref()
     };
-    let done =
-        |s: &compact::CycleState| legacy_done(s) || s.reinjected_cycle.is_some_and(|c| cycle <= c);
-    if done(&seen) && seen.reinjected_cycle.is_some() {
+    let done = |s: &compact::CycleState| legacy_done(s) || came_back(s, cycle);
+    if came_back(&seen, cycle) {
         return Ok(None);
     }
     // Taken under the lock: the hooks of parallel calls leave it to one.
@@ -461,6 +455,17 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
             Ok(None)
         }
     }
+}
+
+/// Whether the session's note is known to have come back for `cycle`, by
+/// its cycle state alone: what a hook can ask before it loads the settings
+/// to bring a note back (see [`bring_back`]).
+pub fn back_for(bus: &Bus, session: &str, cycle: u64) -> bool {
+    cycle == 0 || came_back(&compact::read_state(bus, session), cycle)
+}
+
+fn came_back(s: &compact::CycleState, cycle: u64) -> bool {
+    s.reinjected_cycle.is_some_and(|c| cycle <= c)
 }
 
 /// Records the producer's context `cycle` as brought back (its start event
@@ -501,12 +506,7 @@ fn reinject(
     // clear starts an empty context: always.
     let resumed = how == Fresh::Resumed;
     let now = ctx.now;
-    let name = format!("{}.json", interband::paths::safe_key(session));
-    let before = ctx
-        .bus
-        .dir(&[".state", "compact"], false)
-        .map(|dir| interband::lock::read_json_or_default::<compact::CycleState>(&dir, &name))
-        .unwrap_or_default();
+    let before = compact::read_state(ctx.bus, session);
     let (last, since) = (before.injected, before.injected_at);
     if resumed && last.as_deref() == Some(note.path.as_str()) {
         return Ok(None);
