@@ -377,7 +377,7 @@ fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_tw
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(
         &user,
-        r#"{"statusLine": {"type": "command", "command": "my-status --short"}}"#,
+        r#"{"statusLine": {"type": "command", "command": "my-status --short\u001b[2J"}}"#,
     )
     .unwrap();
     let project = w.dir.path().join("proj");
@@ -390,6 +390,7 @@ fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_tw
     ok(&o);
     let said = stdout(&o) + &stderr(&o);
     let settings = read(&project.join(".claude/settings.json"));
+    assert!(!said.contains('\u{1b}'), "printed raw: {said:?}");
     assert!(settings.get("statusLine").is_none(), "{settings}");
     assert!(
         said.contains("my-status --short") && said.contains("is kept"),

@@ -149,19 +149,14 @@ impl Target {
         if !self.project {
             return Ok(codex_trust::config_file(hooks_json));
         }
-        let home = match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
-            Some(h) => PathBuf::from(h),
-            None => PathBuf::from(
-                std::env::var_os("HOME")
-                    .filter(|h| !h.is_empty())
-                    .context("HOME is not set: cannot find Codex's config.toml")?,
-            )
-            .join(".codex"),
-        };
-        Ok(home.join("config.toml"))
+        let users = self
+            .user_path()
+            .context("HOME is not set: cannot find Codex's config.toml")?;
+        Ok(codex_trust::config_file(&users))
     }
 
-    /// The user's own settings file for the host (as without `--project`).
+    /// The user's own settings file for the host (as without `--project`):
+    /// Codex keeps its configuration in `$CODEX_HOME` when set.
     fn user_path(&self) -> Option<PathBuf> {
         if self.host == Host::Codex
             && let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty())
@@ -215,19 +210,9 @@ impl Target {
                 }
                 return Ok(path);
             }
-            // Codex keeps its configuration in $CODEX_HOME when set.
-            (None, false)
-                if self.host == Host::Codex
-                    && std::env::var_os("CODEX_HOME").is_some_and(|h| !h.is_empty()) =>
-            {
-                PathBuf::from(std::env::var_os("CODEX_HOME").unwrap_or_default()).join("hooks.json")
-            }
-            (None, false) => {
-                let home = std::env::var_os("HOME")
-                    .filter(|h| !h.is_empty())
-                    .context("HOME is not set: pass --settings PATH")?;
-                PathBuf::from(home).join(self.host.file())
-            }
+            (None, false) => self
+                .user_path()
+                .context("HOME is not set: pass --settings PATH")?,
         };
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&path)
