@@ -214,22 +214,27 @@ impl Input {
         };
         let cw = &v["context_window"];
         let cu = &cw["current_usage"];
-        let usage = cu.is_object().then(|| {
-            let n = |k: &str| count(&cu[k]);
+        // A usage whose numbers cannot all be read is no figure (never a
+        // low one); one that states none of the context's is not yet one.
+        let usage = cu.as_object().and_then(|u| {
+            let n = |k: &str| interband_hosts::usage::field(u, k);
             let context_fields = [
                 "input_tokens",
                 "cache_creation_input_tokens",
                 "cache_read_input_tokens",
             ];
-            context_fields
+            if context_fields
                 .iter()
-                .any(|k| n(k).is_some())
-                .then(|| Usage {
-                    input_tokens: n("input_tokens").unwrap_or(0),
-                    output_tokens: n("output_tokens").unwrap_or(0),
-                    cache_creation_input_tokens: n("cache_creation_input_tokens").unwrap_or(0),
-                    cache_read_input_tokens: n("cache_read_input_tokens").unwrap_or(0),
-                })
+                .all(|k| u.get(*k).is_none_or(Value::is_null))
+            {
+                return None;
+            }
+            Some(Usage {
+                input_tokens: n("input_tokens")?,
+                output_tokens: n("output_tokens")?,
+                cache_creation_input_tokens: n("cache_creation_input_tokens")?,
+                cache_read_input_tokens: n("cache_read_input_tokens")?,
+            })
         });
         Input {
             session_id: text(&v["session_id"]),
@@ -239,8 +244,8 @@ impl Input {
             model_name: text(&v["model"]["display_name"]),
             current_dir: text(&v["workspace"]["current_dir"]),
             project_dir: text(&v["workspace"]["project_dir"]),
-            window: count(&cw["context_window_size"]),
-            usage: usage.flatten(),
+            window: interband_hosts::usage::count(&cw["context_window_size"]).filter(|&w| w > 0),
+            usage,
             used_percentage: number(&cw["used_percentage"]),
             remaining_percentage: number(&cw["remaining_percentage"]),
         }
@@ -280,18 +285,13 @@ fn text(v: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A finite number.
+/// A finite number, or a string of one.
 fn number(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|n| n.is_finite())
-}
-
-/// A token count: a non-negative integer (a whole float such as `1200.0` too).
-fn count(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| {
-        number(v)
-            .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= u64::MAX as f64)
-            .map(|n| n as u64)
-    })
+    match v {
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        v => v.as_f64(),
+    }
+    .filter(|n| n.is_finite())
 }
 
 /// What one render produced.
@@ -925,8 +925,25 @@ mod tests {
         assert_eq!(i.session(), None);
         assert_eq!(i.model_name, None);
         assert_eq!(i.window, None);
+        assert_eq!(
+            i.used_percentage,
+            Some(3.0),
+            "a numeric string is its number"
+        );
+        assert_eq!(
+            i.used_tokens(),
+            None,
+            "a count that cannot be read is no figure, never a low one"
+        );
+        let i = Input::parse(
+            br#"{"context_window":{"context_window_size":"1e6","used_percentage":"x",
+                   "current_usage":{"input_tokens":1.8e5,"cache_read_input_tokens":"20000","output_tokens":null}}}"#,
+        );
+        assert_eq!(
+            (i.window, i.used_tokens()),
+            (Some(1_000_000), Some(200_000))
+        );
         assert_eq!(i.used_percentage, None);
-        assert_eq!(i.used_tokens(), Some(1200), "a bad field loses only itself");
         let empty_usage = Input::parse(br#"{"context_window":{"current_usage":{}}}"#);
         assert_eq!(empty_usage.usage, None);
     }

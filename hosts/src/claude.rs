@@ -4,7 +4,9 @@
 //! * An assistant line (`"type":"assistant"`, `isSidechain` not `true`, a
 //!   `message.usage` object, `message.model` not `"<synthetic>"`) is a
 //!   response's usage: `input_tokens + cache_creation_input_tokens +
-//!   cache_read_input_tokens` (a missing or non-integer number counts as 0),
+//!   cache_read_input_tokens` (a missing or `null` one counts as 0, a float
+//!   or a numeric string as the number it says; any other value makes the
+//!   line say nothing, so the last good figure stands),
 //!   under its `message.id` and `requestId`. One response is written as
 //!   several lines with one id: the largest counts, never a sum. (Some
 //!   backends give every response the same message id; each API request
@@ -26,8 +28,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::forward::{Happening, Seen, own};
-use crate::tail::{contains, number};
+use crate::tail::contains;
 use crate::usage::Fact;
+use crate::usage::{count, field};
 
 /// A line's fields that matter, for both directions; serde skips the rest,
 /// and the message's content and the tool's result (they can be large) are
@@ -111,13 +114,21 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
             if model == Some("<synthetic>") {
                 return None;
             }
-            let tokens = [
+            const CONTEXT: [&str; 3] = [
                 "input_tokens",
                 "cache_creation_input_tokens",
                 "cache_read_input_tokens",
-            ]
-            .iter()
-            .fold(0u64, |sum, key| sum.saturating_add(number(usage, key)));
+            ];
+            // A usage that states none of them is no figure (0 is not one).
+            if CONTEXT
+                .iter()
+                .all(|k| usage.get(*k).is_none_or(Value::is_null))
+            {
+                return None;
+            }
+            let tokens = CONTEXT.iter().try_fold(0u64, |sum, key| {
+                Some(sum.saturating_add(field(usage, key)?))
+            })?;
             // One response's lines share its message id and the API
             // request's id; a backend that gives every response the same
             // message id still gives each its own request.
@@ -140,7 +151,7 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
                     .compact_metadata
                     .as_ref()
                     .and_then(|meta| meta.get("postTokens"))
-                    .and_then(Value::as_u64),
+                    .and_then(count),
             })
         }
         _ => None,

@@ -31,8 +31,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::forward::{Happening, Seen, raw};
-use crate::tail::{contains, number};
+use crate::tail::contains;
 use crate::usage::Fact;
+use crate::usage::{count, field};
 
 /// Where Codex compacts when nothing sets it, and at most: this share of the
 /// model's (not the effective) window.
@@ -49,14 +50,33 @@ struct Line {
 }
 
 /// The tokens in context after a response, from its usage: its
-/// `total_tokens`, else input (cached input is a part of it) and output.
+/// `total_tokens`, else input (cached input is a part of it) and output;
+/// counts as [`count`] reads them. A usage whose input and output are both
+/// 0 is no response's (Codex writes such lines at a compaction, with the
+/// session's running total as `total_tokens`): `None`, as is one whose
+/// numbers cannot be read.
+///
+/// ```
+/// use interband_hosts::codex::context_tokens;
+/// use serde_json::json;
+/// assert_eq!(context_tokens(&json!({"input_tokens": 120000, "output_tokens": 500, "total_tokens": 120500})), Some(120_500));
+/// assert_eq!(context_tokens(&json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 940499})), None);
+/// assert_eq!(context_tokens(&json!({"input_tokens": "1.2e5", "output_tokens": 0})), Some(120_000));
+/// assert_eq!(context_tokens(&json!({"input_tokens": 120000, "total_tokens": "many"})), None);
+/// ```
 pub fn context_tokens(usage: &Value) -> Option<u64> {
     let obj = usage.as_object()?;
-    if let Some(total) = obj.get("total_tokens").and_then(Value::as_u64) {
-        return Some(total);
+    obj.get("input_tokens").or(obj.get("total_tokens"))?;
+    let input = field(obj, "input_tokens")?;
+    let output = field(obj, "output_tokens")?;
+    let stated = |k: &str| obj.get(k).is_some_and(|v| !v.is_null());
+    if input == 0 && output == 0 && (stated("input_tokens") || stated("output_tokens")) {
+        return None;
     }
-    obj.get("input_tokens")?.as_u64()?;
-    Some(number(obj, "input_tokens").saturating_add(number(obj, "output_tokens")))
+    match obj.get("total_tokens").filter(|v| !v.is_null()) {
+        Some(total) => count(total),
+        None => Some(input.saturating_add(output)),
+    }
 }
 
 /// Codex CLI's reader (see the module's documentation).
@@ -84,7 +104,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
             let info = &payload["info"];
             usage(
                 &info["last_token_usage"],
-                info["model_context_window"].as_u64(),
+                count(&info["model_context_window"]).filter(|&w| w > 0),
             )
         }
         Some("token_usage_record") => usage(&payload["usage"], None),
@@ -356,5 +376,97 @@ mod tests {
         let c = config(Some(home.path()));
         assert_eq!((c.window, c.compact_at), (Some(200_000), Some(150_000)));
         assert_eq!(compaction_point(190_000, &c), 150_000);
+    }
+
+    /// Codex 0.104 at a compaction: `token_count` lines with no input and
+    /// no output, whose `total_tokens` is the session's running total.
+    fn running_total(total: u64, window: u64) -> String {
+        let usage = serde_json::json!({"input_tokens": 0, "cached_input_tokens": 0,
+            "output_tokens": 0, "reasoning_output_tokens": 0, "total_tokens": total});
+        line(
+            "event_msg",
+            serde_json::json!({"type": "token_count", "info": {"total_token_usage": usage,
+                "last_token_usage": usage, "model_context_window": window}}),
+        )
+    }
+
+    #[test]
+    fn a_token_count_of_no_input_and_no_output_is_no_figure() {
+        let compacted = line("compacted", serde_json::json!({"message": "summary"}));
+        // After the compaction: unknown until a real response, never the running total.
+        let bytes = file(&[
+            token_count(230_000, 10, 258_400),
+            compacted.clone(),
+            running_total(940_499, 258_400),
+            running_total(940_499, 258_400),
+        ]);
+        let tail = tail_of(&bytes, Host::Codex);
+        assert_eq!(tail.usage, None, "no figure after the compaction yet");
+        assert!(tail.latest_boundary.is_some(), "the compaction still shows");
+        let forward = Host::Codex.read_forward(&bytes);
+        assert_eq!(forward.usage, None);
+        // Without a compaction before them, the last good figure stands.
+        let bytes = file(&[
+            token_count(120_000, 10, 258_400),
+            running_total(940_499, 258_400),
+        ]);
+        assert_eq!(
+            tail_of(&bytes, Host::Codex).usage.unwrap().used_tokens,
+            120_010
+        );
+        // The next real response gives the figure again.
+        let bytes = file(&[
+            token_count(230_000, 10, 258_400),
+            compacted,
+            running_total(940_499, 258_400),
+            token_count(21_000, 0, 258_400),
+        ]);
+        let u = tail_of(&bytes, Host::Codex).usage.unwrap();
+        assert_eq!((u.used_tokens, u.window), (21_000, Some(258_400)));
+    }
+
+    #[test]
+    fn usage_written_as_floats_or_strings_is_the_number_it_says() {
+        let with = |usage: serde_json::Value| {
+            file(&[
+                token_count(100_000, 0, 258_400),
+                line(
+                    "event_msg",
+                    serde_json::json!({"type": "token_count", "info": {"last_token_usage": usage,
+                        "model_context_window": 258_400}}),
+                ),
+            ])
+        };
+        let used = |usage| {
+            tail_of(&with(usage), Host::Codex)
+                .usage
+                .map(|u| u.used_tokens)
+        };
+        use serde_json::json;
+        assert_eq!(
+            used(json!({"input_tokens": 1.8e5, "output_tokens": 0, "total_tokens": 1.8e5})),
+            Some(180_000)
+        );
+        assert_eq!(
+            used(json!({"input_tokens": "180000", "output_tokens": "5"})),
+            Some(180_005)
+        );
+        assert_eq!(
+            used(json!({"input_tokens": 150000.7, "output_tokens": 0})),
+            Some(150_001)
+        );
+        // Anything else: the line is skipped, the last good figure kept.
+        assert_eq!(
+            used(json!({"input_tokens": "many", "total_tokens": 5})),
+            Some(100_000)
+        );
+        assert_eq!(
+            used(json!({"input_tokens": -5, "output_tokens": 1})),
+            Some(100_000)
+        );
+        assert_eq!(
+            used(json!({"input_tokens": 10, "total_tokens": {"n": 1}})),
+            Some(100_000)
+        );
     }
 }

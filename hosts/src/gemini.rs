@@ -74,7 +74,10 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
         // A tool's result does not end the reply whose call it answers.
         Some("user") => (!contains(line, b"\"functionResponse\"")).then_some(Fact::Break),
         Some("gemini") => {
-            let tokens = l.tokens.as_ref().and_then(|t| t.get("input")?.as_u64())?;
+            let tokens = l
+                .tokens
+                .as_ref()
+                .and_then(|t| crate::usage::count(t.get("input")?))?;
             let model = l.model.as_ref().and_then(Value::as_str).map(str::to_owned);
             Some(Fact::Usage {
                 message: l.id.as_ref().and_then(Value::as_str).map(str::to_owned),

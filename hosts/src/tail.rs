@@ -16,8 +16,6 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use serde_json::{Map, Value};
-
 use crate::Host;
 use crate::usage::{Backward, Reading};
 pub use crate::usage::{TailUsage, UsageKind};
@@ -200,11 +198,6 @@ fn join(head: &[u8], pieces: &mut Vec<Vec<u8>>, out: &mut Vec<u8>) {
     pieces.clear();
 }
 
-/// `obj[key]` as a u64; 0 if missing or not a non-negative integer.
-pub(crate) fn number(obj: &Map<String, Value>, key: &str) -> u64 {
-    obj.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
-
 /// Whether `needle` (not empty) occurs in `haystack`.
 pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(haystack, needle).is_some()
@@ -222,6 +215,7 @@ pub(crate) fn trimmed(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::Value;
     use std::io::{Seek, SeekFrom, Write};
 
     // These tests read Claude Code's format.

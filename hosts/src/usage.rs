@@ -26,6 +26,55 @@
 //!   line (Claude Code, Gemini) is read from the end only back to the
 //!   compaction.
 
+/// A token count as a host wrote it: a non-negative integer, a float (the
+/// number it says, rounded: `1.8e5`, `150000.7`) or a string of either
+/// (`"180000"`); `None` for anything else (negative, not finite, text,
+/// `true`, an object), so that the line is skipped and the last good figure
+/// kept, never read as 0.
+///
+/// ```
+/// use interband_hosts::usage::count;
+/// use serde_json::json;
+/// assert_eq!(count(&json!(180000)), Some(180_000));
+/// assert_eq!(count(&json!(1.8e5)), Some(180_000));
+/// assert_eq!(count(&json!(150000.7)), Some(150_001));
+/// assert_eq!(count(&json!(" 180000 ")), Some(180_000));
+/// assert_eq!(count(&json!("1.5e5")), Some(150_000));
+/// for bad in [json!(-1), json!("lots"), json!(""), json!(true), json!(null), json!({"n": 1}), json!("NaN")] {
+///     assert_eq!(count(&bad), None, "{bad}");
+/// }
+/// ```
+pub fn count(v: &serde_json::Value) -> Option<u64> {
+    use serde_json::Value;
+    let float = match v {
+        Value::Number(n) => match n.as_u64() {
+            Some(u) => return Some(u),
+            None => n.as_f64()?,
+        },
+        Value::String(s) => {
+            let s = s.trim();
+            if let Ok(u) = s.parse::<u64>() {
+                return Some(u);
+            }
+            s.parse::<f64>().ok()?
+        }
+        _ => return None,
+    };
+    // Past 2^53 a float is no token count anyone meant; u64::MAX as f64
+    // rounds up, so the bound is strict.
+    (float.is_finite() && float >= 0.0 && float < u64::MAX as f64).then(|| float.round() as u64)
+}
+
+/// A usage object's count for `key`: absent (or `null`) is 0, a count is
+/// its number ([`count`]), anything else makes the whole usage unreadable
+/// (`None`): the line is skipped rather than read low.
+pub fn field(usage: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<u64> {
+    match usage.get(key) {
+        None | Some(serde_json::Value::Null) => Some(0),
+        Some(v) => count(v),
+    }
+}
+
 /// What one transcript line says about the context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fact {
@@ -248,5 +297,95 @@ impl Backward {
             r.apply(fact, offset);
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Host;
+    use serde_json::{Value, json};
+
+    /// The figure each host's reader finds after a good response of 100k
+    /// then one whose input is written as `input` (Claude's `input_tokens`,
+    /// Codex's `input_tokens`, Gemini's `tokens.input`), both ways.
+    fn after(host: Host, input: &Value) -> (Option<u64>, Option<u64>) {
+        let lines = match host {
+            Host::Claude => [100_000.into(), input.clone()].map(|n: Value| {
+                json!({"type": "assistant", "requestId": format!("r{n}"), "message": {"id": format!("m{n}"),
+                    "model": "claude-sonnet-4-5", "usage": {"input_tokens": n, "output_tokens": 10}}})
+            }),
+            Host::Codex => [100_000.into(), input.clone()].map(|n: Value| {
+                json!({"type": "event_msg", "payload": {"type": "token_count", "info": {
+                    "last_token_usage": {"input_tokens": n, "output_tokens": 1}, "model_context_window": 258_400}}})
+            }),
+            Host::Gemini => [100_000.into(), input.clone()].map(|n: Value| {
+                json!({"id": format!("g{n}"), "type": "gemini", "model": "gemini-2.5-flash",
+                    "tokens": {"input": n, "output": 1}})
+            }),
+        };
+        let bytes: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        let extra = u64::from(host == Host::Codex);
+        let back = crate::tail::tail_of(&bytes, host)
+            .usage
+            .map(|u| u.used_tokens - extra);
+        let forward = host
+            .read_forward(&bytes)
+            .usage
+            .map(|u| u.used_tokens - extra);
+        (back, forward)
+    }
+
+    #[test]
+    fn every_reader_reads_a_count_as_the_number_it_says_and_skips_the_rest() {
+        for host in Host::ALL {
+            for (written, read) in [
+                (json!(180_000), 180_000),
+                (json!(1.8e5), 180_000),
+                (json!(150_000.7), 150_001),
+                (json!("180000"), 180_000),
+                (json!(" 1.8e5 "), 180_000),
+            ] {
+                assert_eq!(
+                    after(host, &written),
+                    (Some(read), Some(read)),
+                    "{host:?} {written}"
+                );
+            }
+            for junk in [
+                json!("lots"),
+                json!(-3),
+                json!(true),
+                json!({"n": 1}),
+                json!([1]),
+                json!(""),
+            ] {
+                assert_eq!(
+                    after(host, &junk),
+                    (Some(100_000), Some(100_000)),
+                    "{host:?} {junk}: the last good figure"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_claude_usage_that_states_no_context_count_is_no_figure() {
+        let bytes = [
+            json!({"type": "assistant", "message": {"id": "a", "model": "m", "usage": {"input_tokens": 90_000}}}),
+            json!({"type": "assistant", "message": {"id": "b", "model": "m", "usage": {"output_tokens": 4}}}),
+        ]
+        .iter()
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect::<Vec<u8>>();
+        assert_eq!(
+            crate::tail::tail_of(&bytes, Host::Claude)
+                .usage
+                .unwrap()
+                .used_tokens,
+            90_000
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The usage rule, read from the end (the hook) and forward (the replay),
 //! against a reader written here from the hosts' documented formats, on
 //! generated transcripts of every host: split responses, compactions with
-//! and without a figure, noise, torn last lines, any chunking.
+//! and without a figure, noise, torn last lines, any chunking; counts
+//! written as integers, floats or strings, and lines whose count is no
+//! figure (text, a negative number, Codex's running total at a compaction).
 
 use interband_hosts::Host;
 use interband_hosts::tail::tail_of;
@@ -19,6 +21,8 @@ enum Ev {
         req: Option<u8>,
         parts: Vec<u64>,
     },
+    /// A response's line whose count is no figure: it changes nothing.
+    Junk(u8),
     /// A prompt: the next response is another.
     Prompt,
     /// A tool's result, which can come between one response's lines.
@@ -37,7 +41,28 @@ fn ev() -> impl Strategy<Value = Ev> {
         2 => Just(Ev::ToolResult),
         1 => proptest::option::of(0u64..50_000).prop_map(|post| Ev::Compaction { post }),
         2 => (0u8..4).prop_map(Ev::Noise),
+        1 => (0u8..3).prop_map(Ev::Junk),
     ]
+}
+
+/// A count as some backend writes it: an integer, a float a little off
+/// the whole number, or a string (chosen by the number, so that every
+/// spelling occurs).
+fn spelled(t: u64) -> serde_json::Value {
+    match t % 3 {
+        0 => json!(t),
+        1 => json!(t as f64 + 0.4),
+        _ => json!(t.to_string()),
+    }
+}
+
+/// A count that is no figure.
+fn junk(k: u8) -> serde_json::Value {
+    match k {
+        0 => json!("lots"),
+        1 => json!(-5),
+        _ => json!({"n": 1}),
+    }
 }
 
 /// The lines of `evs` in Claude Code's format.
@@ -49,13 +74,15 @@ fn claude(evs: &[Ev]) -> Vec<String> {
                 for t in parts {
                     let mut line = json!({"type": "assistant", "isSidechain": false, "uuid": format!("u{n}"),
                         "message": {"id": format!("msg_{id}"), "model": "claude-x", "role": "assistant",
-                        "usage": {"input_tokens": t / 4, "cache_creation_input_tokens": t / 4, "cache_read_input_tokens": t - 2 * (t / 4), "output_tokens": 9}}});
+                        "usage": {"input_tokens": spelled(t / 4), "cache_creation_input_tokens": spelled(t / 4), "cache_read_input_tokens": spelled(t - 2 * (t / 4)), "output_tokens": 9}}});
                     if let Some(r) = req {
                         line["requestId"] = json!(format!("req_{r}"));
                     }
                     out.push(line.to_string());
                 }
             }
+            Ev::Junk(k) => out.push(json!({"type": "assistant", "requestId": format!("junk{n}"), "message": {"id": format!("junk{n}"), "model": "claude-x",
+                "usage": {"input_tokens": junk(*k), "cache_read_input_tokens": 100, "output_tokens": 9}}}).to_string()),
             Ev::Prompt => out.push(json!({"type": "user", "message": {"role": "user", "content": "say \"assistant\" and \"tool_use_id\""}}).to_string()),
             Ev::ToolResult => out.push(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "\"assistant\""}]}}).to_string()),
             Ev::Compaction { post } => {
@@ -84,14 +111,17 @@ fn codex(evs: &[Ev]) -> Vec<String> {
         match e {
             Ev::Response { parts, .. } => {
                 for t in parts {
-                    out.push(json!({"type": "token_usage_record", "payload": {"usage": {"input_tokens": t, "output_tokens": 0, "total_tokens": t}}}).to_string());
+                    out.push(json!({"type": "token_usage_record", "payload": {"usage": {"input_tokens": spelled(*t), "output_tokens": 0, "total_tokens": spelled(*t)}}}).to_string());
                 }
                 let last = parts.last().copied().unwrap_or(0);
-                out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": last}, "model_context_window": 258_400}}}).to_string());
+                out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"total_tokens": spelled(last)}, "model_context_window": 258_400}}}).to_string());
             }
             Ev::Prompt => out.push(json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "token_count"}]}}).to_string()),
             Ev::ToolResult => out.push(json!({"type": "response_item", "payload": {"type": "function_call_output", "output": "token_count"}}).to_string()),
             Ev::Compaction { .. } => out.push(json!({"type": "compacted", "payload": {"message": "s"}}).to_string()),
+            // Codex 0.104 at a compaction: no input, no output, the session's running total.
+            Ev::Junk(0) => out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 940_499}, "model_context_window": 258_400}}}).to_string()),
+            Ev::Junk(k) => out.push(json!({"type": "token_usage_record", "payload": {"usage": {"input_tokens": junk(*k), "output_tokens": 3}}}).to_string()),
             Ev::Noise(k) => out.push(match k {
                 0 => json!({"type": "turn_context", "payload": {"model": "gpt-x"}}).to_string(),
                 1 => json!({"type": "event_msg", "payload": {"type": "token_count", "info": null}}).to_string(),
@@ -110,9 +140,11 @@ fn gemini(evs: &[Ev]) -> Vec<String> {
             Ev::Response { id, parts, .. } => {
                 for t in parts {
                     out.push(json!({"id": format!("g{id}"), "type": "gemini", "model": "gemini-2.5-pro", "content": "",
-                        "tokens": {"input": t, "output": 3, "total": t + 3}}).to_string());
+                        "tokens": {"input": spelled(*t), "output": 3, "total": t + 3}}).to_string());
                 }
             }
+            Ev::Junk(k) => out.push(json!({"id": "junk", "type": "gemini", "model": "gemini-2.5-pro", "content": "",
+                "tokens": {"input": junk(*k), "output": 3}}).to_string()),
             Ev::Prompt => out.push(
                 json!({"id": "u", "type": "user", "content": [{"text": "\"gemini\" \"functionResponse\""}]}).to_string(),
             ),
@@ -156,7 +188,7 @@ fn expected(evs: &[Ev], ids: bool, reqs: bool, post: bool) -> Option<u64> {
                 used = if post { *p } else { None };
                 open = None;
             }
-            Ev::Noise(_) => {}
+            Ev::Noise(_) | Ev::Junk(_) => {}
         }
     }
     used

@@ -112,7 +112,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
     let (used, source, window) = if let Some((used, w)) = input
         .context_window
         .as_ref()
-        .and_then(|c| Some((c.current_usage?.context_tokens(), c.context_window_size)))
+        .and_then(|c| Some((c.context_tokens()?, c.window())))
     {
         (used, Source::HookInput, w)
     } else {

@@ -36,32 +36,37 @@ pub struct HookInput {
     pub timestamp: Option<String>,
 }
 
-/// A statusline-style `context_window` object.
+/// A statusline-style `context_window` object, read as the statusline's
+/// is: counts as [`interband_hosts::usage::count`] reads them, and a usage
+/// with a count that cannot be read is no figure (never a low one).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub struct HostContext {
+    /// The window size, tokens (as written).
+    context_window_size: serde_json::Value,
+    /// The last response's usage (as written).
+    current_usage: serde_json::Value,
+}
+
+impl HostContext {
     /// The window size, tokens.
-    pub context_window_size: Option<u64>,
-    /// The last response's usage.
-    pub current_usage: Option<HostUsage>,
-}
+    pub fn window(&self) -> Option<u64> {
+        interband_hosts::usage::count(&self.context_window_size).filter(|&w| w > 0)
+    }
 
-/// Token counts of one response.
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(default)]
-pub struct HostUsage {
-    /// Uncached input.
-    pub input_tokens: u64,
-    /// Written to the cache.
-    pub cache_creation_input_tokens: u64,
-    /// Read from the cache.
-    pub cache_read_input_tokens: u64,
-}
-
-impl HostUsage {
-    /// Tokens in context: input, cache creation and cache read.
-    pub fn context_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    /// Tokens in context: input, cache creation and cache read, when the
+    /// usage states them readably.
+    pub fn context_tokens(&self) -> Option<u64> {
+        let usage = self.current_usage.as_object()?;
+        [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ]
+        .iter()
+        .try_fold(0u64, |sum, k| {
+            Some(sum.saturating_add(interband_hosts::usage::field(usage, k)?))
+        })
     }
 }
 
@@ -201,6 +206,15 @@ mod tests {
         assert_eq!(g.hook_event_name, "AfterTool");
         assert!(g.response_bytes() > 20);
         assert!(HookInput::parse(br#"{"session_id":7}"#).is_err());
+        let floats = br#"{"session_id":"s","context_window":{"context_window_size":1e6,"current_usage":{"input_tokens":"150000","cache_read_input_tokens":2.5e4}}}"#;
+        let c = HookInput::parse(floats).unwrap().context_window.unwrap();
+        assert_eq!(
+            (c.window(), c.context_tokens()),
+            (Some(1_000_000), Some(175_000))
+        );
+        let junk = br#"{"session_id":"s","context_window":{"context_window_size":"big","current_usage":{"input_tokens":"lots"}}}"#;
+        let c = HookInput::parse(junk).unwrap().context_window.unwrap();
+        assert_eq!((c.window(), c.context_tokens()), (None, None));
         let failed = br#"{"tool_name":"Bash","tool_input":{"command":"cargo   test\n --all"},"tool_response":{"stdout":"","interrupted":true}}"#;
         let f = HookInput::parse(failed).unwrap();
         assert!(f.looks_failed());
