@@ -18,8 +18,8 @@
 //! figure; the window is the latest `token_count`'s, the model the latest
 //! `turn_context`'s (the rule is [`crate::usage`]'s). A `compacted` line is
 //! a compaction: no figure until the next usage (the context it replaced is
-//! gone); the `token_count` Codex writes after it carries the new context's
-//! estimate.
+//! gone), or the estimate of the new context Codex writes just after it (a
+//! `token_count` with no input and no output, see [`estimate`]).
 //!
 //! The window Codex reports is an effective one, 95% of the model's (190,000
 //! for 200,000). It compacts at `model_auto_compact_token_limit` when
@@ -52,9 +52,8 @@ struct Line {
 /// The tokens in context after a response, from its usage: its
 /// `total_tokens`, else input (cached input is a part of it) and output;
 /// counts as [`count`] reads them. A usage whose input and output are both
-/// 0 is no response's (Codex writes such lines at a compaction, with the
-/// session's running total as `total_tokens`): `None`, as is one whose
-/// numbers cannot be read.
+/// 0 is no response's (see [`estimate`]): `None`, as is one whose numbers
+/// cannot be read.
 ///
 /// ```
 /// use interband_hosts::codex::context_tokens;
@@ -69,14 +68,45 @@ pub fn context_tokens(usage: &Value) -> Option<u64> {
     obj.get("input_tokens").or(obj.get("total_tokens"))?;
     let input = field(obj, "input_tokens")?;
     let output = field(obj, "output_tokens")?;
-    let stated = |k: &str| obj.get(k).is_some_and(|v| !v.is_null());
-    if input == 0 && output == 0 && (stated("input_tokens") || stated("output_tokens")) {
+    if input == 0 && output == 0 && estimated(obj) {
         return None;
     }
     match obj.get("total_tokens").filter(|v| !v.is_null()) {
         Some(total) => count(total),
         None => Some(input.saturating_add(output)),
     }
+}
+
+/// Whether a usage states no input and no output: Codex writes such a
+/// `token_count` just after a compaction (in 0.104 also just before it),
+/// its `total_tokens` Codex's estimate of the new context (2.7k-7k seen),
+/// where a real 0.104 rollout also carried the session's running total
+/// (940,499 in a 258,400 window).
+fn estimated(obj: &serde_json::Map<String, Value>) -> bool {
+    let stated = |k: &str| obj.get(k).is_some_and(|v| !v.is_null());
+    stated("input_tokens") || stated("output_tokens")
+}
+
+/// Codex's estimate of the context a compaction left, from such a usage
+/// and the window its line states: only when it fits the window.
+///
+/// ```
+/// use interband_hosts::codex::estimate;
+/// use serde_json::json;
+/// let e = |total| json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": total});
+/// assert_eq!(estimate(&e(6_074), Some(258_400)), Some(6_074));
+/// assert_eq!(estimate(&e(940_499), Some(258_400)), None, "a running total");
+/// assert_eq!(estimate(&e(6_074), None), None, "no window to judge it by");
+/// assert_eq!(estimate(&json!({"input_tokens": 5, "output_tokens": 0, "total_tokens": 5}), Some(258_400)), None);
+/// ```
+pub fn estimate(usage: &Value, window: Option<u64>) -> Option<u64> {
+    let obj = usage.as_object()?;
+    let zero = field(obj, "input_tokens")? == 0 && field(obj, "output_tokens")? == 0;
+    if !(zero && estimated(obj)) {
+        return None;
+    }
+    let window = window?;
+    count(obj.get("total_tokens")?).filter(|&t| t <= window)
 }
 
 /// Codex CLI's reader (see the module's documentation).
@@ -102,10 +132,17 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     match l.kind.as_ref().and_then(Value::as_str) {
         Some("event_msg") if payload["type"] == "token_count" => {
             let info = &payload["info"];
-            usage(
+            let (last, window) = (
                 &info["last_token_usage"],
                 count(&info["model_context_window"]).filter(|&w| w > 0),
-            )
+            );
+            match estimate(last, window) {
+                Some(tokens) => Some(Fact::Estimate {
+                    tokens,
+                    window: window?,
+                }),
+                None => usage(last, window),
+            }
         }
         Some("token_usage_record") => usage(&payload["usage"], None),
         Some("turn_context") => payload["model"].as_str().map(|m| Fact::Model(m.to_owned())),
@@ -279,6 +316,7 @@ mod tests {
     use super::*;
     use crate::Host;
     use crate::tail::tail_of;
+    use crate::usage::UsageKind;
 
     const FIXTURE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -405,6 +443,23 @@ mod tests {
         assert!(tail.latest_boundary.is_some(), "the compaction still shows");
         let forward = Host::Codex.read_forward(&bytes);
         assert_eq!(forward.usage, None);
+        // Codex's estimate of the new context, right after it, is its figure.
+        let bytes = file(&[
+            token_count(230_000, 10, 258_400),
+            running_total(6_074, 258_400),
+            compacted.clone(),
+            running_total(6_074, 258_400),
+        ]);
+        for u in [
+            tail_of(&bytes, Host::Codex).usage,
+            Host::Codex.read_forward(&bytes).usage,
+        ] {
+            let u = u.unwrap();
+            assert_eq!(
+                (u.used_tokens, u.kind, u.window),
+                (6_074, UsageKind::CompactBoundary, Some(258_400))
+            );
+        }
         // Without a compaction before them, the last good figure stands.
         let bytes = file(&[
             token_count(120_000, 10, 258_400),

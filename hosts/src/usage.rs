@@ -95,6 +95,16 @@ pub enum Fact {
     Break,
     /// The model in use from here on (Codex's `turn_context`).
     Model(String),
+    /// The host's own estimate of the context a compaction left (Codex
+    /// writes one, with no input and no output, just after it): the figure
+    /// only right after a compaction, before any response; anywhere else
+    /// nothing (the same shape has carried the session's running total).
+    Estimate {
+        /// The estimated tokens, at most the window the line states.
+        tokens: u64,
+        /// The window the line states.
+        window: u64,
+    },
     /// A compaction: the context starts over.
     Compaction {
         /// Names this compaction (a line's uuid, or where it is).
@@ -194,6 +204,18 @@ impl Reading {
                     offset,
                 });
             }
+            Fact::Estimate { tokens, window } => {
+                if self.usage.is_none() && self.latest_boundary.is_some() {
+                    self.window = Some(window);
+                    self.usage = Some(TailUsage {
+                        used_tokens: tokens,
+                        kind: UsageKind::CompactBoundary,
+                        model: self.model.clone(),
+                        window: self.window,
+                        offset,
+                    });
+                }
+            }
             Fact::Break => self.message = None,
             Fact::Model(m) => {
                 self.model = Some(m);
@@ -280,6 +302,7 @@ impl Backward {
         match &fact {
             Fact::Break if self.newest.is_some() => self.closed = true,
             Fact::Model(_) => self.model = true,
+            Fact::Estimate { .. } => self.window = true,
             _ => {}
         }
         // Older lines can change only the window and the model, which a

@@ -118,7 +118,13 @@ fn codex(evs: &[Ev]) -> Vec<String> {
             }
             Ev::Prompt => out.push(json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "token_count"}]}}).to_string()),
             Ev::ToolResult => out.push(json!({"type": "response_item", "payload": {"type": "function_call_output", "output": "token_count"}}).to_string()),
-            Ev::Compaction { .. } => out.push(json!({"type": "compacted", "payload": {"message": "s"}}).to_string()),
+            Ev::Compaction { post } => {
+                out.push(json!({"type": "compacted", "payload": {"message": "s"}}).to_string());
+                // Codex's estimate of the new context, just after it.
+                if let Some(p) = post {
+                    out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": p}, "model_context_window": 258_400}}}).to_string());
+                }
+            }
             // Codex 0.104 at a compaction: no input, no output, the session's running total.
             Ev::Junk(0) => out.push(json!({"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 940_499}, "model_context_window": 258_400}}}).to_string()),
             Ev::Junk(k) => out.push(json!({"type": "token_usage_record", "payload": {"usage": {"input_tokens": junk(*k), "output_tokens": 3}}}).to_string()),
@@ -214,7 +220,7 @@ proptest! {
     ) {
         let cases: [(Host, Vec<String>, bool, bool, bool); 3] = [
             (Host::Claude, claude(&evs), true, true, true),
-            (Host::Codex, codex(&evs), false, false, false),
+            (Host::Codex, codex(&evs), false, false, true),
             (Host::Gemini, gemini(&evs), true, false, false),
         ];
         for (host, lines, ids, reqs, post) in cases {

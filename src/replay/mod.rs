@@ -861,13 +861,15 @@ impl Stage {
         // The line's own figure.
         if let Some(fact) = seen.fact {
             let before = p.reading.clone();
-            let usage = matches!(fact, interband_hosts::usage::Fact::Usage { .. });
-            let compaction = matches!(fact, interband_hosts::usage::Fact::Compaction { .. });
+            use interband_hosts::usage::Fact;
+            let usage = matches!(fact, Fact::Usage { .. });
+            let compaction = matches!(fact, Fact::Compaction { .. });
+            let estimate = matches!(fact, Fact::Estimate { .. });
             p.reading.apply(fact, offset);
             if usage {
                 p.out.summary.usage_lines += 1;
             }
-            if (usage || compaction) && p.reading != before {
+            if (usage || compaction || estimate) && p.reading != before {
                 self.point(p, compaction, &seen.happenings);
             }
         }
