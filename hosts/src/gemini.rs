@@ -90,6 +90,98 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     }
 }
 
+/// Writes a chat recorded as one JSON document (Gemini CLI before 0.39,
+/// `session-*.json`: `{sessionId, projectHash, startTime, lastUpdated,
+/// messages: [...]}`) as the JSONL Gemini writes since: the document's other
+/// members as its first line, each message as a line of its own, members
+/// after the messages as a `$set` line. The document is read as a stream,
+/// one message held at a time. Returns the messages written.
+///
+/// ```
+/// let doc = br#"{"sessionId": "s", "messages": [
+///   {"id": "a", "type": "user", "content": [{"text": "hi"}]},
+///   {"id": "b", "type": "gemini", "content": "} {", "tokens": {"input": 120000}, "model": "gemini-2.5-pro"}
+/// ], "kind": "main"}"#;
+/// let mut out = Vec::new();
+/// assert_eq!(interband_hosts::gemini::document_lines(&doc[..], &mut out).unwrap(), 2);
+/// let lines: Vec<&str> = std::str::from_utf8(&out).unwrap().lines().collect();
+/// assert_eq!(lines[0], r#"{"sessionId":"s"}"#);
+/// assert!(lines[2].contains(r#""tokens":{"input":120000}"#));
+/// assert_eq!(lines[3], r#"{"$set":{"kind":"main"}}"#);
+/// ```
+pub fn document_lines(
+    document: impl std::io::Read,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<u64> {
+    use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+    use serde_json::Map;
+
+    fn line<E: serde::de::Error>(
+        out: &mut impl std::io::Write,
+        v: &impl serde::Serialize,
+    ) -> Result<(), E> {
+        serde_json::to_writer(&mut *out, v)
+            .map_err(E::custom)
+            .and_then(|()| out.write_all(b"\n").map_err(E::custom))
+    }
+
+    struct Messages<'o, W>(&'o mut W, &'o mut u64);
+    impl<'de, W: std::io::Write> DeserializeSeed<'de> for Messages<'_, W> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de, W: std::io::Write> Visitor<'de> for Messages<'_, W> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of messages")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(message) = seq.next_element::<Value>()? {
+                line(self.0, &message)?;
+                *self.1 += 1;
+            }
+            Ok(())
+        }
+    }
+
+    struct Root<'o, W>(&'o mut W, &'o mut u64);
+    impl<'de, W: std::io::Write> Visitor<'de> for Root<'_, W> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a chat recording: an object with its messages")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut members = Map::new();
+            let mut seen = false;
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "messages" && !seen {
+                    line(self.0, &std::mem::take(&mut members))?;
+                    map.next_value_seed(Messages(&mut *self.0, &mut *self.1))?;
+                    seen = true;
+                } else {
+                    members.insert(key, map.next_value()?);
+                }
+            }
+            if !seen {
+                return Err(A::Error::missing_field("messages"));
+            }
+            if !members.is_empty() {
+                line(self.0, &serde_json::json!({"$set": members}))?;
+            }
+            Ok(())
+        }
+    }
+
+    let mut written = 0;
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(document));
+    de.deserialize_map(Root(out, &mut written))
+        .and_then(|()| de.end())
+        .map_err(std::io::Error::other)?;
+    Ok(written)
+}
+
 /// The token limit of a model, as Gemini CLI counts it.
 ///
 /// ```

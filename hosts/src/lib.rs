@@ -246,6 +246,20 @@ impl Host {
         }
     }
 
+    /// How a transcript at `path` is laid out: Gemini CLI wrote each chat
+    /// as one JSON document (`session-*.json`) before 0.39, JSONL since.
+    pub fn layout(self, path: &std::path::Path) -> tail::Layout {
+        let document = self == Host::Gemini
+            && path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if document {
+            tail::Layout::Document
+        } else {
+            tail::Layout::Lines
+        }
+    }
+
     /// The host a transcript's path says, when it says.
     pub fn of_transcript(path: &str) -> Option<Host> {
         let p = std::path::Path::new(path);

@@ -106,9 +106,147 @@ pub(crate) fn read_tail_counting(
     host: Host,
 ) -> io::Result<(Tail, u64)> {
     let (file, len) = crate::open_transcript(path)?;
-    scan(len, scan_cap, CHUNK, host, |at, buf| {
-        file.read_exact_at(buf, at)
-    })
+    let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+    match host.layout(path) {
+        Layout::Lines => scan(len, scan_cap, CHUNK, host, read),
+        Layout::Document => scan_document(len, scan_cap, CHUNK, host, read),
+    }
+}
+
+/// How a host lays its records out in a transcript file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One JSON record a line (JSONL).
+    Lines,
+    /// One JSON document, an object whose records are the objects of its
+    /// one array (Gemini CLI before 0.39: `{sessionId, ..., messages: [...]}`),
+    /// pretty-printed or on one line.
+    Document,
+}
+
+/// [`tail_of`] for a transcript laid out as one JSON document.
+pub fn document_tail_of(bytes: &[u8], host: Host) -> Tail {
+    document_tail_of_with(bytes, DEFAULT_SCAN_CAP, CHUNK, host)
+}
+
+/// [`document_tail_of`] with any cap, and a first window of `chunk` bytes.
+pub fn document_tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, host: Host) -> Tail {
+    let len = bytes.len() as u64;
+    let read = |at: u64, buf: &mut [u8]| -> io::Result<()> {
+        let start = usize::try_from(at).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let src = start
+            .checked_add(buf.len())
+            .and_then(|end| bytes.get(start..end))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    };
+    scan_document(len, scan_cap, chunk, host, read)
+        .map(|(tail, _)| tail)
+        .unwrap_or(Tail {
+            len,
+            ..Tail::default()
+        })
+}
+
+/// Scans a JSON document's records backwards from its end: the objects two
+/// levels deep (the root object's array's elements), each judged by the
+/// host's reader as a line would be, until the answer is decided. Bytes are
+/// read in a window that starts at `chunk` bytes from the end and doubles as
+/// needed, never past the last `scan_cap` bytes: the cost depends on how far
+/// back the answer lies, not on the file's size.
+///
+/// In valid JSON a quote preceded by an even number of backslashes is a
+/// string's edge wherever it is, so the strings (and the braces outside
+/// them) are known going backwards from the end, which is outside them all.
+/// A document whose end is not its root's closing brace (being rewritten,
+/// torn) gives no records.
+fn scan_document<R>(
+    len: u64,
+    scan_cap: u64,
+    chunk: usize,
+    host: Host,
+    mut read: R,
+) -> io::Result<(Tail, u64)>
+where
+    R: FnMut(u64, &mut [u8]) -> io::Result<()>,
+{
+    let reader = host.reader();
+    let mut back = Backward::new(host.states_window());
+    let floor = len.saturating_sub(scan_cap);
+    let mut start = len.saturating_sub(chunk.max(1) as u64).max(floor);
+    let mut buf = vec![0u8; (len - start) as usize];
+    read(start, &mut buf)?;
+    let mut bytes_read = len - start;
+    // Grows the window towards `floor`, twice as large; false at the floor.
+    let mut grow = |start: &mut u64, buf: &mut Vec<u8>| -> io::Result<bool> {
+        if *start == floor {
+            return Ok(false);
+        }
+        let new_start = len.saturating_sub(2 * (len - *start)).max(floor);
+        let mut more = vec![0u8; (*start - new_start) as usize];
+        read(new_start, &mut more)?;
+        bytes_read += *start - new_start;
+        more.extend_from_slice(buf);
+        *buf = more;
+        *start = new_start;
+        Ok(true)
+    };
+    let closed = buf.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
+    let (mut p, mut in_string, mut depth) = (len, false, 0u32);
+    let mut record_end = None;
+    while closed {
+        let hay = &buf[..(p - start) as usize];
+        let found = if in_string {
+            memchr::memrchr(b'"', hay)
+        } else {
+            memchr::memrchr3(b'"', b'{', b'}', hay)
+        };
+        let Some(i) = found else {
+            p = start;
+            if !grow(&mut start, &mut buf)? {
+                break;
+            }
+            continue;
+        };
+        match hay[i] {
+            b'"' => {
+                let run = hay[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+                if run == i && start > floor {
+                    // The backslashes may go on before the window.
+                    grow(&mut start, &mut buf)?;
+                    continue;
+                }
+                if run % 2 == 0 {
+                    in_string = !in_string;
+                }
+            }
+            b'}' => {
+                depth += 1;
+                if depth == 2 {
+                    record_end = Some(start + i as u64 + 1);
+                }
+            }
+            _ => {
+                if depth == 2
+                    && let Some(end) = record_end.take()
+                {
+                    let record = &buf[i..(end - start) as usize];
+                    if let Some(fact) = reader(record, end)
+                        && back.take(fact, end)
+                    {
+                        return Ok((Tail::of(back.reading(), len), bytes_read));
+                    }
+                }
+                match depth.checked_sub(1) {
+                    Some(d) => depth = d,
+                    None => break,
+                }
+            }
+        }
+        p = start + i as u64;
+    }
+    Ok((Tail::of(back.reading(), len), bytes_read))
 }
 
 /// Scans the last `scan_cap` bytes of a `len`-byte source backwards, `chunk`

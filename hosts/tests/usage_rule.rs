@@ -209,8 +209,53 @@ fn bytes(lines: &[String], crlf: bool) -> Vec<u8> {
         .into_bytes()
 }
 
+/// Gemini's records of `evs` as the one JSON document Gemini CLI wrote
+/// before 0.39 (its `messages`; metadata lines have no record there),
+/// pretty-printed as Gemini writes it, or on one line; each record's text
+/// carries quotes, backslashes and braces.
+fn gemini_document(evs: &[Ev], pretty: bool) -> Vec<u8> {
+    let messages: Vec<serde_json::Value> = gemini(evs)
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("$set").is_none())
+        .map(|mut v| {
+            v["displayContent"] = json!("} { \\\" \\ \"]\" [{\"type\": \"gemini\"}");
+            v
+        })
+        .collect();
+    let doc = json!({"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z",
+        "lastUpdated": "2026-01-01T00:00:00Z", "messages": messages, "kind": "main"});
+    if pretty {
+        serde_json::to_vec_pretty(&doc).unwrap()
+    } else {
+        serde_json::to_vec(&doc).unwrap()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn a_gemini_document_reads_as_its_lines_do(
+        evs in proptest::collection::vec(ev(), 0..24),
+        pretty in any::<bool>(),
+        chunk in 1usize..300,
+    ) {
+        // A compression rewrites the document whole: none inside one.
+        let evs: Vec<Ev> = evs.into_iter().filter(|e| !matches!(e, Ev::Compaction { .. })).collect();
+        let doc = gemini_document(&evs, pretty);
+        let want = expected(&evs, true, false, false);
+        let got = interband_hosts::tail::document_tail_of(&doc, Host::Gemini);
+        prop_assert_eq!(got.usage.as_ref().map(|u| u.used_tokens), want);
+        let lines = tail_of(&bytes(&gemini(&evs), false), Host::Gemini);
+        prop_assert_eq!(got.usage.as_ref().map(|u| &u.model), lines.usage.as_ref().map(|u| &u.model));
+        let small = interband_hosts::tail::document_tail_of_with(&doc, u64::MAX, chunk, Host::Gemini);
+        prop_assert_eq!(small, got, "any first window");
+        // Torn (being rewritten): no figure, never a wrong one.
+        let cut = &doc[..doc.len() * 2 / 3];
+        let torn = interband_hosts::tail::document_tail_of(cut, Host::Gemini).usage.map(|u| u.used_tokens);
+        prop_assert!(torn.is_none() || torn == want || evs.is_empty(), "{:?}", torn);
+    }
 
     #[test]
     fn the_end_and_the_start_read_the_same_figure(

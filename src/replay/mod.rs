@@ -437,13 +437,32 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
             }
             e => anyhow::anyhow!("cannot read {}: {}", path.display(), e.into_io()),
         })?;
-    let head = head(path);
+    let mut head = head(path);
+    // Only Gemini CLI (before 0.39) wrote a transcript as one `.json` document.
+    let json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     let host = opts
         .host
         .or_else(|| Host::of_transcript(&path.to_string_lossy()))
         .or(head.host)
+        .or(json.then_some(Host::Gemini))
         .unwrap_or(Host::Claude);
     let dir = private_dir()?;
+    // A chat recorded as one document is replayed as the lines Gemini
+    // writes since, in the private folder.
+    let file = match host.layout(path) {
+        interband_hosts::tail::Layout::Lines => file,
+        interband_hosts::tail::Layout::Document => {
+            let lines = dir.path().join("document.jsonl");
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&lines)?);
+            interband_hosts::gemini::document_lines(file, &mut out)
+                .and_then(|_| std::io::Write::flush(&mut out))
+                .with_context(|| format!("cannot read {} as a chat recording", path.display()))?;
+            head = self::head(&lines);
+            std::fs::File::open(&lines)?
+        }
+    };
     let stage = Stage::new(dir.path(), host, &head, opts)?;
     let mut play = Play {
         now: 0.0,
