@@ -195,7 +195,10 @@ where
     let closed = buf.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
     let (mut p, mut in_string, mut depth) = (len, false, 0u32);
     let mut record_end = None;
-    while closed {
+    if !closed {
+        return Ok((Tail::of(back.reading(), len), bytes_read));
+    }
+    loop {
         let hay = &buf[..(p - start) as usize];
         let found = if in_string {
             memchr::memrchr(b'"', hay)
