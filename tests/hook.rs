@@ -14,7 +14,8 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// A transcript: the real one up to its compaction, then an assistant line
-/// whose usage puts `used` tokens in context.
+/// whose usage puts `used` tokens in context, of a 200k model (the real
+/// one's `claude-opus-5-5` has 1M).
 fn transcript(dir: &Path, name: &str, used: u64) -> PathBuf {
     let real = String::from_utf8(fixture("transcript.compacted_session.jsonl")).unwrap();
     let lines: Vec<&str> = real.lines().collect();
@@ -24,6 +25,8 @@ fn transcript(dir: &Path, name: &str, used: u64) -> PathBuf {
         .find(|l| l.contains(r#""type":"assistant""#))
         .unwrap();
     let mut last: Value = serde_json::from_str(template).unwrap();
+    last["message"]["model"] = json!(interpulse::synthetic::MODEL);
+    last["requestedModel"] = json!(interpulse::synthetic::MODEL);
     last["message"]["usage"]["input_tokens"] = json!(used / 10);
     last["message"]["usage"]["cache_creation_input_tokens"] = json!(0);
     last["message"]["usage"]["cache_read_input_tokens"] = json!(used - used / 10);
@@ -537,31 +540,190 @@ fn the_hosts_zeros_after_a_compaction_do_not_hide_the_compactions_own_figure() {
     );
 }
 
+/// A transcript whose last response, of `model`, asked for `requested`
+/// (`requestedModel`, as Claude Code 2.1.x writes it; older ones write
+/// none) and put `used` tokens in context.
+fn asked(dir: &Path, name: &str, model: &str, requested: Option<&str>, used: u64) -> PathBuf {
+    let path = transcript(dir, name, used);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] == "assistant" {
+            v["message"]["model"] = json!(model);
+            match requested {
+                Some(r) => v["requestedModel"] = json!(r),
+                None => {
+                    v.as_object_mut().unwrap().remove("requestedModel");
+                }
+            }
+        }
+        lines.push(v.to_string());
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+/// The hook's pressure for one call of `session` on `t`, with `env` set,
+/// and what the agent was told.
+fn window_of(w: &World, session: &str, t: &Path, env: &[(&str, &str)]) -> (Value, Option<String>) {
+    let mut c = w.cmd(&["hook"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = with_stdin(&mut c, &input(session, t));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    (pressure(w, session), context_of(&o, "PostToolUse"))
+}
+
 #[test]
-fn a_headless_session_learns_its_models_window_from_any_statusline() {
+fn a_sessions_window_comes_from_its_own_signals_never_from_another_session() {
     let w = World::new();
-    // 190k used of a model whose window nobody has reported: 200k assumed, red.
-    let t = transcript(w.dir.path(), "h1.jsonl", 190_000);
-    hook(&w, &input("h1", &t));
-    let p = pressure(&w, "h1");
+    let sonnet = "claude-sonnet-4-5";
+    // Asked for the 200k model: 175k is red, and the window is certain.
+    let t = asked(w.dir.path(), "a.jsonl", sonnet, Some(sonnet), 175_000);
+    let (p, said) = window_of(&w, "a", &t, &[]);
     assert_eq!(
-        (p["level"].as_str(), p["window"].as_u64()),
-        (Some("red"), Some(200_000))
+        (p["window"].as_u64(), p["level"].as_str()),
+        (Some(200_000), Some("red")),
+        "{p}"
     );
-    // Another session's statusline reports this model's window: 1M.
+    assert_eq!(p["window_source"], "transcript");
+    assert!(said.unwrap().contains("175k of 200k"));
+    // Another session's statusline (another model, 1M) changes nothing here.
     let o = w.run_with_stdin(&["statusline"], &fixture("statusLine.input.json"));
     assert_eq!(code(&o), 0);
-    let learned = w.run(&["read", "interline/model/claude-opus-5-5", "--payload"]);
-    assert!(stdout(&learned).contains("1000000"), "{}", stdout(&learned));
-    // A headless session of that model now knows it: 19% used is green.
-    let t = transcript(w.dir.path(), "h2.jsonl", 190_000);
-    let o = hook(&w, &input("h2", &t));
-    assert_eq!(context_of(&o, "PostToolUse"), None);
-    let p = pressure(&w, "h2");
-    assert_eq!(
-        (p["level"].as_str(), p["window"].as_u64()),
-        (Some("green"), Some(1_000_000))
+    let (p, _) = window_of(&w, "a", &t, &[]);
+    assert_eq!(p["window"], 200_000, "{p}");
+    // Asked for with the [1m] tag: 1M, green, nothing said at 175k.
+    let t = asked(
+        w.dir.path(),
+        "b.jsonl",
+        sonnet,
+        Some("claude-sonnet-4-5[1m]"),
+        175_000,
     );
+    let (p, said) = window_of(&w, "b", &t, &[]);
+    assert_eq!(
+        (p["window"].as_u64(), p["level"].as_str()),
+        (Some(1_000_000), Some("green")),
+        "{p}"
+    );
+    assert_eq!(
+        (p["window_source"].as_str(), said),
+        (Some("transcript"), None)
+    );
+    // A model with only one window has it (the real transcript's claude-opus-5-5: 1M).
+    let t = asked(w.dir.path(), "c.jsonl", "claude-opus-5-5", None, 175_000);
+    let (p, said) = window_of(&w, "c", &t, &[]);
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(1_000_000), Some("model")),
+        "{p}"
+    );
+    assert_eq!(said, None);
+    // An older client writes no requestedModel: how the session was started
+    // says, the model named by ANTHROPIC_MODEL (or the settings) with or
+    // without its tag.
+    let t = asked(w.dir.path(), "d.jsonl", sonnet, None, 175_000);
+    let (p, said) = window_of(&w, "d", &t, &[("ANTHROPIC_MODEL", "claude-sonnet-4-5")]);
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(200_000), Some("launch")),
+        "{p}"
+    );
+    assert!(said.is_some(), "red: warned");
+    let (p, said) = window_of(&w, "e", &t, &[("ANTHROPIC_MODEL", "sonnet[1m]")]);
+    assert_eq!(
+        (p["window"].as_u64(), p["level"].as_str()),
+        (Some(1_000_000), Some("green")),
+        "{p}"
+    );
+    assert_eq!(said, None);
+    std::fs::create_dir_all(w.home().join(".claude")).unwrap();
+    std::fs::write(
+        w.home().join(".claude/settings.json"),
+        r#"{"model": "claude-sonnet-4-5[1m]"}"#,
+    )
+    .unwrap();
+    let (p, _) = window_of(&w, "f", &t, &[]);
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(1_000_000), Some("launch")),
+        "{p}"
+    );
+    std::fs::remove_file(w.home().join(".claude/settings.json")).unwrap();
+    // Nothing says: a guess, the larger window assumed, the smaller told;
+    // no warning at 175k.
+    let (p, said) = window_of(&w, "g", &t, &[]);
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(1_000_000), Some("guess")),
+        "{p}"
+    );
+    assert_eq!(
+        (p["window_other"].as_u64(), p["level"].as_str()),
+        (Some(200_000), Some("green"))
+    );
+    assert_eq!(said, None, "a guess never warns");
+    // Past the smaller window, it is certain.
+    let t = asked(w.dir.path(), "h.jsonl", sonnet, None, 230_000);
+    let (p, _) = window_of(&w, "h", &t, &[]);
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(1_000_000), Some("usage")),
+        "{p}"
+    );
+    assert_eq!(p["window_other"], Value::Null);
+    // This session's own statusline says it all.
+    let mut line: Value = serde_json::from_slice(&fixture("statusLine.input.json")).unwrap();
+    line["session_id"] = json!("d");
+    line["transcript_path"] = json!(w.dir.path().join("d.jsonl"));
+    line["context_window"]["context_window_size"] = json!(1_000_000);
+    let o = w.run_with_stdin(&["statusline"], line.to_string().as_bytes());
+    assert_eq!(code(&o), 0);
+    let t = w.dir.path().join("d.jsonl");
+    let (p, _) = window_of(&w, "d", &t, &[("ANTHROPIC_MODEL", "claude-sonnet-4-5")]);
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(1_000_000), Some("statusline")),
+        "{p}"
+    );
+}
+
+#[test]
+fn the_claude_process_that_runs_the_hook_says_how_the_session_was_started() {
+    // Claude Code names its process to its hooks (CLAUDE_PID); its command
+    // line has the --model it was started with.
+    use std::os::unix::process::CommandExt;
+    let w = World::new();
+    let t = asked(w.dir.path(), "p.jsonl", "claude-sonnet-4-5", None, 175_000);
+    for (model, window, level) in [
+        ("claude-sonnet-4-5[1m]", 1_000_000, "green"),
+        ("claude-sonnet-4-5", 200_000, "red"),
+    ] {
+        let mut claude = std::process::Command::new("perl")
+            .arg0("claude")
+            .args(["-e", "sleep 60", "--", "-p", "hi", "--model", model])
+            .spawn()
+            .unwrap();
+        let pid = claude.id().to_string();
+        // Until the program has replaced the forked child, its arguments are not there.
+        poll(10, "the process's arguments", || {
+            let args = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            args.starts_with(b"claude\0").then_some(())
+        });
+        let session = format!("p-{window}");
+        let (p, _) = window_of(&w, &session, &t, &[("CLAUDE_PID", &pid)]);
+        claude.kill().unwrap();
+        claude.wait().unwrap();
+        assert_eq!(
+            (p["window"].as_u64(), p["level"].as_str()),
+            (Some(window), Some(level)),
+            "{model}: {p}"
+        );
+        assert_eq!(p["window_source"], "launch");
+    }
 }
 
 #[test]

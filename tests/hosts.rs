@@ -353,7 +353,7 @@ fn gemini_brings_the_note_back_before_the_next_turn_when_no_tool_ran() {
     append(
         &chat,
         &[
-            json!({"$set": {"messages": []}}),
+            json!({"$set": {"messages": [{"id": "s", "type": "user", "content": [{"text": "<state_snapshot>"}]}]}}),
             json!({"id": "r9", "type": "gemini", "tokens": {"input": 8_000, "output": 9}, "model": "gemini-2.5-flash"}),
         ],
     );

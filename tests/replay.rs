@@ -34,6 +34,9 @@ fn time(i: u64) -> String {
 /// context, one minute after call `i - 1`; in a subagent when `side`.
 fn call(i: u64, used: u64, side: bool) -> [String; 2] {
     let mut a = template(|l| l.contains(r#""type":"tool_use""#));
+    // A 200k model (the real transcript's claude-opus-5-5 has 1M).
+    a["message"]["model"] = json!(interpulse::synthetic::MODEL);
+    a["requestedModel"] = json!(interpulse::synthetic::MODEL);
     a["isSidechain"] = json!(side);
     a["timestamp"] = json!(time(i * 60));
     a["message"]["id"] = json!(format!("msg_{i}_{side}"));
@@ -143,12 +146,7 @@ fn engine_warnings(pcts: &[u64]) -> [u64; 4] {
     let mut s = State::default();
     let mut n = [0; 4];
     for (i, p) in pcts.iter().enumerate() {
-        let figures = Figures {
-            used_tokens: p * 2000,
-            window: 200_000,
-            autocompact_at: 167_000,
-            source: Source::Transcript,
-        };
+        let figures = Figures::new(p * 2000, 200_000, 167_000, Source::Transcript);
         let c = Call {
             now: i as f64 * 60.0,
             tool: "Bash".into(),
@@ -318,17 +316,15 @@ fn a_transcript_without_anything_usable_says_so() {
 }
 
 #[test]
-fn replay_takes_the_window_a_statusline_reported_for_the_model() {
+fn replay_takes_the_window_of_the_model_the_session_asked_for() {
     let w = World::new();
-    assert_eq!(
-        replay_json(&w, Path::new(FIXTURE))["summary"]["window"],
-        200_000
-    );
-    // The statusline of any session of this model (claude-opus-5-5) reports 1M.
+    // The real session asked for claude-opus-5-5 (`requestedModel`), whose
+    // window is 1M: a statusline of any other session changes nothing.
+    let summary = |w: &World, t: &Path| replay_json(w, t)["summary"].clone();
+    assert_eq!(summary(&w, Path::new(FIXTURE))["window"], 1_000_000);
     let o = w.run_with_stdin(&["statusline"], &capture("statusLine.input.json"));
     assert_eq!(code(&o), 0);
-    let v = replay_json(&w, Path::new(FIXTURE));
-    assert_eq!(v["summary"]["window"], 1_000_000, "{}", v["summary"]);
+    assert_eq!(summary(&w, Path::new(FIXTURE))["window"], 1_000_000);
     // Also when the transcript opens with a 2 MB pasted image.
     let big = w.dir.path().join("big-first.jsonl");
     let image = serde_json::json!({"type": "user", "message": {"role": "user", "content": "i".repeat(2 << 20)}});
@@ -337,7 +333,27 @@ fn replay_takes_the_window_a_statusline_reported_for_the_model() {
         format!("{image}\n{}", std::fs::read_to_string(FIXTURE).unwrap()),
     )
     .unwrap();
-    assert_eq!(replay_json(&w, &big)["summary"]["window"], 1_000_000);
+    assert_eq!(summary(&w, &big)["window"], 1_000_000);
+    // A session that asked for a 200k model with the `[1m]` tag has 1M;
+    // without it, 200k.
+    let fixture = std::fs::read_to_string(FIXTURE).unwrap();
+    for (requested, window) in [
+        ("claude-sonnet-4-5[1m]", 1_000_000),
+        ("claude-sonnet-4-5", 200_000),
+    ] {
+        let t = w.dir.path().join("asked.jsonl");
+        let text = fixture
+            .replace(
+                "\"requestedModel\":\"claude-opus-5-5\"",
+                &format!("\"requestedModel\":\"{requested}\""),
+            )
+            .replace(
+                "\"model\":\"claude-opus-5-5\"",
+                "\"model\":\"claude-sonnet-4-5\"",
+            );
+        std::fs::write(&t, text).unwrap();
+        assert_eq!(summary(&w, &t)["window"], window, "{requested}");
+    }
 }
 
 #[test]

@@ -119,3 +119,150 @@ fn codex_every_release_replayed_never_above_its_window() {
         }
     }
 }
+
+/// Gemini CLI releases: the first whose chat file the hook is given (0.22.4,
+/// whole JSON, its AfterAgent still at each reply), the first whose hooks
+/// fire as interband uses them (0.24.0), the last whole-JSON one (0.38.2,
+/// replies written as they stream), the first JSONL one (0.39.0), today's
+/// with a compression (0.61.0). With the figure each AfterTool hook reads:
+/// before 0.32.1 a reply that only calls tools is written after them, so
+/// the first call sees none.
+const GEMINI: &[(&str, &str, &[Option<u64>])] = &[
+    ("gemini-cli-0.22.4", "json", &[None, Some(120_000)]),
+    ("gemini-cli-0.24.0", "json", &[None, Some(120_000)]),
+    ("gemini-cli-0.38.2", "json", &[Some(120_000), Some(190_000)]),
+    (
+        "gemini-cli-0.39.0",
+        "jsonl",
+        &[Some(120_000), Some(190_000)],
+    ),
+    (
+        "gemini-cli-0.61.0-compression",
+        "jsonl",
+        &[Some(120_000), Some(190_000), Some(190_000)],
+    ),
+];
+
+#[test]
+fn gemini_every_release_at_after_tool() {
+    for (folder, ext, figures) in GEMINI {
+        let dir = fixture(folder);
+        for (n, want) in figures.iter().enumerate() {
+            let w = World::new();
+            let suffix = if n == 0 {
+                String::new()
+            } else {
+                format!(".{}", n + 1)
+            };
+            let input = dir.join(format!("AfterTool.run_shell_command{suffix}.input.json"));
+            let chat = dir.join(format!("chat.at-AfterTool.run_shell_command{suffix}.{ext}"));
+            let at = format!(".gemini/tmp/proj/chats/session-2026-12-01T19-48-c6898b15.{ext}");
+            let p = hook_on(&w, &input, &chat, &at);
+            assert_eq!(
+                p["used_tokens"].as_u64(),
+                *want,
+                "{folder} AfterTool {}: {p}",
+                n + 1
+            );
+            let source = if want.is_some() {
+                "transcript"
+            } else {
+                "heuristic"
+            };
+            assert_eq!(p["source"], source, "{folder}: {p}");
+            if want.is_some() {
+                assert_eq!(p["window"], 1_048_576, "{folder}: {p}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gemini_every_release_replayed() {
+    // (folder, chat file, highest figure written, compressions marked)
+    let runs = [
+        ("gemini-cli-0.21.3", "chat.session.json", 120_000, 0),
+        ("gemini-cli-0.22.4", "chat.session.json", 120_000, 0),
+        ("gemini-cli-0.24.0", "chat.session.json", 120_000, 0),
+        ("gemini-cli-0.38.2", "chat.session.json", 190_000, 0),
+        ("gemini-cli-0.39.0", "transcript.session.jsonl", 190_000, 0),
+        // Resumed after its first run (the whole history again: no
+        // compression), then compressed once.
+        (
+            "gemini-cli-0.61.0-compression",
+            "transcript.session.jsonl",
+            195_000,
+            1,
+        ),
+    ];
+    for (folder, file, max, compressions) in runs {
+        let w = World::new();
+        let (s, last) = replay(&w, &fixture(folder).join(file));
+        assert_eq!(s["max_used_tokens"], max, "{folder}: {s}");
+        assert_eq!(
+            last,
+            Some(30_000),
+            "{folder}: the reply after the compression"
+        );
+        assert_eq!(s["compactions"], compressions, "{folder}: {s}");
+        assert_eq!(s["window"], 1_048_576, "{folder}: {s}");
+    }
+}
+
+/// Claude Code releases: the first with every event we use (1.0.85), the
+/// first whose headless `/compact` is saved (1.0.128, a boundary with no
+/// figure), the first boundary with `postTokens` (2.1.105), today's
+/// (2.1.332, `requestedModel` on every response). With the figure each
+/// transcript ends on after the compaction, and the window: the models of
+/// the older ones (Sonnet 4, Sonnet 4.6) can be opened to 1M, and nothing
+/// in their transcripts nor in a hook run outside Claude Code says whether
+/// they were: a guess, 1M assumed, 200k told; today's asked for
+/// `claude-opus-5-5`, whose window is 1M.
+const CLAUDE: &[(&str, Option<u64>, u64, &str)] = &[
+    ("claude-code-1.0.85", Some(140_000), 1_000_000, "guess"),
+    ("claude-code-1.0.128", None, 1_000_000, "guess"),
+    ("claude-code-2.1.105", Some(117), 1_000_000, "guess"),
+    (
+        "claude-code-2.1.332-usage",
+        Some(2_606),
+        1_000_000,
+        "transcript",
+    ),
+];
+
+#[test]
+fn claude_every_release_replayed_and_at_post_tool_use() {
+    for (folder, after_compaction, window, source) in CLAUDE {
+        let dir = fixture(folder);
+        let w = World::new();
+        let (s, last) = replay(&w, &dir.join("transcript.jsonl"));
+        assert_eq!(s["max_used_tokens"], 140_000, "{folder}: {s}");
+        assert_eq!(last, *after_compaction, "{folder}");
+        assert_eq!(s["window"], *window, "{folder}: {s}");
+        let next = dir.join("transcript.after_next_turn.jsonl");
+        if !next.exists() {
+            continue; // 1.0.85 could not resume the compacted session
+        }
+        let (_, last) = replay(&w, &next);
+        assert_eq!(
+            last,
+            Some(20_000),
+            "{folder}: the turn after the compaction"
+        );
+        let session = read_json(&dir.join("PostToolUse.input.json"))["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let p = hook_on(
+            &w,
+            &dir.join("PostToolUse.input.json"),
+            &next,
+            &format!(".claude/projects/-home-dev-work/{session}.jsonl"),
+        );
+        assert_eq!(p["used_tokens"], 20_000, "{folder}: {p}");
+        assert_eq!(p["window"], *window, "{folder}: {p}");
+        assert_eq!(p["window_source"], *source, "{folder}: {p}");
+        let other = (*source == "guess").then_some(200_000);
+        assert_eq!(p["window_other"].as_u64(), other, "{folder}: {p}");
+    }
+}

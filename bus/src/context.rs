@@ -10,10 +10,6 @@ use crate::payloads::Level;
 use crate::settings::Env;
 use serde::{Deserialize, Serialize};
 
-/// The window assumed when nothing says otherwise.
-pub const DEFAULT_WINDOW: u64 = 200_000;
-/// The large window, assumed when usage exceeds a 200k window.
-pub const LARGE_WINDOW: u64 = 1_000_000;
 /// Output tokens reserved for the summary, at most.
 const OUTPUT_RESERVE: u64 = 20_000;
 /// The host's fixed buffer.
@@ -48,6 +44,70 @@ impl Source {
     }
 }
 
+/// Where a session's window came from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// `context_window` in the hook input.
+    HookInput,
+    /// The host's statusline for this session.
+    Statusline,
+    /// The session's transcript: the window it states, or the one the
+    /// model it asked for has.
+    Transcript,
+    /// How the session was started: its command line, environment or the
+    /// host's settings name the model.
+    Launch,
+    /// The user's `[interpulse] window`.
+    Configured,
+    /// The host's own setting of the window.
+    HostSettings,
+    /// Usage larger than any other window said: the large one.
+    Usage,
+    /// The window of the model in use, by the host's table.
+    Model,
+    /// Nothing said which of two windows the model runs with: the larger
+    /// is assumed, so that nothing is said or done before it is certain
+    /// ([`Figures::window_other`] is the smaller).
+    Guess,
+    /// Nothing said: the host's default.
+    Default,
+}
+
+impl WindowSource {
+    /// The name used on the bus and in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowSource::HookInput => "hook_input",
+            WindowSource::Statusline => "statusline",
+            WindowSource::Transcript => "transcript",
+            WindowSource::Launch => "launch",
+            WindowSource::Configured => "configured",
+            WindowSource::HostSettings => "host_settings",
+            WindowSource::Usage => "usage",
+            WindowSource::Model => "model",
+            WindowSource::Guess => "guess",
+            WindowSource::Default => "default",
+        }
+    }
+
+    /// What it means, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            WindowSource::HookInput => "from the hook's input",
+            WindowSource::Statusline => "from the host's statusline for this session",
+            WindowSource::Transcript => "from the session's transcript",
+            WindowSource::Launch => "from how the session was started",
+            WindowSource::Configured => "from [interpulse] window",
+            WindowSource::HostSettings => "from the host's settings",
+            WindowSource::Usage => "from usage past the smaller window",
+            WindowSource::Model => "the model's own",
+            WindowSource::Guess => "a guess: nothing says which window the model runs with",
+            WindowSource::Default => "the host's default",
+        }
+    }
+}
+
 /// The context of a session at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
@@ -59,9 +119,41 @@ pub struct Figures {
     pub autocompact_at: u64,
     /// Where `used_tokens` came from.
     pub source: Source,
+    /// Where `window` came from (absent in figures stored before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_source: Option<WindowSource>,
+    /// When the window is a guess, the smaller window the session may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_other: Option<u64>,
 }
 
 impl Figures {
+    /// Figures whose window's provenance is not told.
+    pub fn new(used_tokens: u64, window: u64, autocompact_at: u64, source: Source) -> Self {
+        Figures {
+            used_tokens,
+            window,
+            autocompact_at,
+            source,
+            window_source: None,
+            window_other: None,
+        }
+    }
+
+    /// The window as shown: `200k`, or when it is a guess `1000k (or 200k)`.
+    ///
+    /// ```
+    /// use interband::context::{Figures, Source, WindowSource};
+    /// let mut f = Figures::new(160_000, 1_000_000, 967_000, Source::Transcript);
+    /// assert_eq!(f.window_text(), "1000k");
+    /// f.window_source = Some(WindowSource::Guess);
+    /// f.window_other = Some(200_000);
+    /// assert_eq!(f.window_text(), "1000k (or 200k)");
+    /// ```
+    pub fn window_text(&self) -> String {
+        window_text(self.window, self.window_other)
+    }
+
     /// Percent of the window used (raw, as the host's statusline shows it).
     pub fn used_pct(&self) -> f64 {
         pct(self.used_tokens, self.window)
@@ -134,43 +226,19 @@ impl Figures {
     }
 }
 
+/// A window as shown, with the other one it may be when it is a guess.
+pub fn window_text(window: u64, other: Option<u64>) -> String {
+    match other {
+        Some(o) if o != window => format!("{} (or {})", tokens_text(window), tokens_text(o)),
+        _ => tokens_text(window),
+    }
+}
+
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         return 100.0;
     }
     (part as f64 / whole as f64 * 100.0).clamp(0.0, 100.0)
-}
-
-/// The window to assume: the one observed for this session (hook input or
-/// statusline bridge), else the configured one, else the one `learned` for
-/// the model from other sessions, else 200k; capped by the host's
-/// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` when set (the host compacts as if the
-/// window were that size); and raised to 1M when the usage seen is larger.
-pub fn window(
-    observed: Option<u64>,
-    configured: u64,
-    env: &dyn Env,
-    learned: Option<u64>,
-    used: u64,
-) -> u64 {
-    let from_env = || {
-        env.var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|&w| w > 0)
-    };
-    let known = observed
-        .filter(|&w| w > 0)
-        .or((configured > 0).then_some(configured))
-        .or(learned.filter(|&w| w > 0));
-    // The host's setting caps the model's window (it compacts as if the
-    // window were that size); alone, it is the window.
-    let w = match (known, from_env()) {
-        (Some(w), Some(cap)) => w.min(cap),
-        (Some(w), None) => w,
-        (None, Some(cap)) => cap,
-        (None, None) => DEFAULT_WINDOW,
-    };
-    if used > w { w.max(LARGE_WINDOW) } else { w }
 }
 
 /// Where autocompact starts for a window, from the host's rules and settings.
@@ -312,61 +380,11 @@ mod tests {
     }
 
     #[test]
-    fn windows_come_from_the_best_source_and_grow_with_usage() {
-        let env = |k: &str| (k == "CLAUDE_CODE_AUTO_COMPACT_WINDOW").then(|| "500000".to_owned());
-        assert_eq!(window(None, 0, &none, None, 10), 200_000);
-        assert_eq!(
-            window(None, 0, &env, None, 10),
-            500_000,
-            "the host's setting alone"
-        );
-        assert_eq!(window(None, 300_000, &env, None, 10), 300_000);
-        assert_eq!(
-            window(Some(1_000_000), 300_000, &env, None, 10),
-            500_000,
-            "capped"
-        );
-        assert_eq!(window(Some(1_000_000), 300_000, &none, None, 10), 1_000_000);
-        assert_eq!(window(None, 0, &none, None, 250_000), 1_000_000);
-        let m = Some(1_000_000);
-        assert_eq!(
-            window(None, 0, &none, m, 10),
-            1_000_000,
-            "learned for the model"
-        );
-        assert_eq!(
-            window(None, 0, &env, m, 10),
-            500_000,
-            "capped by the host's setting"
-        );
-        assert_eq!(
-            window(None, 300_000, &none, m, 10),
-            300_000,
-            "the user's first"
-        );
-        assert_eq!(
-            window(Some(200_000), 0, &none, m, 10),
-            200_000,
-            "this session's first"
-        );
-    }
-
-    #[test]
     fn usable_takes_the_reserve_out() {
-        let f = Figures {
-            used_tokens: 100_000,
-            window: 200_000,
-            autocompact_at: 167_000,
-            source: Source::Transcript,
-        };
+        let f = Figures::new(100_000, 200_000, 167_000, Source::Transcript);
         assert_eq!(f.used_pct(), 50.0);
         assert!((f.usable_remaining() - 40.12).abs() < 0.01);
-        let big = Figures {
-            used_tokens: 600_000,
-            window: 1_000_000,
-            autocompact_at: 967_000,
-            source: Source::Statusline,
-        };
+        let big = Figures::new(600_000, 1_000_000, 967_000, Source::Statusline);
         assert!(
             (big.usable_remaining() - 37.95).abs() < 0.01,
             "1M at 60% used is still green"

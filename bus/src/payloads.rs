@@ -419,6 +419,14 @@ pub struct Pressure {
     /// Where the context figure came from (e.g. `transcript`, `statusline`, `heuristic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Where the window came from (e.g. `statusline`, `transcript`, `launch`,
+    /// `model`, `guess`: see `interband::context::WindowSource`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_source: Option<String>,
+    /// When the window is a guess, the smaller window the session may have
+    /// (levels are judged on the larger, `window`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_other: Option<u64>,
     /// Tool calls counted in this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<u64>,
@@ -534,33 +542,6 @@ contract!(
         f.opt_string("model")?;
         f.opt_string("transcript_path")?;
         f.opt("transcript_bytes", Fields::count)?;
-        f.number("ts")?;
-    }
-);
-
-/// `interline/model_window`: the window the host reports for a model, so a
-/// session without a statusline (headless) knows it too.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ModelWindow {
-    /// The model's id, as the transcript names it.
-    #[schemars(extend("pattern" = r"\S"))]
-    pub model: String,
-    /// The window size in tokens.
-    #[schemars(range(min = 1))]
-    pub window: u64,
-    /// Unix time, seconds.
-    #[serde(serialize_with = "seconds")]
-    pub ts: f64,
-}
-contract!(
-    ModelWindow,
-    "interline",
-    "model",
-    "model_window",
-    "the context window the statusline input reports for a model",
-    |f| {
-        f.text("model")?;
-        f.count_from("window", 1)?;
         f.number("ts")?;
     }
 );

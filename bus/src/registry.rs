@@ -45,7 +45,6 @@ pub const CONTRACTS: &[Contract] = &[
     contract::<Pressure>(),
     contract::<Checkpoint>(),
     contract::<ContextWindow>(),
-    contract::<ModelWindow>(),
     contract::<MemoryNote>(),
     contract::<CompactionRequested>(),
 ];
@@ -113,7 +112,6 @@ pub const CHANNELS: &[(&str, &str, ChannelPolicy)] = &[
     ("interstat", "budget", policy(6 * HOUR, 64, false)),
     ("interpulse", "checkpoint", policy(24 * HOUR, 256, true)),
     ("intermem", "note", policy(7 * 24 * HOUR, 256, true)),
-    ("interline", "model", policy(30 * 24 * HOUR, 64, false)),
 ];
 
 /// The default policy for channels not listed in [`CHANNELS`].

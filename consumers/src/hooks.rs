@@ -351,7 +351,8 @@ fn about_to_compress(ctx: &Ctx, input: &Input) -> bool {
         .map(PathBuf::from);
     let limits = host.limits(
         &interband_hosts::Known {
-            observed: usage.window,
+            transcript: usage.window,
+            model: usage.model.as_deref(),
             used: usage.used_tokens,
             project: project.as_deref(),
             ..Default::default()

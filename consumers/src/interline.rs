@@ -41,7 +41,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use interband::context::{self, Figures, Source, Thresholds};
-use interband::payloads::{ContextWindow, Level, ModelWindow, Pressure};
+use interband::payloads::{ContextWindow, Level, Pressure};
 use interband::settings::Env;
 use interband::{Bus, decode};
 use serde::de::DeserializeOwned;
@@ -50,8 +50,6 @@ use serde_json::Value;
 
 /// Where the bridge publishes the context window (`interline/context/<session>`).
 pub const CONTEXT_CHANNEL: (&str, &str) = ("interline", "context");
-/// The window the host reports for a model (`interline/model/<model>`).
-pub const MODEL_CHANNEL: (&str, &str) = ("interline", "model");
 /// A compaction is pending for the session (`compact/pending/<session>`, any valid message).
 pub const PENDING_CHANNEL: (&str, &str) = ("compact", "pending");
 /// A memory note was saved for the session (`intermem/note/<session>`).
@@ -265,15 +263,29 @@ impl Input {
     }
 
     /// The context figures the input itself gives, once usage is known. The
-    /// window is the input's (else the host's default, grown when usage exceeds it).
+    /// window is the input's (else its model's, by Claude Code's rules).
     pub fn figures(&self, env: &dyn Env) -> Option<Figures> {
         let used = self.used_tokens()?;
-        let window = context::window(self.window, 0, env, None, used);
+        let limits = interband_hosts::Host::Claude.limits(
+            &interband_hosts::Known {
+                stated: self.window.map(|w| (w, context::WindowSource::Statusline)),
+                transcript: self
+                    .model_id
+                    .as_deref()
+                    .and_then(interband_hosts::claude::requested_window),
+                model: self.model_id.as_deref(),
+                used,
+                ..Default::default()
+            },
+            env,
+        );
         Some(Figures {
             used_tokens: used,
-            window,
-            autocompact_at: context::autocompact_at(window, env),
+            window: limits.window,
+            autocompact_at: limits.compact_at,
             source: Source::Statusline,
+            window_source: Some(limits.source),
+            window_other: limits.other,
         })
     }
 }
@@ -599,24 +611,7 @@ fn publish_context(bus: &Bus, session: &str, input: &Input, now: f64) -> bool {
             .map(|m| m.len()),
         ts: now,
     };
-    if let Some(model) = input.model_id.as_deref() {
-        learn_model_window(bus, session, model, window, now);
-    }
     bus.publish_typed(session, session, &payload).is_ok()
-}
-
-/// Keeps `interline/model/<model>` up to date, so the producer knows the
-/// model's window in sessions that run no statusline (headless).
-fn learn_model_window(bus: &Bus, session: &str, model: &str, window: u64, now: f64) {
-    let known = read_as::<ModelWindow>(bus, MODEL_CHANNEL, model);
-    if known.is_none_or(|k| k.window != window) {
-        let learned = ModelWindow {
-            model: model.to_owned(),
-            window,
-            ts: now,
-        };
-        let _ = bus.publish_typed(model, session, &learned);
-    }
 }
 
 /// The wrapped output with ours joined to its first line by `separator`
@@ -890,10 +885,6 @@ mod tests {
             CONTEXT_CHANNEL
         );
         assert_eq!((Pressure::NAMESPACE, Pressure::CHANNEL), PRESSURE_CHANNEL);
-        assert_eq!(
-            (ModelWindow::NAMESPACE, ModelWindow::CHANNEL),
-            MODEL_CHANNEL
-        );
         assert_eq!((MemoryNote::NAMESPACE, MemoryNote::CHANNEL), NOTE_CHANNEL);
     }
 

@@ -23,6 +23,36 @@
 //! Every other line says nothing. Only lines naming `"assistant"` or
 //! `compact_boundary` are parsed at all: a tool's result of megabytes is
 //! only searched.
+//!
+//! # The window
+//!
+//! Claude Code's models have one window, or 200k unless the session asked
+//! for 1M with a `[1m]` tag on the model (`--model 'claude-sonnet-4-5[1m]'`,
+//! `ANTHROPIC_MODEL`, the settings' `model`, `/model`); the transcript's
+//! `message.model` never carries the tag. The window of a session, best
+//! first ([`window`]):
+//!
+//! 1. the statusline's `context_window.context_window_size` for the same
+//!    session (matched by session, never by model name);
+//! 2. the `requestedModel` of the transcript's latest response (2.1.x
+//!    writes it on every assistant line, with its tag): `[1m]` is 1M, any
+//!    other known model its own window;
+//! 3. `[interpulse] window`;
+//! 4. how the session was started ([`launch_model`]): the `--model` of the
+//!    `claude` process that runs the hook, `ANTHROPIC_MODEL`, the settings'
+//!    `model`; a model named there with `[1m]` is 1M, a start that names
+//!    none (or one without the tag) keeps the model's own window;
+//! 5. the model's own window ([`model_window`], Claude Code's table): a
+//!    model with one window has it; one that can be opened to 1M, with
+//!    nothing above saying whether it was, is a guess: 1M is assumed (so
+//!    no warning comes before it is certain) and the 200k it may be is
+//!    told alongside; a model the table does not know has 200k, as Claude
+//!    Code gives it;
+//!
+//! then capped by `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, and 1M once the usage
+//! is past the window assumed.
+
+use std::path::Path;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -51,6 +81,8 @@ struct Line<'a> {
     uuid: Option<Value>,
     #[serde(rename = "requestId")]
     request_id: Option<Value>,
+    #[serde(rename = "requestedModel")]
+    requested_model: Option<Value>,
     timestamp: Option<Value>,
     #[serde(rename = "compactMetadata")]
     compact_metadata: Option<Value>,
@@ -140,7 +172,7 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
                 message: key,
                 tokens,
                 model: model.map(str::to_owned),
-                window: None,
+                window: str_of(&l.requested_model).and_then(requested_window),
             })
         }
         Some("user") => prompt(line).then_some(Fact::Break),
@@ -156,6 +188,281 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
         }
         _ => None,
     }
+}
+
+/// The large window: 1M tokens.
+pub const LARGE_WINDOW: u64 = 1_000_000;
+
+/// The window of a model Claude Code does not know: 200k.
+pub const DEFAULT_WINDOW: u64 = 200_000;
+
+/// Claude Code's model table (2.1.332), by the model's canonical name: its
+/// window, and whether a `[1m]` tag opens it to 1M. A dated, Bedrock or
+/// Vertex spelling names the same model (the longest name it contains).
+const MODELS: &[(&str, u64, bool)] = &[
+    ("claude-3-5-haiku", 200_000, false),
+    ("claude-3-5-sonnet", 200_000, false),
+    ("claude-3-7-sonnet", 200_000, false),
+    ("claude-haiku-4-5", 200_000, true),
+    ("claude-haiku-5-5", LARGE_WINDOW, false),
+    ("claude-sonnet-4-0", 200_000, true),
+    ("claude-sonnet-4-2025", 200_000, true),
+    ("claude-sonnet-4@2025", 200_000, true),
+    ("claude-sonnet-4-5", 200_000, true),
+    ("claude-sonnet-4-6", 200_000, true),
+    ("claude-sonnet-5", LARGE_WINDOW, false),
+    ("claude-sonnet-5-5", LARGE_WINDOW, false),
+    ("claude-opus-4-0", 200_000, true),
+    ("claude-opus-4-2025", 200_000, true),
+    ("claude-opus-4@2025", 200_000, true),
+    ("claude-opus-4-1", 200_000, true),
+    ("claude-opus-4-5", 200_000, true),
+    ("claude-opus-4-6", 200_000, true),
+    ("claude-opus-4-7", LARGE_WINDOW, false),
+    ("claude-opus-4-8", LARGE_WINDOW, false),
+    ("claude-opus-5", LARGE_WINDOW, false),
+    ("claude-opus-5-5", LARGE_WINDOW, false),
+    ("claude-fable-5", LARGE_WINDOW, false),
+    ("claude-mythos-5", LARGE_WINDOW, false),
+];
+
+/// A model's own window in Claude Code, and whether a `[1m]` tag opens it
+/// to 1M; `None` for a model the table does not know (Claude Code gives it
+/// [`DEFAULT_WINDOW`]). A tag on the name is not looked at here.
+///
+/// ```
+/// use interband_hosts::claude::model_window;
+/// assert_eq!(model_window("claude-opus-5-5"), Some((1_000_000, false)));
+/// assert_eq!(model_window("claude-sonnet-4-5-20250929"), Some((200_000, true)));
+/// assert_eq!(model_window("us.anthropic.claude-sonnet-4-20250514-v1:0"), Some((200_000, true)));
+/// assert_eq!(model_window("claude-sonnet-5-5[1m]"), Some((1_000_000, false)));
+/// assert_eq!(model_window("glm-4.6"), None);
+/// ```
+pub fn model_window(model: &str) -> Option<(u64, bool)> {
+    let m = model.to_ascii_lowercase();
+    MODELS
+        .iter()
+        .filter(|(name, ..)| m.contains(name))
+        .max_by_key(|(name, ..)| name.len())
+        .map(|&(_, window, opt_in)| (window, opt_in))
+}
+
+/// Whether a model as asked for carries the `[1m]` tag.
+pub fn tagged_1m(model: &str) -> bool {
+    model.to_ascii_lowercase().trim_end().ends_with("[1m]")
+}
+
+/// The window a model as asked for means (the `requestedModel` Claude Code
+/// writes, `--model`'s value): 1M with the `[1m]` tag, else the model's
+/// own; `None` for a model the table does not know, untagged.
+///
+/// ```
+/// use interband_hosts::claude::requested_window;
+/// assert_eq!(requested_window("claude-sonnet-4-5[1m]"), Some(1_000_000));
+/// assert_eq!(requested_window("claude-sonnet-4-5"), Some(200_000));
+/// assert_eq!(requested_window("claude-opus-5-5"), Some(1_000_000));
+/// assert_eq!(requested_window("some-proxy-model"), None);
+/// ```
+pub fn requested_window(model: &str) -> Option<u64> {
+    if tagged_1m(model) {
+        return Some(LARGE_WINDOW);
+    }
+    model_window(model).map(|(w, _)| w)
+}
+
+/// How a session was started, as far as a hook can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// A model was named: `--model`, else `ANTHROPIC_MODEL`, else the
+    /// settings' `model` (as written, with its tag).
+    Named(String),
+    /// The `claude` process was found and nothing names a model: the
+    /// default model, at its own window.
+    Unnamed,
+    /// Nothing could be told (no `claude` process found, nothing named).
+    Unknown,
+}
+
+/// How the session that runs this hook was started: the command line of
+/// the `claude` process (`$CLAUDE_PID`, else the nearest of the hook's
+/// ancestors whose program is `claude`, read from `/proc`), its
+/// `--model`; else `ANTHROPIC_MODEL`; else the `model` of the settings
+/// (`.claude/settings.local.json` and `.claude/settings.json` in the
+/// project, then `~/.claude/settings.json`; the `--settings` file first).
+pub fn launch_model(
+    env: &dyn interband::settings::Env,
+    project: Option<&std::path::Path>,
+) -> Launch {
+    let var = |k: &str| env.var(k).filter(|v| !v.trim().is_empty());
+    // Set (Claude Code sets it for its hooks), it names the process: set
+    // empty, no process is looked for.
+    let args = match env.var("CLAUDE_PID") {
+        Some(pid) => pid.trim().parse().ok().and_then(claude_process),
+        None => claude_ancestor(),
+    };
+    if let Some(m) = args.as_deref().and_then(|a| flag(a, "--model")) {
+        return Launch::Named(m);
+    }
+    if let Some(m) = var("ANTHROPIC_MODEL") {
+        return Launch::Named(m);
+    }
+    let home = var("HOME").map(std::path::PathBuf::from);
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(f) = args.as_deref().and_then(|a| flag(a, "--settings")) {
+        files.push(f.into());
+    }
+    if let Some(p) = project {
+        files.push(p.join(".claude/settings.local.json"));
+        files.push(p.join(".claude/settings.json"));
+    }
+    if let Some(h) = home {
+        files.push(h.join(".claude/settings.json"));
+    }
+    let named = files.iter().find_map(|f| {
+        let bytes = interband::fsio::read_regular(f, 1 << 20).ok()?;
+        let v: Value = serde_json::from_slice(&bytes).ok()?;
+        v["model"]
+            .as_str()
+            .filter(|m| !m.trim().is_empty())
+            .map(str::to_owned)
+    });
+    match (named, args) {
+        (Some(m), _) => Launch::Named(m),
+        (None, Some(_)) => Launch::Unnamed,
+        (None, None) => Launch::Unknown,
+    }
+}
+
+/// The value of `--name V` or `--name=V` among `args`.
+fn flag(args: &[String], name: &str) -> Option<String> {
+    let eq = format!("{name}=");
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == name {
+            args.get(i + 1).cloned()
+        } else {
+            a.strip_prefix(&eq).map(str::to_owned)
+        }
+    })
+}
+
+/// A file of `/proc/<pid>/`, at most `limit` bytes (its size is not told).
+fn proc_file(pid: u32, name: &str, limit: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/{name}"))
+        .ok()?
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+/// A process's arguments, from `/proc` (`None` where it cannot tell).
+fn process_args(pid: u32) -> Option<Vec<String>> {
+    let bytes = proc_file(pid, "cmdline", 64 << 10)?;
+    Some(
+        bytes
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// The arguments of process `pid` when its program is Claude Code's.
+fn claude_process(pid: u32) -> Option<Vec<String>> {
+    let args = process_args(pid)?;
+    let claude = args.iter().take(2).any(|a| {
+        let name = Path::new(a)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        name == "claude" || name == "claude.exe" || a.ends_with("/claude-code/cli.js")
+    });
+    claude.then_some(args)
+}
+
+/// The arguments of the `claude` process that runs this hook, looked for
+/// where it is: this process's parent, or the parent's (Claude Code runs a
+/// hook's command through a shell). No further, so that a command run by
+/// hand inside an agent's session never takes that session's start.
+fn claude_ancestor() -> Option<Vec<String>> {
+    let parent = std::os::unix::process::parent_id();
+    if parent <= 1 {
+        return None;
+    }
+    claude_process(parent).or_else(|| {
+        let stat = proc_file(parent, "stat", 4096)?;
+        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+        let after = &stat[memchr::memrchr(b')', &stat)? + 1..];
+        let grand: u32 = std::str::from_utf8(after)
+            .ok()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        (grand > 1).then(|| claude_process(grand)).flatten()
+    })
+}
+
+/// What a Claude Code session's window is known from (see the module's
+/// documentation for the order).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WindowFacts<'a> {
+    /// The statusline's (or the hook input's) window for this session.
+    pub stated: Option<(u64, interband::context::WindowSource)>,
+    /// The window the transcript's latest `requestedModel` means.
+    pub requested: Option<u64>,
+    /// `[interpulse] window` (0: unset).
+    pub configured: u64,
+    /// The model of the latest response.
+    pub model: Option<&'a str>,
+    /// Tokens in context now.
+    pub used: u64,
+}
+
+/// A session's window: how large, where that came from, and (a guess) the
+/// smaller one it may be.
+pub fn window(
+    k: &WindowFacts,
+    env: &dyn interband::settings::Env,
+    launch: impl FnOnce() -> Launch,
+) -> (u64, interband::context::WindowSource, Option<u64>) {
+    use interband::context::WindowSource as From;
+    let (mut window, mut from, mut other) =
+        if let Some((w, from)) = k.stated.filter(|(w, _)| *w > 0) {
+            (w, from, None)
+        } else if let Some(w) = k.requested {
+            (w, From::Transcript, None)
+        } else if k.configured > 0 {
+            (k.configured, From::Configured, None)
+        } else {
+            match k.model.and_then(model_window) {
+                Some((w, false)) => (w, From::Model, None),
+                Some((w, true)) => match launch() {
+                    Launch::Named(m) if tagged_1m(&m) => (LARGE_WINDOW, From::Launch, None),
+                    Launch::Named(_) | Launch::Unnamed => (w, From::Launch, None),
+                    Launch::Unknown => (LARGE_WINDOW.max(w), From::Guess, Some(w)),
+                },
+                None => (DEFAULT_WINDOW, From::Default, None),
+            }
+        };
+    // The host's setting caps the window (it compacts as if the window were
+    // that size).
+    let cap = env
+        .var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&w| w > 0);
+    if let Some(cap) = cap.filter(|&c| c < window) {
+        (window, from) = (cap, From::HostSettings);
+        other = other.filter(|&o| o < cap);
+    }
+    if k.used > window {
+        (window, from, other) = (window.max(LARGE_WINDOW), From::Usage, None);
+    } else if other.is_some_and(|o| k.used > o) {
+        (from, other) = (From::Usage, None);
+    }
+    (window, from, other)
 }
 
 /// A line read forward: its fact, what happens, its time (one parse).

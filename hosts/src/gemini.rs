@@ -15,9 +15,15 @@
 //! `compressionThreshold` × the model's token limit (0.5 by default;
 //! `model.compressionThreshold` in `~/.gemini/settings.json`, then the
 //! project's `.gemini/settings.json` where Gemini trusts the folder). A
-//! compression rewrites the recording's whole message list
-//! (`{"$set":{"messages":[...]}}`): a compaction, with no figure until the
-//! next reply (the context it replaced is gone).
+//! compression rewrites the recording's whole message list around a
+//! `<state_snapshot>` (`{"$set":{"messages":[...]}}`): a compaction, with no
+//! figure until the next reply (the context it replaced is gone). The same
+//! line at a session's start or on a resume (the whole history) is none.
+//!
+//! Before 0.39 the recording was one JSON document (`session-*.json`,
+//! pretty-printed, rewritten whole at each change): the same records, in
+//! its `messages` ([`crate::tail::Layout::Document`]); a compression left no
+//! mark there (the next reply's figure is lower).
 
 use std::path::Path;
 
@@ -58,9 +64,11 @@ struct SetMessages {
 pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     let line = crate::tail::trimmed(line);
     if line.starts_with(b"{\"$set\"") && contains(line, b"\"messages\"") {
-        let rewritten = serde_json::from_slice::<SetLine>(line)
-            .is_ok_and(|l| l.set.is_some_and(|s| s.messages.is_some()));
-        // A compression (or a session's first history): no figure yet.
+        // A compression rewrites the history around its `<state_snapshot>`;
+        // a session's first history and a resumed one's are no compression.
+        let rewritten = contains(line, b"<state_snapshot>")
+            && serde_json::from_slice::<SetLine>(line)
+                .is_ok_and(|l| l.set.is_some_and(|s| s.messages.is_some()));
         return rewritten.then(|| Fact::Compaction {
             mark: format!("messages@{offset}"),
             tokens: None,

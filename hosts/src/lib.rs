@@ -306,76 +306,106 @@ pub struct Limits {
     pub window: u64,
     /// Where the host compacts (summarizes) the context.
     pub compact_at: u64,
+    /// Where the window came from.
+    pub source: interband::context::WindowSource,
+    /// When the window is a guess, the smaller one the session may have.
+    pub other: Option<u64>,
 }
 
 /// What a session's window and compaction point are known from.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Known<'a> {
-    /// The window this session's own figures say (the host's statusline,
-    /// Codex's `model_context_window`, Gemini's model's limit).
-    pub observed: Option<u64>,
+    /// The window the host itself states for this session, and where: the
+    /// hook input's, the statusline's (Claude Code).
+    pub stated: Option<(u64, interband::context::WindowSource)>,
+    /// The window the session's transcript says (Claude Code's requested
+    /// model's, Codex's `model_context_window`, Gemini's model's limit).
+    pub transcript: Option<u64>,
     /// The user's `[interpulse] window` (0: unset).
     pub configured: u64,
-    /// The window a statusline reported for the model in other sessions.
-    pub learned: Option<u64>,
+    /// The model of the latest response, when known.
+    pub model: Option<&'a str>,
     /// Tokens in context now.
     pub used: u64,
-    /// The project folder (Gemini reads its `.gemini/settings.json`).
+    /// The project folder (Gemini reads its `.gemini/settings.json`, Claude
+    /// Code its settings' `model`).
     pub project: Option<&'a std::path::Path>,
 }
 
 impl Host {
-    /// The window and compaction point of a session, by the host's own rules.
+    /// The window and compaction point of a session, by the host's own
+    /// rules, and where the window came from.
     ///
-    /// - Claude Code: the window observed, configured, learned or 200k
-    ///   (capped by `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, raised to 1M past
-    ///   200k); autocompact at the window less its output reserve and buffer,
-    ///   or `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`, or never (`DISABLE_AUTO_COMPACT`).
+    /// - Claude Code: see [`claude`]'s module documentation (the
+    ///   statusline, the requested model, the settings, how the session was
+    ///   started, the model's own window); autocompact at the window less
+    ///   its output reserve and buffer, or `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`,
+    ///   or never (`DISABLE_AUTO_COMPACT`).
     /// - Codex CLI: the rollout's effective window, else `config.toml`'s
-    ///   (`$CODEX_HOME`, else `~/.codex`), else configured, learned or 200k;
+    ///   (`$CODEX_HOME`, else `~/.codex`), else configured, or 258,400;
     ///   compaction at `model_auto_compact_token_limit` or a share of it.
     /// - Gemini CLI: the model's limit (1,048,576), else configured;
     ///   compression at `compressionThreshold` × the limit (the project's
     ///   setting only where Gemini trusts the folder).
     pub fn limits(self, k: &Known, env: &dyn interband::settings::Env) -> Limits {
-        use interband::context;
+        use interband::context::{self, WindowSource as From};
         let path = |var: &str| {
             env.var(var)
                 .filter(|v| !v.trim().is_empty())
                 .map(std::path::PathBuf::from)
         };
         let home = path("HOME");
+        let stated = k.stated.filter(|(w, _)| *w > 0);
+        let configured = (k.configured > 0).then_some((k.configured, From::Configured));
         match self {
             Host::Claude => {
-                let window = context::window(k.observed, k.configured, env, k.learned, k.used);
+                let facts = claude::WindowFacts {
+                    stated,
+                    requested: k.transcript,
+                    configured: k.configured,
+                    model: k.model,
+                    used: k.used,
+                };
+                let (window, source, other) =
+                    claude::window(&facts, env, || claude::launch_model(env, k.project));
                 Limits {
                     window,
                     compact_at: context::autocompact_at(window, env),
+                    source,
+                    other,
                 }
             }
             Host::Codex => {
                 let codex_home = path("CODEX_HOME").or_else(|| home.map(|h| h.join(".codex")));
                 let cfg = codex::config(codex_home.as_deref());
-                let window = k
-                    .observed
-                    .or(cfg.window.map(codex::effective_window))
-                    .or((k.configured > 0).then_some(k.configured))
-                    .or(k.learned)
-                    .unwrap_or(codex::effective_window(codex::DEFAULT_MODEL_WINDOW));
+                let (window, source) = stated
+                    .or(k.transcript.map(|w| (w, From::Transcript)))
+                    .or(cfg
+                        .window
+                        .map(|w| (codex::effective_window(w), From::HostSettings)))
+                    .or(configured)
+                    .unwrap_or((
+                        codex::effective_window(codex::DEFAULT_MODEL_WINDOW),
+                        From::Default,
+                    ));
                 Limits {
                     window,
                     compact_at: codex::compaction_point(window, &cfg),
+                    source,
+                    other: None,
                 }
             }
             Host::Gemini => {
-                let window = k
-                    .observed
-                    .or((k.configured > 0).then_some(k.configured))
-                    .unwrap_or(gemini::DEFAULT_LIMIT);
+                let (window, source) = stated
+                    .or(k.transcript.map(|w| (w, From::Transcript)))
+                    .or(configured)
+                    .unwrap_or((gemini::DEFAULT_LIMIT, From::Default));
                 let threshold = gemini::compression_threshold(home.as_deref(), k.project, env);
                 Limits {
                     window,
                     compact_at: gemini::compression_point(window, threshold),
+                    source,
+                    other: None,
                 }
             }
         }

@@ -157,7 +157,9 @@ fn gemini(evs: &[Ev]) -> Vec<String> {
             Ev::ToolResult => out.push(
                 json!({"id": "r", "type": "user", "content": [{"functionResponse": {"id": "c", "name": "read_file", "response": {"output": "\"gemini\""}}}]}).to_string(),
             ),
-            Ev::Compaction { .. } => out.push(json!({"$set": {"messages": []}}).to_string()),
+            Ev::Compaction { .. } => out.push(json!({"$set": {"messages": [{"id": "s", "type": "user", "content": [{"text": "<state_snapshot>"}]}]}}).to_string()),
+            // Metadata, and the whole history at a session's start or on a resume.
+            Ev::Noise(0) => out.push(json!({"$set": {"messages": [{"id": "c", "type": "user", "content": [{"text": "<session_context>"}]}]}}).to_string()),
             Ev::Noise(_) => {
                 out.push(json!({"$set": {"lastUpdated": "2026-11-30T00:00:00Z"}}).to_string())
             }

@@ -311,7 +311,7 @@ fn checkpoints(s: &mut State, level: Level, now: f64, cfg: &Config, actions: &mu
 /// use interpulse::engine::{settle, Action, Observation, State};
 /// use interband::payloads::Level;
 /// let red = Observation {
-///     figures: Some(Figures { used_tokens: 165_000, window: 200_000, autocompact_at: 167_000, source: Source::Transcript }),
+///     figures: Some(Figures::new(165_000, 200_000, 167_000, Source::Transcript)),
 ///     ..Observation::default()
 /// };
 /// let o = settle(&State::default(), 10.0, &red, &Config::default());
@@ -356,12 +356,12 @@ mod tests {
     fn at(used_pct: f64) -> Observation {
         Observation {
             compaction: None,
-            figures: Some(Figures {
-                used_tokens: (used_pct * 2000.0) as u64,
-                window: 200_000,
-                autocompact_at: 167_000,
-                source: Source::Transcript,
-            }),
+            figures: Some(Figures::new(
+                (used_pct * 2000.0) as u64,
+                200_000,
+                167_000,
+                Source::Transcript,
+            )),
             directives: false,
         }
     }
@@ -730,7 +730,7 @@ mod tests {
                 now += gap as f64;
                 let obs = Observation {
                     compaction: None,
-                    figures: used.map(|u| Figures { used_tokens: u, window: 200_000, autocompact_at: 167_000, source: Source::Transcript }),
+                    figures: used.map(|u| Figures::new(u, 200_000, 167_000, Source::Transcript)),
                     directives: true,
                 };
                 let o = step(&s, &Call { now, tool: tools[tool].into(), response_bytes: bytes, subagent: sub }, &obs, &c);

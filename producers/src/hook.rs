@@ -8,13 +8,11 @@ use interband::fsio::Dir;
 use interband::journal::Journal;
 use interband::lock::{DEFAULT_WAIT, update_json};
 use interband::paths::safe_key;
-use interband::payloads::{
-    Checkpoint, ContextWindow, LegacyPressure, Level, ModelWindow, Pressure,
-};
+use interband::payloads::{Checkpoint, ContextWindow, LegacyPressure, Level, Pressure};
 use interband::settings::{Env, Layered};
 
 use crate::config::Config;
-use crate::context::{Figures, Source, pct_tenths};
+use crate::context::{Figures, Source, WindowSource, pct_tenths};
 use crate::engine::{self, Action, Call, Observation, Outcome, State};
 use crate::host::{HookInput, additional_context};
 use crate::{Error, messages};
@@ -152,20 +150,18 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
             }
         }
     };
-    // What a statusline of another session reported for the same model: the
-    // window of a session that runs none (headless).
-    let learned = || {
-        let m = model.as_deref()?;
-        Some(h.bus.read_typed::<ModelWindow>(m).ok()?.payload.window)
-    };
-    let observed = window.or(tail_window).or(bridge.map(|b| b.window));
-    let learned = observed.is_none().then(learned).flatten();
+    // The window the host states for this session (the hook input's, the
+    // statusline's for the same session id), else what the transcript says.
+    let stated = window
+        .map(|w| (w, WindowSource::HookInput))
+        .or(bridge.map(|b| (b.window, WindowSource::Statusline)));
     let project = project_dir(input, h.env);
     let limits = host.limits(
         &Known {
-            observed,
+            stated,
+            transcript: tail_window,
             configured: cfg.window,
-            learned,
+            model: model.as_deref(),
             used,
             project: project.as_deref(),
         },
@@ -177,6 +173,8 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
             window: limits.window,
             autocompact_at: limits.compact_at,
             source,
+            window_source: Some(limits.source),
+            window_other: limits.other,
         }),
         compaction,
     }
@@ -513,6 +511,10 @@ fn publish_pressure(
                 .as_str()
                 .to_owned(),
         ),
+        window_source: f
+            .and_then(|f| f.window_source)
+            .map(|w| w.as_str().to_owned()),
+        window_other: f.and_then(|f| f.window_other),
         calls: Some(s.calls),
         heavy_calls: Some(s.heavy_calls),
         transcript_path: input.transcript_path.clone(),

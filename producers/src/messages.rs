@@ -21,7 +21,7 @@ pub fn next_step(level: Level) -> &'static str {
 /// ```
 /// use interband::payloads::Level;
 /// use interpulse::context::{Figures, Source};
-/// let f = Figures { used_tokens: 140_000, window: 200_000, autocompact_at: 167_000, source: Source::Transcript };
+/// let f = Figures::new(140_000, 200_000, 167_000, Source::Transcript);
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default());
 /// assert!(text.starts_with("Context ORANGE: 140k of 200k tokens used, 16% of the usable room left (from the transcript)."));
 /// assert!(text.contains("commit"));

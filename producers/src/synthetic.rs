@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-/// The model name written on assistant lines.
-pub const MODEL: &str = "claude-opus-5-5";
+/// The model written on assistant lines, and asked for (`requestedModel`,
+/// as Claude Code 2.1.x writes it): a 200k one.
+pub const MODEL: &str = "claude-sonnet-4-6";
 
 /// A `usage` object putting `used` tokens in context (mostly cache reads, as in real sessions).
 pub fn usage(used: u64) -> Value {
@@ -105,7 +106,7 @@ impl Writer {
         sidechain: bool,
     ) -> std::io::Result<String> {
         let id = format!("toolu_{:06}", self.lines + 1);
-        self.line(json!({"type": "assistant", "isSidechain": sidechain, "message": {"id": format!("msg_{id}"), "type": "message",
+        self.line(json!({"type": "assistant", "isSidechain": sidechain, "requestedModel": MODEL, "message": {"id": format!("msg_{id}"), "type": "message",
             "role": "assistant", "model": MODEL, "stop_reason": "tool_use",
             "content": [{"type": "tool_use", "id": id, "name": name, "input": input}], "usage": usage(used)}}))?;
         self.line(json!({"type": "user", "isSidechain": sidechain, "message": {"role": "user",
@@ -117,7 +118,7 @@ impl Writer {
     /// The assistant's closing text of a turn, at `used` tokens.
     pub fn say(&mut self, text: &str, used: u64) -> std::io::Result<()> {
         let id = format!("msg_{:06}", self.lines + 1);
-        self.line(json!({"type": "assistant", "message": {"id": id, "type": "message", "role": "assistant", "model": MODEL,
+        self.line(json!({"type": "assistant", "requestedModel": MODEL, "message": {"id": id, "type": "message", "role": "assistant", "model": MODEL,
             "stop_reason": "end_turn", "content": [{"type": "text", "text": text}], "usage": usage(used)}}))
     }
 

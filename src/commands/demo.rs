@@ -218,7 +218,7 @@ impl World {
     fn statusline(&self) -> Result<String> {
         let usage = synthetic::usage(self.used);
         let input = json!({"session_id": SESSION, "transcript_path": self.t.path(), "cwd": self.project,
-            "model": {"id": "claude-opus-5-5", "display_name": "Opus 5.5"}, "workspace": {"current_dir": self.project, "project_dir": self.project},
+            "model": {"id": synthetic::MODEL, "display_name": "Sonnet 4.6"}, "workspace": {"current_dir": self.project, "project_dir": self.project},
             "version": "2.1.332", "context_window": {"context_window_size": WINDOW, "current_usage": usage,
             "used_percentage": self.used * 100 / WINDOW, "remaining_percentage": 100 - self.used * 100 / WINDOW}});
         self.run(&["statusline"], &input, &[])
@@ -416,7 +416,7 @@ impl Demo {
         w.t.prompt(TASK)?;
         w.hook(
             "SessionStart",
-            json!({"source": "startup", "model": "claude-opus-5-5"}),
+            json!({"source": "startup", "model": synthetic::MODEL}),
         )?;
         say_or_stop!("{} {TASK}", st.bold("user ›"));
         say_or_stop!();
@@ -510,7 +510,7 @@ impl Demo {
         w.used = 9_000;
         let out = w.hook(
             "SessionStart",
-            json!({"source": "compact", "model": "claude-opus-5-5"}),
+            json!({"source": "compact", "model": synthetic::MODEL}),
         )?;
         match context_of(&out) {
             Some(ctx) => {

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use interband::Bus;
-use interband::payloads::{Checkpoint, Level, MemoryNote, ModelWindow, Pressure};
+use interband::payloads::{Checkpoint, Level, MemoryNote, Pressure};
 use interband::settings::Env;
 use interband_hosts::forward::{Happening, Seen};
 use interband_hosts::usage::{Reading, UsageKind};
@@ -769,9 +769,13 @@ impl Stage {
             "TMUX_PANE",
             "TMUX",
             "CLAUDE_PROJECT_DIR",
+            "ANTHROPIC_MODEL",
         ] {
             vars.remove(k);
         }
+        // How the replayed session was started is not this process's start:
+        // no `claude` process is looked for.
+        vars.insert("CLAUDE_PID".into(), String::new());
         let set = |vars: &mut HashMap<String, String>, k: &str, v: &Path| {
             vars.insert(k.to_owned(), v.to_string_lossy().into_owned());
         };
@@ -820,14 +824,6 @@ impl Stage {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(m.clone());
         });
-        // The window a statusline reported for the model, as the hook would read it.
-        if !opts.defaults
-            && let Some(model) = &head.model
-            && let Ok(real_bus) = Bus::from_env()
-            && let Ok(w) = real_bus.read_typed::<ModelWindow>(model)
-        {
-            let _ = bus.publish_typed(model, &w.session_id, &w.payload);
-        }
         Ok(Stage {
             host,
             bus,
@@ -1255,11 +1251,12 @@ impl Stage {
         let cfg = interpulse::config::Config::load(Some(&self.cwd), &self.env).value;
         let l = self.host.limits(
             &Known {
-                observed: p.reading.usage.as_ref().and_then(|u| u.window),
+                transcript: p.reading.usage.as_ref().and_then(|u| u.window),
                 configured: cfg.window,
-                learned: None,
+                model: p.reading.usage.as_ref().and_then(|u| u.model.as_deref()),
                 used,
                 project: Some(&self.cwd),
+                ..Default::default()
             },
             &self.env,
         );
