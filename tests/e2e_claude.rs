@@ -5,7 +5,8 @@
 //! `@anthropic-ai/claude-code@2.1.332` installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e-2.1.332`
 //! (reused when present). Infrastructure trouble (no npm, no network) reports the test as ignored, with the reason.
 //!
-//! It proves, through what the mock receives, that a context warning reaches the model once the
+//! It proves, through what the mock receives, that a 1M session (`[1m]`) at 175k is told nothing and
+//! has a 1M window, that a context warning reaches the model of a 200k session once the
 //! reported usage crosses orange, that the Stop hook saves a memory note and its block reason reaches
 //! the model, and that after a headless `/compact` the PreCompact note comes back to the model.
 
@@ -162,7 +163,47 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         settings,
     };
 
-    // 1. A session whose reported usage rises through yellow, orange and red.
+    // 0. A 1M session (`[1m]`), headless, no statusline, usage rising to
+    // 175k (17%): nothing reaches the model, Stop advises nothing, and the
+    // window is 1M.
+    api.script([
+        bash(30_000),
+        bash(90_000),
+        bash(140_000),
+        bash(160_000),
+        bash(175_000),
+        text(175_000, "Done."),
+    ]);
+    let result = claude.run(&[
+        "-p",
+        "Run `echo hi` a few times",
+        "--model",
+        "claude-sonnet-4-5[1m]",
+    ]);
+    let large = result["session_id"].as_str().unwrap().to_owned();
+    let run0 = api.requests();
+    assert!(
+        !run0.iter().any(warns) && !run0.iter().any(|r| r.body.contains("/compact")),
+        "a 1M session at 17% is told nothing"
+    );
+    let p = w.bus().read("interpulse", "pressure", &large).unwrap();
+    let p = &p.envelope.payload;
+    assert_eq!(
+        (p["window"].as_u64(), p["used_tokens"].as_u64()),
+        (Some(1_000_000), Some(175_000)),
+        "{p}"
+    );
+    assert_eq!(p["level"], "green", "{p}");
+    let o = w.run(&["pressure", "--json", "--all"]);
+    assert!(stdout(&o).contains("\"window\":1000000"), "{}", stdout(&o));
+    println!(
+        "e2e: claude-sonnet-4-5[1m] at 175k: no warning, window {} from the {}",
+        p["window"], p["window_source"]
+    );
+    let before = run0.len();
+
+    // 1. A session of the 200k model whose reported usage rises through
+    // yellow, orange and red.
     api.script([
         bash(30_000),
         bash(90_000),
@@ -174,9 +215,14 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         bash(166_000),
         text(166_000, "Done."),
     ]);
-    let result = claude.run(&["-p", "Run `echo hi` a few times"]);
+    let result = claude.run(&[
+        "-p",
+        "Run `echo hi` a few times",
+        "--model",
+        "claude-sonnet-4-5",
+    ]);
     let session = result["session_id"].as_str().unwrap().to_owned();
-    let run1 = api.requests();
+    let run1 = api.requests().split_off(before);
     let others: Vec<_> = run1.iter().filter(|r| r.kind == Kind::Other).collect();
     println!(
         "e2e: {} requests, {} outside the main loop: {:?}",
@@ -231,7 +277,8 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
 
     // 3. A headless compaction: PreCompact writes a note; nothing else reaches the model in this run.
     let before = api.requests().len();
-    let result = claude.run(&["-p", "/compact", "--resume", &session]);
+    let sonnet = ["--model", "claude-sonnet-4-5"];
+    let result = claude.run(&[&["-p", "/compact", "--resume", &session][..], &sonnet].concat());
     assert_eq!(result["session_id"], session.as_str(), "same session");
     let run2 = api.requests().split_off(before);
     assert!(
@@ -261,7 +308,7 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
     // 4. The next turn: the summary replaced the history, and SessionStart(compact)'s note is there.
     api.script([bash(20_000), text(25_000, "Done.")]);
     let before = api.requests().len();
-    claude.run(&["-p", "continue", "--resume", &session]);
+    claude.run(&[&["-p", "continue", "--resume", &session][..], &sonnet].concat());
     let run3 = api.requests().split_off(before);
     let first = run3
         .iter()
