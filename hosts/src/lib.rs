@@ -82,6 +82,9 @@ pub struct Profile {
     pub start_after_compaction: bool,
     /// The command that compacts.
     pub compact_command: &'static str,
+    /// Where a session's window comes from, best first, for people
+    /// (`interband config`; [`Host::limits`] is the rule).
+    pub window_order: &'static str,
     /// Tools whose output is typically large (+1.5 pressure each).
     pub heavy_tools: &'static [&'static str],
     /// Tools that change files.
@@ -100,6 +103,11 @@ pub const CLAUDE: Profile = Profile {
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     compact_command: "/compact",
+    window_order: "the statusline for the same session; the model the transcript asked for \
+        (requestedModel, `[1m]`: 1M); interpulse.window; how the session was started \
+        (`--model`, ANTHROPIC_MODEL, the settings' model); the model's own window; where a \
+        model can be opened to 1M and nothing says whether it was, a guess (1M assumed); \
+        CLAUDE_CODE_AUTO_COMPACT_WINDOW caps it",
     heavy_tools: &[
         "Read",
         "Grep",
@@ -123,6 +131,8 @@ pub const CODEX: Profile = Profile {
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     compact_command: "/compact",
+    window_order: "the rollout's model_context_window; config.toml's model_context_window \
+        (95% of it); interpulse.window; 258,400",
     heavy_tools: &["web_search", "view_image"],
     edit_tools: &["apply_patch"],
     shell_tools: &["Bash", "shell", "exec_command", "local_shell"],
@@ -138,6 +148,7 @@ pub const GEMINI: Profile = Profile {
     pre_compaction_means_compaction: false,
     start_after_compaction: false,
     compact_command: "/compress",
+    window_order: "the model's limit (1,048,576; Gemma 4: 256,000); interpulse.window",
     heavy_tools: &[
         "read_file",
         "read_many_files",

@@ -57,8 +57,9 @@ pub struct Config {
     pub checkpoint_throttle_secs: f64,
     /// Also write the legacy `intercheck/pressure` channel for older statuslines.
     pub legacy_dual_write: bool,
-    /// The context window in tokens when nothing better says (0: 200k, or the
-    /// host's `CLAUDE_CODE_AUTO_COMPACT_WINDOW`).
+    /// The context window in tokens, where the session's own signals (its
+    /// statusline, its transcript) do not say it (0: unset; each host's
+    /// order is [`interband_hosts::Profile::window_order`]).
     pub window: u64,
     /// Tools that count as heavy (+1.5 pressure); by default every host's
     /// (Claude Code's `Read`, `Grep`..., Codex's `web_search`, Gemini's `read_file`...).

@@ -74,10 +74,7 @@ pub fn line(r: &Row) -> String {
         Some(u) => format!("usable {:>4} {}", pct_text(u), bar(u)),
         None => format!("usable   ? {}", "[....................]"),
     };
-    let tokens = match (p.used_tokens, p.window) {
-        (Some(u), Some(w)) => format!("{}/{}", tokens_text(u), tokens_text(w)),
-        _ => format!("~{} est.", tokens_text(p.est_tokens as u64)),
-    };
+    let tokens = used_of_window(p);
     format!(
         "{:<12} {:<6} {usable} {tokens:>11} {:<10} {} calls ({} heavy), pressure {:.0}, {}",
         short(&r.session),
@@ -88,6 +85,28 @@ pub fn line(r: &Row) -> String {
         p.pressure,
         age(r.age_secs)
     )
+}
+
+/// Tokens used of the window (`140k/200k`; a window that is a guess is
+/// marked `?`), else the heuristic's estimate.
+///
+/// ```
+/// use interband::payloads::Pressure;
+/// let mut p = Pressure { used_tokens: Some(175_000), window: Some(1_000_000), ..Default::default() };
+/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1000k");
+/// p.window_source = Some("guess".into());
+/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1000k?");
+/// ```
+pub fn used_of_window(p: &interband::payloads::Pressure) -> String {
+    let guess = if p.window_source.as_deref() == Some("guess") {
+        "?"
+    } else {
+        ""
+    };
+    match (p.used_tokens, p.window) {
+        (Some(u), Some(w)) => format!("{}/{}{guess}", tokens_text(u), tokens_text(w)),
+        _ => format!("~{} est.", tokens_text(p.est_tokens as u64)),
+    }
 }
 
 /// The first 12 characters, control and bidirectional characters shown as `?`: a session id
@@ -112,6 +131,7 @@ pub fn json(r: &Row) -> Value {
         "session": r.session, "level": p.level, "calls": p.calls.unwrap_or(0),
         "heavy_calls": p.heavy_calls.unwrap_or(0), "source": p.source.as_deref().unwrap_or("heuristic"),
         "usable_pct": p.context_usable, "raw_remaining_pct": p.context_raw, "used_tokens": p.used_tokens,
-        "window": p.window, "pressure": p.pressure, "est_tokens": p.est_tokens, "age_secs": r.age_secs.round(),
+        "window": p.window, "window_source": p.window_source, "window_other": p.window_other,
+        "pressure": p.pressure, "est_tokens": p.est_tokens, "age_secs": r.age_secs.round(),
     })
 }

@@ -59,6 +59,13 @@ impl ShowConfig {
             for (k, v, o) in &rows {
                 println!("{}", terminal(&format!("{k} = {}    # {o}", whole(v))));
             }
+            println!(
+                "# each session's window, best first (`interband pressure --json` says which it took):"
+            );
+            for host in interband_hosts::Host::ALL {
+                let p = host.profile();
+                println!("#   {}: {}", p.name, p.window_order);
+            }
         }
         // Each part reads the same files: a file's problem is said once.
         let theirs = consumers.problems();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use interband::Bus;
-use interband::context::{pct_text, tokens_text};
+use interband::context::pct_text;
 use interband::paths::safe_key;
 use interband::payloads::{Checkpoint, CompactionRequested, ContextWindow, Level, MemoryNote};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -98,11 +98,7 @@ impl Session {
     }
 
     fn used(&self) -> String {
-        let p = &self.pressure;
-        match (p.used_tokens, p.window) {
-            (Some(u), Some(w)) => format!("{}/{}", tokens_text(u), tokens_text(w)),
-            _ => format!("~{} est.", tokens_text(p.est_tokens as u64)),
-        }
+        interpulse::dashboard::used_of_window(&self.pressure)
     }
 
     fn usable(&self) -> String {
@@ -166,7 +162,8 @@ impl Session {
         json!({
             "session": self.session, "host": self.host, "project": self.project,
             "model": self.model, "level": p.level.as_str(), "usable_pct": p.context_usable,
-            "used_tokens": p.used_tokens, "window": p.window, "calls": p.calls,
+            "used_tokens": p.used_tokens, "window": p.window, "window_source": p.window_source,
+            "window_other": p.window_other, "calls": p.calls,
             "source": p.source, "age_secs": self.age_secs.round(),
             "warned_secs_ago": self.warned_ago(),
             "note": self.note.as_ref().map(|n| &n.path),
