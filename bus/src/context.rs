@@ -1,19 +1,11 @@
-//! Context figures shared by producers and consumers: the window, the
-//! autocompact reserve, usable remaining, and the threshold table.
-//!
-//! Autocompact starts at `window − min(max output, 20000) − 13000` tokens: 167k of
-//! a 200k window (a 16.5% reserve), 967k of 1M (3.3%). `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=P`
-//! lowers it to `min(floor(window × P / 100), default)`; `DISABLE_AUTO_COMPACT`
-//! turns it off (the whole window is usable).
+//! Context figures shared by producers and consumers, whatever the host:
+//! tokens used, the window and where it came from, the point where the
+//! host compacts, the usable room left, and the threshold table. Each
+//! host's rules for the window and the compaction point are its profile's
+//! (`interband-hosts`).
 
 use crate::payloads::Level;
-use crate::settings::Env;
 use serde::{Deserialize, Serialize};
-
-/// Output tokens reserved for the summary, at most.
-const OUTPUT_RESERVE: u64 = 20_000;
-/// The host's fixed buffer.
-const BUFFER: u64 = 13_000;
 
 /// Where a context figure came from, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,39 +233,6 @@ fn pct(part: u64, whole: u64) -> f64 {
     (part as f64 / whole as f64 * 100.0).clamp(0.0, 100.0)
 }
 
-/// Where autocompact starts for a window, from the host's rules and settings.
-///
-/// ```
-/// use interband::context::autocompact_at;
-/// let none = |_: &str| None;
-/// assert_eq!(autocompact_at(200_000, &none), 167_000);
-/// assert_eq!(autocompact_at(1_000_000, &none), 967_000);
-/// // P% of the effective window (the window less the output reserve): 50% of 180k.
-/// let pct = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "50".to_string());
-/// assert_eq!(autocompact_at(200_000, &pct), 90_000);
-/// assert_eq!(autocompact_at(1_000_000, &pct), 490_000);
-/// ```
-pub fn autocompact_at(window: u64, env: &dyn Env) -> u64 {
-    let on = |k: &str| {
-        env.var(k)
-            .is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"))
-    };
-    if on("DISABLE_AUTO_COMPACT") {
-        return window;
-    }
-    let effective = window.saturating_sub(OUTPUT_RESERVE.min(window / 4));
-    let default = effective.saturating_sub(BUFFER).max(window / 2);
-    match env
-        .var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-    {
-        Some(p) if p > 0.0 && p <= 100.0 => {
-            ((effective as f64 * p / 100.0).floor() as u64).min(default)
-        }
-        _ => default,
-    }
-}
-
 /// Yellow, orange and red bounds for one measure.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bounds {
@@ -375,10 +334,6 @@ impl Thresholds {
 mod tests {
     use super::*;
 
-    fn none(_: &str) -> Option<String> {
-        None
-    }
-
     #[test]
     fn usable_takes_the_reserve_out() {
         let f = Figures::new(100_000, 200_000, 167_000, Source::Transcript);
@@ -394,23 +349,5 @@ mod tests {
             ..f
         };
         assert_eq!(full.usable_remaining(), 0.0);
-    }
-
-    #[test]
-    fn autocompact_can_be_lowered_or_disabled() {
-        let off = |k: &str| (k == "DISABLE_AUTO_COMPACT").then(|| "1".to_owned());
-        assert_eq!(autocompact_at(200_000, &off), 200_000);
-        let high = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "95".to_owned());
-        assert_eq!(
-            autocompact_at(200_000, &high),
-            167_000,
-            "an override only lowers it"
-        );
-        let junk = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "abc".to_owned());
-        assert_eq!(autocompact_at(200_000, &junk), 167_000);
-        assert!(
-            autocompact_at(10_000, &none) >= 5_000,
-            "tiny windows keep a sane budget"
-        );
     }
 }

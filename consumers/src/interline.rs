@@ -272,7 +272,7 @@ impl Input {
                 transcript: self
                     .model_id
                     .as_deref()
-                    .and_then(interband_hosts::claude::requested_window),
+                    .map(interband_hosts::claude::requested_window),
                 model: self.model_id.as_deref(),
                 used,
                 ..Default::default()

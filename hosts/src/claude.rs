@@ -172,7 +172,7 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
                 message: key,
                 tokens,
                 model: model.map(str::to_owned),
-                window: str_of(&l.requested_model).and_then(requested_window),
+                window: str_of(&l.requested_model).map(requested_window),
             })
         }
         Some("user") => prompt(line).then_some(Fact::Break),
@@ -254,20 +254,21 @@ pub fn tagged_1m(model: &str) -> bool {
 
 /// The window a model as asked for means (the `requestedModel` Claude Code
 /// writes, `--model`'s value): 1M with the `[1m]` tag, else the model's
-/// own; `None` for a model the table does not know, untagged.
+/// own; a model the table does not know has 1M in the Claude Code that
+/// writes `requestedModel` (2.1.332).
 ///
 /// ```
 /// use interband_hosts::claude::requested_window;
-/// assert_eq!(requested_window("claude-sonnet-4-5[1m]"), Some(1_000_000));
-/// assert_eq!(requested_window("claude-sonnet-4-5"), Some(200_000));
-/// assert_eq!(requested_window("claude-opus-5-5"), Some(1_000_000));
-/// assert_eq!(requested_window("some-proxy-model"), None);
+/// assert_eq!(requested_window("claude-sonnet-4-5[1m]"), 1_000_000);
+/// assert_eq!(requested_window("claude-sonnet-4-5"), 200_000);
+/// assert_eq!(requested_window("claude-opus-5-5"), 1_000_000);
+/// assert_eq!(requested_window("some-proxy-model"), 1_000_000);
 /// ```
-pub fn requested_window(model: &str) -> Option<u64> {
+pub fn requested_window(model: &str) -> u64 {
     if tagged_1m(model) {
-        return Some(LARGE_WINDOW);
+        return LARGE_WINDOW;
     }
-    model_window(model).map(|(w, _)| w)
+    model_window(model).map_or(LARGE_WINDOW, |(w, _)| w)
 }
 
 /// How a session was started, as far as a hook can tell.
@@ -405,6 +406,57 @@ fn claude_ancestor() -> Option<Vec<String>> {
     })
 }
 
+/// Output tokens Claude Code reserves for a compaction's summary, at most.
+const OUTPUT_RESERVE: u64 = 20_000;
+/// Claude Code's fixed buffer before the reserve.
+const BUFFER: u64 = 13_000;
+
+/// Where Claude Code starts to compact a window: at `window − min(max
+/// output, 20000) − 13000` tokens (167k of 200k, a 16.5% reserve; 967k of 1M,
+/// 3.3%), of the window `CLAUDE_CODE_AUTO_COMPACT_WINDOW` sets when it is
+/// smaller (the window itself stays); `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=P`
+/// lowers it to P% of the effective window (less the output reserve), never
+/// above the default; `DISABLE_AUTO_COMPACT` turns it off (the whole window
+/// is usable).
+///
+/// ```
+/// use interband_hosts::claude::compaction_point;
+/// let none = |_: &str| None;
+/// assert_eq!(compaction_point(200_000, &none), 167_000);
+/// assert_eq!(compaction_point(1_000_000, &none), 967_000);
+/// let pct = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "50".to_string());
+/// assert_eq!(compaction_point(200_000, &pct), 90_000);
+/// assert_eq!(compaction_point(1_000_000, &pct), 490_000);
+/// let cap = |k: &str| (k == "CLAUDE_CODE_AUTO_COMPACT_WINDOW").then(|| "500000".to_string());
+/// assert_eq!(compaction_point(1_000_000, &cap), 467_000);
+/// assert_eq!(compaction_point(200_000, &cap), 167_000);
+/// ```
+pub fn compaction_point(window: u64, env: &dyn interband::settings::Env) -> u64 {
+    let on = |k: &str| {
+        env.var(k)
+            .is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+    };
+    if on("DISABLE_AUTO_COMPACT") {
+        return window;
+    }
+    let compacts_as = env
+        .var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&w| w > 0)
+        .map_or(window, |cap| cap.min(window));
+    let effective = compacts_as.saturating_sub(OUTPUT_RESERVE.min(compacts_as / 4));
+    let default = effective.saturating_sub(BUFFER).max(compacts_as / 2);
+    match env
+        .var("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        Some(p) if p > 0.0 && p <= 100.0 => {
+            ((effective as f64 * p / 100.0).floor() as u64).min(default)
+        }
+        _ => default,
+    }
+}
+
 /// What a Claude Code session's window is known from (see the module's
 /// documentation for the order).
 #[derive(Debug, Clone, Copy, Default)]
@@ -429,40 +481,49 @@ pub fn window(
     launch: impl FnOnce() -> Launch,
 ) -> (u64, interband::context::WindowSource, Option<u64>) {
     use interband::context::WindowSource as From;
-    let (mut window, mut from, mut other) =
-        if let Some((w, from)) = k.stated.filter(|(w, _)| *w > 0) {
-            (w, from, None)
-        } else if let Some(w) = k.requested {
-            (w, From::Transcript, None)
-        } else if k.configured > 0 {
-            (k.configured, From::Configured, None)
-        } else {
-            match k.model.and_then(model_window) {
-                Some((w, false)) => (w, From::Model, None),
-                Some((w, true)) => match launch() {
-                    Launch::Named(m) if tagged_1m(&m) => (LARGE_WINDOW, From::Launch, None),
-                    Launch::Named(_) | Launch::Unnamed => (w, From::Launch, None),
-                    Launch::Unknown => (LARGE_WINDOW.max(w), From::Guess, Some(w)),
-                },
-                None => (DEFAULT_WINDOW, From::Default, None),
-            }
-        };
-    // The host's setting caps the window (it compacts as if the window were
-    // that size).
-    let cap = env
-        .var("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&w| w > 0);
-    if let Some(cap) = cap.filter(|&c| c < window) {
-        (window, from) = (cap, From::HostSettings);
-        other = other.filter(|&o| o < cap);
+    let set = |key: &str| {
+        env.var(key)
+            .filter(|v| !matches!(v.trim(), "" | "0" | "false"))
+    };
+    if let Some((w, from)) = k.stated.filter(|(w, _)| *w > 0) {
+        return (w, from, None);
     }
+    // Claude Code gives every model 200k under CLAUDE_CODE_DISABLE_1M_CONTEXT.
+    if set("CLAUDE_CODE_DISABLE_1M_CONTEXT").is_some() {
+        return (DEFAULT_WINDOW, From::HostSettings, None);
+    }
+    let (window, from, other) = if let Some(w) = k.requested {
+        (w, From::Transcript, None)
+    } else if k.configured > 0 {
+        (k.configured, From::Configured, None)
+    } else {
+        let max_context = env
+            .var("CLAUDE_CODE_MAX_CONTEXT_TOKENS")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&w| w > 0);
+        match k.model.map(|m| (m, model_window(m))) {
+            Some((_, Some((w, false)))) => (w, From::Model, None),
+            Some((_, Some((w, true)))) => match launch() {
+                Launch::Named(m) if tagged_1m(&m) => (LARGE_WINDOW, From::Launch, None),
+                Launch::Named(_) | Launch::Unnamed => (w, From::Launch, None),
+                Launch::Unknown => (LARGE_WINDOW, From::Guess, Some(w)),
+            },
+            // A model the table does not know: CLAUDE_CODE_MAX_CONTEXT_TOKENS,
+            // else 1M in today's Claude Code, 200k in older ones.
+            Some((_, None)) => match max_context {
+                Some(w) => (w, From::HostSettings, None),
+                None => (LARGE_WINDOW, From::Guess, Some(DEFAULT_WINDOW)),
+            },
+            None => (DEFAULT_WINDOW, From::Default, None),
+        }
+    };
     if k.used > window {
-        (window, from, other) = (window.max(LARGE_WINDOW), From::Usage, None);
+        (window.max(LARGE_WINDOW), From::Usage, None)
     } else if other.is_some_and(|o| k.used > o) {
-        (from, other) = (From::Usage, None);
+        (window, From::Usage, None)
+    } else {
+        (window, from, other)
     }
-    (window, from, other)
 }
 
 /// A line read forward: its fact, what happens, its time (one parse).
@@ -599,4 +660,200 @@ fn happenings_of(l: &Line) -> Vec<Happening> {
         _ => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use interband::context::WindowSource as From;
+
+    fn none(_: &str) -> Option<String> {
+        None
+    }
+
+    fn facts(model: &str, used: u64) -> WindowFacts<'_> {
+        WindowFacts {
+            model: Some(model),
+            used,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_window_comes_from_the_sessions_own_signals_best_first() {
+        let unknown = || Launch::Unknown;
+        let sonnet = facts("claude-sonnet-4-5-20250929", 175_000);
+        // Nothing says: a guess, the larger assumed, the smaller told.
+        assert_eq!(
+            window(&sonnet, &none, unknown),
+            (1_000_000, From::Guess, Some(200_000))
+        );
+        // Started with the tag, or with a model named without it, or with none.
+        let named = |m: &str| {
+            let m = m.to_owned();
+            move || Launch::Named(m)
+        };
+        assert_eq!(window(&sonnet, &none, named("sonnet[1m]")).0, 1_000_000);
+        assert_eq!(
+            window(&sonnet, &none, named("claude-sonnet-4-5")),
+            (200_000, From::Launch, None)
+        );
+        assert_eq!(
+            window(&sonnet, &none, || Launch::Unnamed),
+            (200_000, From::Launch, None)
+        );
+        // The transcript's requested model wins over the start (a /model switch).
+        let asked = WindowFacts {
+            requested: Some(requested_window("claude-sonnet-4-5[1m]")),
+            ..sonnet
+        };
+        assert_eq!(
+            window(&asked, &none, named("claude-sonnet-4-5")),
+            (1_000_000, From::Transcript, None)
+        );
+        // The user's setting comes before the start and the table.
+        let configured = WindowFacts {
+            configured: 300_000,
+            ..sonnet
+        };
+        assert_eq!(
+            window(&configured, &none, || panic!("not asked")),
+            (300_000, From::Configured, None)
+        );
+        // This session's statusline before everything.
+        let stated = WindowFacts {
+            stated: Some((1_000_000, From::Statusline)),
+            ..asked
+        };
+        assert_eq!(
+            window(&stated, &none, unknown),
+            (1_000_000, From::Statusline, None)
+        );
+        // A model with one window has it; the launch is not even looked at.
+        assert_eq!(
+            window(&facts("claude-opus-5-5", 175_000), &none, || panic!(
+                "not asked"
+            )),
+            (1_000_000, From::Model, None)
+        );
+        assert_eq!(
+            window(
+                &facts("claude-3-7-sonnet-20250219", 150_000),
+                &none,
+                unknown
+            ),
+            (200_000, From::Model, None)
+        );
+        // Past the smaller window: certain.
+        assert_eq!(
+            window(&facts("claude-sonnet-4-6", 230_000), &none, unknown),
+            (1_000_000, From::Usage, None)
+        );
+        let small = WindowFacts {
+            configured: 100_000,
+            ..facts("claude-sonnet-4-6", 150_000)
+        };
+        assert_eq!(
+            window(&small, &none, unknown),
+            (1_000_000, From::Usage, None)
+        );
+        // A model the table does not know: 1M in today's client, 200k in older ones.
+        assert_eq!(
+            window(&facts("glm-4.6", 150_000), &none, unknown),
+            (1_000_000, From::Guess, Some(200_000))
+        );
+        let max = |k: &str| (k == "CLAUDE_CODE_MAX_CONTEXT_TOKENS").then(|| "500000".to_owned());
+        assert_eq!(
+            window(&facts("glm-4.6", 150_000), &max, unknown),
+            (500_000, From::HostSettings, None)
+        );
+        // No model at all (no response yet).
+        assert_eq!(
+            window(&WindowFacts::default(), &none, unknown),
+            (200_000, From::Default, None)
+        );
+        // 1M turned off: 200k for every model, whatever was asked for.
+        let off = |k: &str| (k == "CLAUDE_CODE_DISABLE_1M_CONTEXT").then(|| "1".to_owned());
+        assert_eq!(
+            window(&asked, &off, unknown),
+            (200_000, From::HostSettings, None)
+        );
+        assert_eq!(
+            window(&facts("claude-opus-5-5", 10), &off, unknown).0,
+            200_000
+        );
+        // The compaction window moves only the compaction point.
+        let cap = |k: &str| (k == "CLAUDE_CODE_AUTO_COMPACT_WINDOW").then(|| "500000".to_owned());
+        assert_eq!(window(&asked, &cap, unknown).0, 1_000_000);
+    }
+
+    #[test]
+    fn a_model_is_found_by_any_of_its_spellings_and_tags() {
+        for (id, want) in [
+            ("claude-sonnet-4-20250514", Some((200_000, true))),
+            ("claude-sonnet-4@20250514", Some((200_000, true))),
+            (
+                "anthropic.claude-opus-4-1-20250805-v1:0",
+                Some((200_000, true)),
+            ),
+            ("CLAUDE-OPUS-4-7", Some((1_000_000, false))),
+            ("claude-sonnet-5", Some((1_000_000, false))),
+            ("claude-sonnet-4-6[1m]", Some((200_000, true))),
+            ("claude-fable-5-2", Some((1_000_000, false))),
+            ("gpt-5", None),
+        ] {
+            assert_eq!(model_window(id), want, "{id}");
+        }
+        assert!(tagged_1m("Claude-Sonnet-4-5[1M] "));
+        assert!(!tagged_1m("claude-sonnet-4-5"));
+    }
+
+    #[test]
+    fn the_requested_model_on_the_real_transcripts() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/claude-code-1m"
+        );
+        for (file, window) in [
+            ("transcript.sonnet-1m.jsonl", 1_000_000),
+            ("transcript.at-PostToolUse.sonnet-1m.jsonl", 1_000_000),
+            ("transcript.sonnet-200k.jsonl", 200_000),
+            ("transcript.at-PostToolUse.switch-to-1m.jsonl", 1_000_000),
+            ("transcript.default.jsonl", 1_000_000),
+        ] {
+            let bytes =
+                std::fs::read(format!("{dir}/{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let u = crate::tail::tail_of(&bytes, crate::Host::Claude)
+                .usage
+                .unwrap();
+            assert_eq!(u.window, Some(window), "{file}");
+            assert_eq!(
+                crate::Host::Claude
+                    .read_forward(&bytes)
+                    .usage
+                    .unwrap()
+                    .window,
+                Some(window),
+                "{file}"
+            );
+        }
+    }
+
+    #[test]
+    fn compaction_can_be_lowered_or_disabled() {
+        let off = |k: &str| (k == "DISABLE_AUTO_COMPACT").then(|| "1".to_owned());
+        assert_eq!(compaction_point(200_000, &off), 200_000);
+        let high = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "95".to_owned());
+        assert_eq!(
+            compaction_point(200_000, &high),
+            167_000,
+            "an override only lowers it"
+        );
+        let junk = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "abc".to_owned());
+        assert_eq!(compaction_point(200_000, &junk), 167_000);
+        assert!(
+            compaction_point(10_000, &none) >= 5_000,
+            "tiny windows keep a sane budget"
+        );
+    }
 }

@@ -80,6 +80,10 @@ pub struct Profile {
     /// Whether `SessionStart` comes with `source: "compact"` after a
     /// compaction (Gemini has no such source).
     pub start_after_compaction: bool,
+    /// Whether the host writes a response's line, with the tool calls it
+    /// makes and its usage, only after those calls' tool hooks ran (Claude
+    /// Code): a tool hook reads the figure one response old.
+    pub writes_calls_after_their_hooks: bool,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// Where a session's window comes from, best first, for people
@@ -102,6 +106,7 @@ pub const CLAUDE: Profile = Profile {
     pre_compaction: "PreCompact",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
+    writes_calls_after_their_hooks: true,
     compact_command: "/compact",
     window_order: "the statusline for the same session; the model the transcript asked for \
         (requestedModel, `[1m]`: 1M); interpulse.window; how the session was started \
@@ -130,6 +135,7 @@ pub const CODEX: Profile = Profile {
     pre_compaction: "PreCompact",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
+    writes_calls_after_their_hooks: false,
     compact_command: "/compact",
     window_order: "the rollout's model_context_window; config.toml's model_context_window \
         (95% of it); interpulse.window; 258,400",
@@ -147,6 +153,7 @@ pub const GEMINI: Profile = Profile {
     pre_compaction: "PreCompress",
     pre_compaction_means_compaction: false,
     start_after_compaction: false,
+    writes_calls_after_their_hooks: false,
     compact_command: "/compress",
     window_order: "the model's limit (1,048,576; Gemma 4: 256,000); interpulse.window",
     heavy_tools: &[
@@ -359,7 +366,7 @@ impl Host {
     ///   compression at `compressionThreshold` × the limit (the project's
     ///   setting only where Gemini trusts the folder).
     pub fn limits(self, k: &Known, env: &dyn interband::settings::Env) -> Limits {
-        use interband::context::{self, WindowSource as From};
+        use interband::context::WindowSource as From;
         let path = |var: &str| {
             env.var(var)
                 .filter(|v| !v.trim().is_empty())
@@ -381,7 +388,7 @@ impl Host {
                     claude::window(&facts, env, || claude::launch_model(env, k.project));
                 Limits {
                     window,
-                    compact_at: context::autocompact_at(window, env),
+                    compact_at: claude::compaction_point(window, env),
                     source,
                     other,
                 }

@@ -424,9 +424,12 @@ impl Demo {
 
         for s in script() {
             w.used = WINDOW * s.used_pct / 100;
-            w.t.tool(s.tool, s.input.clone(), s.result, s.error, w.used, false)?;
             let args = interpulse_summary(&s.input);
+            // As Claude Code does, the response that called the tool is
+            // written to the transcript just after the tool's hook ran: the
+            // hook reads the figure one response old.
             let out = w.hook("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}}))?;
+            w.t.tool(s.tool, s.input.clone(), s.result, s.error, w.used, false)?;
             let line = w.statusline()?;
             say_or_stop!(
                 " {:>4}  {:>3}%  {}  {}",
@@ -441,8 +444,8 @@ impl Demo {
                     ("Grep", json!({"pattern": "retry"})),
                     ("Read", json!({"file_path": "src/net.rs"})),
                 ] {
-                    w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
                     w.hook("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}}))?;
+                    w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
                 }
                 say_or_stop!("{}", st.dim(&format!("       (calls {} and {}: the subagent's; counted, but they do not move the parent's level)", w.record.calls - 1, w.record.calls)));
             }

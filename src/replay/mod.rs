@@ -49,6 +49,9 @@ use lines::{ReadLine, read_line};
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Calls waiting for their result, at most; beyond, the oldest is fired without one.
 const MAX_PENDING: usize = 4096;
+/// The most bytes of lines held back from the copy (see `Stage::held`): a
+/// response whose calls never get a result does not grow it further.
+const MAX_HELD: usize = 16 << 20;
 /// The longest line held in memory; a longer one is passed over, counted.
 const MAX_LINE: u64 = 64 << 20;
 /// The most points kept for the plot; past it, every other one is dropped.
@@ -394,6 +397,11 @@ struct Stage {
     copy: std::io::BufWriter<std::fs::File>,
     /// Bytes written to the copy.
     copied: u64,
+    /// Lines read but not yet in the copy, in order: a host that writes a
+    /// response's calls only after their tool hooks ran
+    /// ([`interband_hosts::Profile::writes_calls_after_their_hooks`]) has
+    /// them written once those hooks are done.
+    held: Vec<u8>,
     /// The copy is given back up to here (see [`Stage::free_behind`]).
     freed_to: u64,
     /// Keep the whole copy (`INTERBAND_REPLAY_KEEP_COPY`, for comparison).
@@ -834,6 +842,7 @@ impl Stage {
             copy_path,
             copy,
             copied: 0,
+            held: Vec::new(),
             freed_to: 0,
             keep_copy: std::env::var_os("INTERBAND_REPLAY_KEEP_COPY").is_some_and(|v| v == "1"),
             strategy,
@@ -869,9 +878,26 @@ impl Stage {
                 _ => {}
             }
         }
-        self.append(bytes)?;
-        if !bytes.ends_with(b"\n") {
-            self.append(b"\n")?;
+        // A response that calls tools, and what follows it, wait for those
+        // calls' hooks where the host writes them after.
+        let calls = seen
+            .happenings
+            .iter()
+            .any(|h| matches!(h, Happening::ToolCall { .. }));
+        if self.host.profile().writes_calls_after_their_hooks
+            && (calls || !self.held.is_empty())
+            && self.held.len() < MAX_HELD
+        {
+            self.held.extend_from_slice(bytes);
+            if !bytes.ends_with(b"\n") {
+                self.held.push(b'\n');
+            }
+        } else {
+            self.write_held()?;
+            self.append(bytes)?;
+            if !bytes.ends_with(b"\n") {
+                self.append(b"\n")?;
+            }
         }
         // The line's own figure.
         if let Some(fact) = seen.fact {
@@ -953,6 +979,21 @@ impl Stage {
                 }
                 _ => {}
             }
+        }
+        // Every call of the held response had its hook: the host writes it.
+        if p.pending.is_empty() {
+            self.write_held()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the lines held back (see [`Stage::held`]) to the copy.
+    fn write_held(&mut self) -> Result<()> {
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.append(&held)?;
+            self.held = held;
+            self.held.clear();
         }
         Ok(())
     }
@@ -1083,6 +1124,8 @@ impl Stage {
 
     /// A non-tool event.
     fn event(&mut self, p: &mut Play, event: &str, extra: Value) -> Result<Option<String>> {
+        // Any event but a tool's comes once the host has written all it read.
+        self.write_held()?;
         let input = self.input(p, event, extra);
         self.dispatch(p, input.as_bytes())
     }
