@@ -88,9 +88,14 @@ impl Claude<'_> {
         c
     }
 
-    /// Runs claude headless to the end (time-boxed) and returns its JSON result.
-    fn run(&self, args: &[&str]) -> Value {
-        let ran = run_timed(self.command(args), TIME_BOX).unwrap();
+    /// Runs claude headless on `model` to the end (time-boxed) and returns
+    /// its JSON result. The model is given both ways a user gives it,
+    /// `--model` and `ANTHROPIC_MODEL`: the Node.js releases (1.x, 2.0) hide
+    /// their arguments from the hooks, and write no `requestedModel`.
+    fn run(&self, model: &str, args: &[&str]) -> Value {
+        let mut c = self.command(&[args, &["--model", model]].concat());
+        c.env("ANTHROPIC_MODEL", model);
+        let ran = run_timed(c, TIME_BOX).unwrap();
         let log = std::fs::read_to_string(self.w.dir.path().join("interband.log"));
         let why = format!(
             "claude {args:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
@@ -142,8 +147,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
-    let bin = cli.bin;
+    let bin = cli.bin.clone();
     let started = Instant::now();
+    // The release the fixtures were captured from; `.ci/run` also drives the
+    // oldest one with every event interband uses.
+    let pinned = cli.version.starts_with(CLAUDE_CODE_VERSION);
 
     let w = World::new();
     let api = MockApi::start(LATENCY);
@@ -174,17 +182,21 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         bash(175_000),
         text(175_000, "Done."),
     ]);
-    let result = claude.run(&[
-        "-p",
-        "Run `echo hi` a few times",
-        "--model",
+    let result = claude.run(
         "claude-sonnet-4-5[1m]",
-    ]);
+        &["-p", "Run `echo hi` a few times"],
+    );
     let large = result["session_id"].as_str().unwrap().to_owned();
     let run0 = api.requests();
     assert!(
-        !run0.iter().any(warns) && !run0.iter().any(|r| r.body.contains("/compact")),
-        "a 1M session at 17% is told nothing"
+        !run0
+            .iter()
+            .any(|r| warns(r) || r.body.contains("Context is nearly full")),
+        "a 1M session at 17% is told nothing: {:?}",
+        run0.iter()
+            .map(|r| excerpt(&r.body, "Context ", 120))
+            .filter(|e| !e.is_empty())
+            .collect::<Vec<_>>()
     );
     let p = w.bus().read("interpulse", "pressure", &large).unwrap();
     let p = &p.envelope.payload;
@@ -215,12 +227,8 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         bash(166_000),
         text(166_000, "Done."),
     ]);
-    let result = claude.run(&[
-        "-p",
-        "Run `echo hi` a few times",
-        "--model",
-        "claude-sonnet-4-5",
-    ]);
+    let sonnet = "claude-sonnet-4-5";
+    let result = claude.run(sonnet, &["-p", "Run `echo hi` a few times"]);
     let session = result["session_id"].as_str().unwrap().to_owned();
     let run1 = api.requests().split_off(before);
     let others: Vec<_> = run1.iter().filter(|r| r.kind == Kind::Other).collect();
@@ -277,8 +285,7 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
 
     // 3. A headless compaction: PreCompact writes a note; nothing else reaches the model in this run.
     let before = api.requests().len();
-    let sonnet = ["--model", "claude-sonnet-4-5"];
-    let result = claude.run(&[&["-p", "/compact", "--resume", &session][..], &sonnet].concat());
+    let result = claude.run(sonnet, &["-p", "/compact", "--resume", &session]);
     assert_eq!(result["session_id"], session.as_str(), "same session");
     let run2 = api.requests().split_off(before);
     assert!(
@@ -308,7 +315,7 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
     // 4. The next turn: the summary replaced the history, and SessionStart(compact)'s note is there.
     api.script([bash(20_000), text(25_000, "Done.")]);
     let before = api.requests().len();
-    claude.run(&[&["-p", "continue", "--resume", &session][..], &sonnet].concat());
+    claude.run(sonnet, &["-p", "continue", "--resume", &session]);
     let run3 = api.requests().split_off(before);
     let first = run3
         .iter()
@@ -319,14 +326,25 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         !first.body.contains("\"toolu_mock_0\""),
         "the compacted history is gone"
     );
-    assert!(
-        first
-            .body
-            .contains("saved by interband before it was compacted")
-            && first.body.contains(pre_compact_name),
-        "the PreCompact note came back: {}",
-        excerpt(&first.body, "<interband-memory-note", 300)
-    );
+    let back = first
+        .body
+        .contains("saved by interband before it was compacted")
+        && first.body.contains(pre_compact_name);
+    if pinned {
+        assert!(
+            back,
+            "the PreCompact note came back: {}",
+            excerpt(&first.body, "<interband-memory-note", 300)
+        );
+    } else {
+        // Older releases (seen with 1.0.128, 2.0.8, 2.1.6) do not carry
+        // SessionStart(compact)'s context into a headless `--resume`: said,
+        // not failed (docs/hosts.md).
+        println!(
+            "e2e: {}: the PreCompact note came back into the resumed session: {back}",
+            cli.version
+        );
+    }
     let pressure = w.bus().read("interpulse", "pressure", &session).unwrap();
     assert_eq!(
         pressure.envelope.payload["level"], "green",

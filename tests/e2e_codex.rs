@@ -201,9 +201,11 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
     );
 
     // 2. Near Codex's compaction point (180k of a 200k model): red, warned, advised.
+    // Two calls: from 0.132 to 0.152 Codex writes a response's usage after
+    // its tool ran, so the first call's hook reads no figure yet.
     let before = mock.requests().len();
-    mock.script([command(175_000), text(176_000, "Done.")]);
-    codex.exec("run echo once");
+    mock.script([command(175_000), command(175_500), text(176_000, "Done.")]);
+    codex.exec("run echo twice");
     let run = mock.requests().split_off(before);
     let session = sessions(&w)
         .into_iter()

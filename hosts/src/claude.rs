@@ -370,9 +370,12 @@ fn process_args(pid: u32) -> Option<Vec<String>> {
     )
 }
 
-/// The arguments of process `pid` when its program is Claude Code's.
+/// The arguments of process `pid` when its program is Claude Code's and
+/// they can be read: the Node.js releases (1.x, 2.0) set their process's
+/// title to `claude`, which leaves no arguments to read (then `None`: how
+/// the session was started cannot be told from it).
 fn claude_process(pid: u32) -> Option<Vec<String>> {
-    let args = process_args(pid)?;
+    let args = process_args(pid).filter(|a| a.len() > 1)?;
     let claude = args.iter().take(2).any(|a| {
         let name = Path::new(a)
             .file_name()
