@@ -160,15 +160,18 @@ const FIXTURES: &str = concat!(
 );
 
 /// A transcript: the real one's lines, then `filler` bytes of realistic
-/// traffic, then an assistant line at 120k tokens (yellow on a 200k window).
+/// traffic, then an assistant line at 120k tokens (yellow on a 200k window),
+/// all of a 200k model.
 fn make_transcript(path: &Path, filler: u64) -> std::io::Result<()> {
     make_transcript_at(path, filler, 118_300)
 }
 
 /// [`make_transcript`] with the last line's cache reads at `cache_read` tokens.
 fn make_transcript_at(path: &Path, filler: u64, cache_read: u64) -> std::io::Result<()> {
+    // Of a 200k model (the real session's claude-opus-5-5 has 1M), as asked for.
     let real =
-        std::fs::read_to_string(Path::new(FIXTURES).join("transcript.compacted_session.jsonl"))?;
+        std::fs::read_to_string(Path::new(FIXTURES).join("transcript.compacted_session.jsonl"))?
+            .replace("claude-opus-5-5", "claude-sonnet-4-6");
     let lines: Vec<&str> = real
         .lines()
         .filter(|l| !l.contains("compact_boundary"))
@@ -204,6 +207,9 @@ fn make_host_transcript(
     session: &str,
     filler: u64,
 ) -> std::io::Result<PathBuf> {
+    if host == "gemini-json" {
+        return make_gemini_document(dir, session, filler);
+    }
     let (folder, fixture, name, last) = match host {
         "codex" => (
             dir.join(format!("codex-{filler}/sessions/2026/11/30")),
@@ -238,6 +244,30 @@ fn make_host_transcript(
     }
     writeln!(f, "{last}")?;
     f.flush()?;
+    Ok(path)
+}
+
+/// A Gemini chat as one JSON document, as Gemini CLI wrote it before 0.39
+/// (pretty-printed, rewritten whole): the real 0.38.2 messages repeated to
+/// `filler` bytes (at most 50 MB), then a reply at 350k (yellow).
+fn make_gemini_document(dir: &Path, session: &str, filler: u64) -> std::io::Result<PathBuf> {
+    let folder = dir.join(format!("gemini-json-{filler}/tmp/proj/chats"));
+    std::fs::create_dir_all(&folder)?;
+    let path = folder.join(format!("session-2026-11-30T07-27-{}.json", &session[..8]));
+    let real = std::fs::read(Path::new(FIXTURES).join("../gemini-cli-0.38.2/chat.session.json"))?;
+    let mut doc: serde_json::Value = serde_json::from_slice(&real)?;
+    let one: Vec<serde_json::Value> = doc["messages"].as_array().cloned().unwrap_or_default();
+    let size = serde_json::to_vec_pretty(&one)?.len().max(1) as u64;
+    let mut messages = Vec::new();
+    for _ in 0..=(filler.min(50 << 20) / size) {
+        messages.extend(one.iter().cloned());
+    }
+    messages.push(serde_json::json!({"id": "last", "timestamp": "2026-11-30T07:28:00.000Z", "type": "gemini",
+        "content": "", "thoughts": [], "model": "gemini-2.5-flash",
+        "tokens": {"input": 350_000, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 350_020}}));
+    doc["messages"] = serde_json::Value::Array(messages);
+    let f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    serde_json::to_writer_pretty(f, &doc)?;
     Ok(path)
 }
 
@@ -365,8 +395,13 @@ fn cases(
                     Case::new(format!("hook, {}{suffix}", h.host), &[bin, "hook"])
                         .with_stdin(&host_input(h.host, &h.session, &h.small)),
                 );
+                let size = if h.host == "gemini-json" {
+                    "50 MB"
+                } else {
+                    "500 MB"
+                };
                 cases.push(
-                    Case::new(format!("hook, {}, 500 MB{suffix}", h.host), &[bin, "hook"])
+                    Case::new(format!("hook, {}, {size}{suffix}", h.host), &[bin, "hook"])
                         .with_stdin(&host_input(h.host, &h.session_big, &h.big)),
                 );
             }
@@ -474,7 +509,7 @@ fn bench() -> Result<(), String> {
     make_transcript(&big, big_mb << 20).map_err(|e| format!("cannot write a transcript: {e}"))?;
     let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
     let mut hosts = Vec::new();
-    for (host, n) in [("codex", 1), ("gemini", 2)] {
+    for (host, n) in [("codex", 1), ("gemini", 2), ("gemini-json", 3)] {
         let session = format!("{n}0a22b57-8342-7ec3-a13e-3f0ced12dfe6");
         let session_big = format!("{n}1a22b57-8342-7ec3-a13e-3f0ced12dfe6");
         let write = |session: &str, filler| {

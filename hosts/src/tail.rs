@@ -79,8 +79,20 @@ pub fn tail_of(bytes: &[u8], host: Host) -> Tail {
 /// [`tail_of`] with any cap, chunk size and reader.
 pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, host: Host) -> Tail {
     let len = bytes.len() as u64;
-    let read = |at: u64, buf: &mut [u8]| -> io::Result<()> {
-        // `scan` asks only for ranges inside [0, len).
+    match scan(len, scan_cap, chunk, host, slice_reader(bytes)) {
+        Ok((tail, _)) => tail,
+        // Unreachable: the slice never shrinks.
+        Err(_) => Tail {
+            len,
+            ..Tail::default()
+        },
+    }
+}
+
+/// Reads ranges of bytes in memory as a scan reads a file's (it asks only
+/// for ranges inside them; one outside is an unexpected end).
+fn slice_reader(bytes: &[u8]) -> impl FnMut(u64, &mut [u8]) -> io::Result<()> + '_ {
+    move |at, buf| {
         let start = usize::try_from(at).map_err(|_| io::ErrorKind::UnexpectedEof)?;
         let src = start
             .checked_add(buf.len())
@@ -88,14 +100,6 @@ pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, host: Host
             .ok_or(io::ErrorKind::UnexpectedEof)?;
         buf.copy_from_slice(src);
         Ok(())
-    };
-    match scan(len, scan_cap, chunk, host, read) {
-        Ok((tail, _)) => tail,
-        // Unreachable: the slice never shrinks.
-        Err(_) => Tail {
-            len,
-            ..Tail::default()
-        },
     }
 }
 
@@ -132,16 +136,7 @@ pub fn document_tail_of(bytes: &[u8], host: Host) -> Tail {
 /// [`document_tail_of`] with any cap, and a first window of `chunk` bytes.
 pub fn document_tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, host: Host) -> Tail {
     let len = bytes.len() as u64;
-    let read = |at: u64, buf: &mut [u8]| -> io::Result<()> {
-        let start = usize::try_from(at).map_err(|_| io::ErrorKind::UnexpectedEof)?;
-        let src = start
-            .checked_add(buf.len())
-            .and_then(|end| bytes.get(start..end))
-            .ok_or(io::ErrorKind::UnexpectedEof)?;
-        buf.copy_from_slice(src);
-        Ok(())
-    };
-    scan_document(len, scan_cap, chunk, host, read)
+    scan_document(len, scan_cap, chunk, host, slice_reader(bytes))
         .map(|(tail, _)| tail)
         .unwrap_or(Tail {
             len,
