@@ -266,3 +266,52 @@ fn claude_every_release_replayed_and_at_post_tool_use() {
         assert_eq!(p["window_other"].as_u64(), other, "{folder}: {p}");
     }
 }
+
+/// The statusline inputs the real Claude Code 2.1.332 gave interactively
+/// (in tmux, `--model claude-sonnet-4-5`, usage rising to 175k): the figures
+/// interband publishes are Claude Code's own (its tokens, its window, its
+/// percentage of it), and the session's window is the statusline's.
+#[test]
+fn claude_interactive_statusline_figures_are_the_hosts_own() {
+    let w = World::new();
+    let dir = fixture("claude-code-1m/interactive-statusline");
+    let text = std::fs::read_to_string(dir.join("sonnet-200k.statusline-inputs.jsonl")).unwrap();
+    let mut seen = 0;
+    for line in text.lines() {
+        let input: Value = serde_json::from_str(line).unwrap();
+        let o = w.run_with_stdin(&["statusline"], line.as_bytes());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let cw = &input["context_window"];
+        let Some(pct) = cw["used_percentage"].as_f64() else {
+            continue; // before the first response
+        };
+        let session = input["session_id"].as_str().unwrap();
+        let published = w
+            .bus()
+            .read("interline", "context", session)
+            .unwrap()
+            .envelope
+            .payload;
+        let u = &cw["current_usage"];
+        let used = [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ]
+        .iter()
+        .map(|k| u[k].as_u64().unwrap())
+        .sum::<u64>();
+        assert_eq!(
+            published["window"], cw["context_window_size"],
+            "{published}"
+        );
+        assert_eq!(published["used_tokens"], used, "{published}");
+        assert_eq!(
+            published["used_percentage"].as_f64(),
+            Some(pct),
+            "{published}"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 5, "the rising usage was seen: {seen}");
+}
