@@ -463,7 +463,7 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         interband_hosts::tail::Layout::Lines => file,
         interband_hosts::tail::Layout::Document => {
             let lines = dir.path().join("document.jsonl");
-            let mut out = std::io::BufWriter::new(std::fs::File::create(&lines)?);
+            let mut out = std::io::BufWriter::new(private_file(&lines)?);
             interband_hosts::gemini::document_lines(file, &mut out)
                 .and_then(|_| std::io::Write::flush(&mut out))
                 .with_context(|| format!("cannot read {} as a chat recording", path.display()))?;
@@ -718,16 +718,31 @@ fn punch_hole(file: &std::fs::File, offset: u64, len: u64) {
     let _ = (file, offset, len);
 }
 
-/// The replay's private folder: in memory (`/dev/shm`) when there is one.
+/// The replay's private folder: in memory (`/dev/shm`) when there is one,
+/// and the user's alone (0700: it holds a copy of the transcript).
 fn private_dir() -> Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
     let shm = Path::new("/dev/shm");
-    let b = tempfile::Builder::new().prefix("interband-replay.").clone();
+    let b = tempfile::Builder::new()
+        .prefix("interband-replay.")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .clone();
     let dir = if shm.is_dir() {
         b.tempdir_in(shm).or_else(|_| b.tempdir())
     } else {
         b.tempdir()
     };
     dir.context("cannot create a private folder for the replay")
+}
+
+/// A new file only the user can read (0600): a copy of a transcript.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
 }
 
 impl Stage {
@@ -765,7 +780,7 @@ impl Stage {
         std::fs::create_dir_all(copy_path.parent().expect("has a folder"))?;
         let copy = std::io::BufWriter::with_capacity(
             1 << 20,
-            std::fs::File::create(&copy_path)
+            private_file(&copy_path)
                 .with_context(|| format!("cannot write {}", copy_path.display()))?,
         );
         let mut vars: HashMap<String, String> = std::env::vars()
@@ -1385,6 +1400,21 @@ fn pct(part: u64, whole: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_private_folder_and_copies_are_the_users_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = super::private_dir().unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(dir.path()), 0o700);
+        let copy = dir.path().join("copy.jsonl");
+        super::private_file(&copy).unwrap();
+        assert_eq!(mode(&copy), 0o600);
+        assert!(
+            super::private_file(&copy).is_err(),
+            "never an existing file"
+        );
+    }
+
     use super::*;
 
     #[test]
