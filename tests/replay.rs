@@ -881,3 +881,47 @@ fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back
     assert_eq!(v["summary"]["compactions"], 2);
     assert!(freed == kept, "the hooks read the same either way");
 }
+
+#[test]
+fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
+    // Its private folder holds a copy of the transcript: stopped by Ctrl-C,
+    // a closed terminal or a kill, it goes.
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let w = World::new();
+        let pcts: Vec<u64> = (0..6_000).map(|i| 10 + i % 50).collect();
+        let t = write(w.dir.path(), "long.jsonl", &calls_at(&pcts));
+        let child = w
+            .cmd(&["replay", "--defaults", t.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // The folder it works in, found by the copy it holds open.
+        let private = poll(30, "the replay's private folder", || {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .ok()?
+                .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .find_map(|p| {
+                    p.ancestors()
+                        .find(|a| {
+                            a.file_name()
+                                .and_then(|n| n.to_str())
+                                .is_some_and(|n| n.starts_with("interband-replay."))
+                        })
+                        .map(Path::to_path_buf)
+                })
+        });
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&private).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "the user's alone");
+        assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
+        let o = wait_within(child, std::time::Duration::from_secs(60));
+        assert_ne!(code(&o), 0, "a stopped replay says so");
+        assert!(stderr(&o).contains("stopped"), "{}", stderr(&o));
+        assert!(
+            !private.exists(),
+            "{private:?} left behind after signal {signal}"
+        );
+    }
+}

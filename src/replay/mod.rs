@@ -457,6 +457,17 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         .or(json.then_some(Host::Gemini))
         .unwrap_or(Host::Claude);
     let dir = private_dir()?;
+    // Stopped by Ctrl-C, a terminal closed or a kill, the replay ends at the
+    // next line and its private folder (a copy of the transcript) goes with it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, stop.clone())
+            .context("cannot watch for the signals that stop a replay")?;
+    }
     // A chat recorded as one document is replayed as the lines Gemini
     // writes since, in the private folder.
     let file = match host.layout(path) {
@@ -515,6 +526,10 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
             let batch = batch.with_context(|| format!("cannot read {}", path.display()))?;
             let mut held = 0;
             for read in batch {
+                anyhow::ensure!(
+                    !stop.load(std::sync::atomic::Ordering::Relaxed),
+                    "stopped: nothing of the replay is left behind"
+                );
                 play.out.summary.bytes += read.len;
                 play.out.summary.lines += 1;
                 match read.line {
