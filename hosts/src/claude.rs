@@ -46,11 +46,14 @@
 //!    model with one window has it; one that can be opened to 1M, with
 //!    nothing above saying whether it was, is a guess: 1M is assumed (so
 //!    no warning comes before it is certain) and the 200k it may be is
-//!    told alongside; a model the table does not know has 200k, as Claude
-//!    Code gives it;
+//!    told alongside; a model the table does not know has
+//!    `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, else it is a guess too (1M in the
+//!    Claude Code that writes `requestedModel`, 200k in older ones);
 //!
-//! then capped by `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, and 1M once the usage
-//! is past the window assumed.
+//! `CLAUDE_CODE_DISABLE_1M_CONTEXT` makes every window 200k (after the
+//! statusline's), and the usage past the window assumed makes it 1M.
+//! `CLAUDE_CODE_AUTO_COMPACT_WINDOW` moves only the compaction point
+//! ([`compaction_point`]), never the window.
 
 use std::path::Path;
 
@@ -193,7 +196,8 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
 /// The large window: 1M tokens.
 pub const LARGE_WINDOW: u64 = 1_000_000;
 
-/// The window of a model Claude Code does not know: 200k.
+/// The window of older Claude Code releases, and of every model under
+/// `CLAUDE_CODE_DISABLE_1M_CONTEXT`: 200k.
 pub const DEFAULT_WINDOW: u64 = 200_000;
 
 /// Claude Code's model table (2.1.332), by the model's canonical name: its
@@ -227,8 +231,8 @@ const MODELS: &[(&str, u64, bool)] = &[
 ];
 
 /// A model's own window in Claude Code, and whether a `[1m]` tag opens it
-/// to 1M; `None` for a model the table does not know (Claude Code gives it
-/// [`DEFAULT_WINDOW`]). A tag on the name is not looked at here.
+/// to 1M; `None` for a model the table does not know. A tag on the name is
+/// not looked at here.
 ///
 /// ```
 /// use interband_hosts::claude::model_window;

@@ -111,8 +111,8 @@ pub const CLAUDE: Profile = Profile {
     window_order: "the statusline for the same session; the model the transcript asked for \
         (requestedModel, `[1m]`: 1M); interpulse.window; how the session was started \
         (`--model`, ANTHROPIC_MODEL, the settings' model); the model's own window; where a \
-        model can be opened to 1M and nothing says whether it was, a guess (1M assumed); \
-        CLAUDE_CODE_AUTO_COMPACT_WINDOW caps it",
+        model can be opened to 1M (or is not in Claude Code's table) and nothing says \
+        which, a guess (1M assumed); CLAUDE_CODE_DISABLE_1M_CONTEXT makes it 200k",
     heavy_tools: &[
         "Read",
         "Grep",
