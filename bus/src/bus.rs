@@ -576,6 +576,10 @@ pub fn parse_message(path: &Path, bytes: &[u8]) -> Result<Message> {
         path: path.into(),
         source: e,
     })?;
+    flags.extend(crate::envelope::implausible(
+        envelope.seq,
+        &envelope.timestamp,
+    ));
     Ok(Message {
         path: path.into(),
         address: None,
@@ -598,14 +602,21 @@ pub fn check_message(value: &Value) -> std::result::Result<(), String> {
 /// The last seq the key had. The lock file remembers it (20 digits, written
 /// in place: truncating would make ext4 flush); when the lock file is new or
 /// was removed, the current message file says (0 for a v1 writer's file).
+/// A count past any real one ([`crate::envelope::MAX_PLAUSIBLE_SEQ`], a
+/// planted lock or file) is not believed: the key starts again from 0, so
+/// its seq keeps counting instead of sticking at `u64::MAX`.
 fn last_seq(dir: &Dir, file: &str, lock: &File) -> u64 {
     use std::os::unix::fs::FileExt;
+    let plausible = |n: &u64| *n <= crate::envelope::MAX_PLAUSIBLE_SEQ;
     let mut buf = [0u8; 20];
     let remembered = lock
         .read_exact_at(&mut buf, 0)
         .ok()
         .and_then(|_| std::str::from_utf8(&buf).ok()?.trim().parse::<u64>().ok());
-    remembered.unwrap_or_else(|| read_in(dir, file).map_or(0, |m| m.envelope.seq))
+    remembered
+        .or_else(|| read_in(dir, file).ok().map(|m| m.envelope.seq))
+        .filter(plausible)
+        .unwrap_or(0)
 }
 
 /// Remembers `seq` in the lock file. Done before the message is renamed into

@@ -145,13 +145,23 @@ impl Cursor {
         }
     }
 
-    /// True when this value comes after `before`. Between two values of
-    /// ours a higher seq is newer, and so is a later timestamp (one seq has
-    /// one timestamp: a later one means the key's seq restarted). When a v1
-    /// writer is on either side, a later timestamp is newer and an earlier
-    /// one is a stale value; within the same second, a value is new when its
-    /// file or its content differs from the last one's (a cursor saved
-    /// without them falls back to the seq).
+    /// True when this value comes after `before`, the last one acted on.
+    ///
+    /// Both read from files (the cursors interband keeps): a value is new
+    /// when its file or its content differs. Nothing a writer puts in a
+    /// message can stop a cursor: every write renames a new file into place,
+    /// and a reader only offers the file that is at the key's path now (a
+    /// value read before a newer one landed is dropped as superseded), so
+    /// another file there is a later write, whatever its `seq` or timestamp
+    /// claim (the same value written again is a new value, as in v1).
+    ///
+    /// Either without content (a cursor saved by an older interband, or one
+    /// made with [`Cursor::of`]): between two values of ours a higher seq is
+    /// newer, and so is a later timestamp (one seq has one timestamp: a later
+    /// one means the key's seq restarted); with a v1 writer on either side, a
+    /// later timestamp is newer and an earlier one is stale. A `before` whose
+    /// seq or timestamp is [implausible](crate::envelope::implausible) orders
+    /// nothing: any other value is newer.
     ///
     /// ```
     /// use interband::consumer::Cursor;
@@ -162,12 +172,25 @@ impl Cursor {
     /// assert!(c(1, t2).is_newer_than(&c(9, t1)), "the seq restarted");
     /// assert!(c(0, t2).is_newer_than(&c(5, t1)), "a v1 writer came after");
     /// assert!(!c(5, t1).is_newer_than(&c(0, t2)), "a stale value after the v1 one");
-    /// // Two v1 values in one second: told apart by their content.
-    /// let v = |hash: &str| Cursor { content: Some(hash.into()), ..c(0, t1) };
-    /// assert!(v("b").is_newer_than(&v("a")));
-    /// assert!(!v("a").is_newer_than(&v("a")));
+    /// // A planted year-9999 value or a seq at its limit holds nothing back.
+    /// assert!(c(5, t1).is_newer_than(&c(0, "9999-12-31T23:59:59Z")));
+    /// assert!(c(1, t1).is_newer_than(&c(u64::MAX, t1)));
+    /// // Read from files: told apart by their file and content alone.
+    /// let v = |seq, ts, hash: &str| Cursor { content: Some(hash.into()), ..c(seq, ts) };
+    /// assert!(v(0, t1, "b").is_newer_than(&v(0, t1, "a")));
+    /// assert!(v(3, t1, "b").is_newer_than(&v(0, "9999-12-31T23:59:59Z", "a")));
+    /// assert!(!v(0, t1, "a").is_newer_than(&v(0, t1, "a")));
     /// ```
     pub fn is_newer_than(&self, before: &Cursor) -> bool {
+        if self.content.is_some() && before.content.is_some() {
+            return self.file != before.file || self.content != before.content;
+        }
+        if self == before {
+            return false;
+        }
+        if crate::envelope::implausible(before.seq, &before.timestamp).is_some() {
+            return true;
+        }
         if self.seq > 0 && before.seq > 0 {
             return self.seq > before.seq || self.timestamp > before.timestamp;
         }

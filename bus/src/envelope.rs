@@ -56,6 +56,41 @@ pub fn now_timestamp() -> String {
     format_timestamp(time::OffsetDateTime::now_utc())
 }
 
+/// The highest `seq` a real key reaches: 2^53, the largest count a JSON
+/// reader using doubles keeps exact (a key written a million times a second
+/// gets there in 285 years). A higher one was planted or corrupted.
+pub const MAX_PLAUSIBLE_SEQ: u64 = 1 << 53;
+
+/// How far ahead of this machine's clock a timestamp may be before it is
+/// implausible (a day: clocks disagree, machines share a bus through the bridge).
+pub const MAX_CLOCK_SKEW: time::Duration = time::Duration::DAY;
+
+/// Why an envelope's ordering fields cannot be believed, if they cannot: a
+/// `seq` past [`MAX_PLAUSIBLE_SEQ`], or a timestamp more than
+/// [`MAX_CLOCK_SKEW`] ahead of now. Readers accept such a message and flag it;
+/// nothing orders values by it (see [`crate::consumer::Cursor::is_newer_than`]).
+///
+/// ```
+/// use interband::envelope::implausible;
+/// assert!(implausible(u64::MAX, "2026-11-30T00:00:00Z").is_some());
+/// assert!(implausible(7, "9999-12-31T23:59:59Z").is_some());
+/// assert!(implausible(7, &interband::envelope::now_timestamp()).is_none());
+/// ```
+pub fn implausible(seq: u64, timestamp: &str) -> Option<String> {
+    let limit = format_timestamp(time::OffsetDateTime::now_utc() + MAX_CLOCK_SKEW);
+    let reasons: Vec<String> = [
+        (seq > MAX_PLAUSIBLE_SEQ)
+            .then(|| format!("seq {seq} is past any real count (at most 2^53)")),
+        // Same format, so the strings order as the times do.
+        (timestamp.len() == limit.len() && timestamp > limit.as_str())
+            .then(|| format!("timestamp {timestamp} is more than a day ahead of this clock")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
 pub(crate) fn format_timestamp(t: time::OffsetDateTime) -> String {
     let fmt = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
     t.to_offset(time::UtcOffset::UTC)

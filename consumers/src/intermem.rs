@@ -190,7 +190,7 @@ pub struct Trigger {
     pub name: String,
     /// Usable context left, percent, when known.
     pub context_usable: Option<f64>,
-    /// A name for this trigger's note that a retry reuses (e.g. `cp-7` for checkpoint seq 7).
+    /// A name for this trigger's note that a retry reuses (e.g. `checkpoint-cp7-1a2b3c4d` for checkpoint seq 7).
     pub id: Option<String>,
     /// An earlier attempt for this trigger ran (and may have written the note).
     pub again: bool,
@@ -832,7 +832,17 @@ impl Consumer for Intermem {
         let trigger = Trigger {
             name: p["trigger"].as_str().unwrap_or("checkpoint").to_owned(),
             context_usable: p["context_usable"].as_f64(),
-            id: Some(format!("{channel}-cp{}", m.envelope.seq)),
+            // The seq names the note; the content tells apart values a v1
+            // writer (seq 0) or a restarted key gave the same seq.
+            id: Some(format!(
+                "{channel}-cp{}-{}",
+                m.envelope.seq,
+                interband::consumer::Cursor::of_message(m)
+                    .content
+                    .unwrap_or_default()
+                    .get(..8)
+                    .unwrap_or_default()
+            )),
             again: redelivered,
         };
         match write_note(bus, &info, &trigger, &self.settings, home) {
