@@ -973,3 +973,312 @@ fn codex_home_is_where_codex_hooks_go_when_set() {
     );
     assert!(!w.home().join(".codex").exists());
 }
+
+/// How a dotfiles manager links a file: straight, relatively, through a
+/// second link, or to a file its repository does not have yet.
+#[derive(Debug, Clone, Copy)]
+enum Link {
+    Absolute,
+    Relative,
+    Chain,
+    Dangling,
+}
+
+const LINKS: [Link; 4] = [Link::Absolute, Link::Relative, Link::Chain, Link::Dangling];
+
+/// Puts `content` (none for a dangling link) in a dotfiles folder and links
+/// `at` to it as `how` says. Returns the real file.
+fn dotfile(w: &World, at: &Path, how: Link, content: Option<&str>) -> PathBuf {
+    let name = at.file_name().unwrap().to_str().unwrap();
+    let dots = w.dir.path().join("dotfiles");
+    std::fs::create_dir_all(&dots).unwrap();
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let real = dots.join(format!("{name}.real"));
+    if let Some(c) = content {
+        std::fs::write(&real, c).unwrap();
+    }
+    match how {
+        Link::Absolute | Link::Dangling => std::os::unix::fs::symlink(&real, at).unwrap(),
+        Link::Relative => {
+            let up = "../".repeat(
+                at.parent()
+                    .unwrap()
+                    .strip_prefix(w.dir.path())
+                    .unwrap()
+                    .components()
+                    .count(),
+            );
+            std::os::unix::fs::symlink(format!("{up}dotfiles/{name}.real"), at).unwrap();
+        }
+        Link::Chain => {
+            let middle = dots.join(format!("{name}.middle"));
+            std::os::unix::fs::symlink(&real, &middle).unwrap();
+            std::os::unix::fs::symlink(&middle, at).unwrap();
+        }
+    }
+    real
+}
+
+fn is_link(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// What is in a folder, but the links, backups and records interband keeps.
+fn plain_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_hosts_linked_settings_file_is_written_through_its_link_and_given_back() {
+    for host in ["claude", "codex", "gemini"] {
+        for how in LINKS {
+            let w = World::new();
+            let file = match host {
+                "claude" => ".claude/settings.json",
+                "codex" => ".codex/hooks.json",
+                _ => ".gemini/settings.json",
+            };
+            let at = w.home().join(file);
+            let theirs = (!matches!(how, Link::Dangling)).then_some("{\"theirs\": 1}\n");
+            let real = dotfile(&w, &at, how, theirs);
+            let before = plain_files(at.parent().unwrap());
+            let o = w.run(&["install", "--host", host]);
+            ok(&o);
+            let case = format!("{host}, {how:?} link: {}", stdout(&o));
+            assert!(is_link(&at), "{case}: the link stays a link");
+            assert_eq!(
+                interband_hooks(
+                    &read(&real),
+                    if host == "gemini" {
+                        "AfterAgent"
+                    } else {
+                        "Stop"
+                    }
+                )
+                .len(),
+                1,
+                "{case}"
+            );
+            assert_eq!(
+                plain_files(at.parent().unwrap()),
+                before,
+                "{case}: nothing beside the link"
+            );
+            ok(&w.run(&["uninstall", "--host", host]));
+            assert!(is_link(&at), "{case}: still a link");
+            match theirs {
+                Some(t) => assert_eq!(std::fs::read_to_string(&real).unwrap(), t, "{case}"),
+                None => assert!(!real.exists(), "{case}: the file install made is gone"),
+            }
+            let left: Vec<String> = plain_files(real.parent().unwrap())
+                .into_iter()
+                .filter(|n| n.contains("interband"))
+                .collect();
+            assert!(left.is_empty(), "{case}: {left:?}");
+        }
+    }
+}
+
+#[test]
+fn codex_trust_goes_where_codex_reads_it_through_every_link() {
+    for (linked, how) in LINKS
+        .iter()
+        .flat_map(|h| [("hooks.json", *h), ("config.toml", *h), ("both", *h)])
+    {
+        let w = World::new();
+        let codex = w.home().join(".codex");
+        std::fs::create_dir_all(&codex).unwrap();
+        let hooks = codex.join("hooks.json");
+        let config = codex.join("config.toml");
+        let user_config = (!matches!(how, Link::Dangling)).then_some("model = \"gpt-5.1-codex\"\n");
+        let real_hooks = if linked != "config.toml" {
+            dotfile(&w, &hooks, how, Some("{}\n"))
+        } else {
+            hooks.clone()
+        };
+        let real_config = if linked != "hooks.json" {
+            dotfile(&w, &config, how, user_config)
+        } else {
+            if let Some(c) = user_config {
+                std::fs::write(&config, c).unwrap();
+            }
+            config.clone()
+        };
+        let case = format!("{linked} linked, {how:?}");
+        let o = w.run(&["install", "--host", "codex", "--trust"]);
+        ok(&o);
+        assert!(
+            stdout(&o).contains("trusted 5 hook(s)"),
+            "{case}: {}",
+            stdout(&o)
+        );
+        for p in [&hooks, &config] {
+            assert_eq!(
+                is_link(p),
+                linked == "both" || p.ends_with(linked),
+                "{case}: {}",
+                p.display()
+            );
+        }
+        // Codex reads `config.toml` beside the hooks.json it found (through
+        // its link), and keys the trust by that hooks.json.
+        let trusted: toml::Table =
+            toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        let state = trusted["hooks"]["state"].as_table().unwrap();
+        assert_eq!(state.len(), 5, "{case}: {state:?}");
+        assert!(
+            state.contains_key(&format!("{}:stop:0:0", hooks.display())),
+            "{case}: {state:?}"
+        );
+        assert!(
+            linked == "config.toml"
+                || plain_files(real_hooks.parent().unwrap())
+                    .iter()
+                    .all(|n| n != "config.toml"),
+            "{case}: no config.toml beside the hooks' real file"
+        );
+        ok(&w.run(&["uninstall", "--host", "codex"]));
+        for p in [&hooks, &config] {
+            assert_eq!(
+                is_link(p),
+                linked == "both" || p.ends_with(linked),
+                "{case}: {}",
+                p.display()
+            );
+        }
+        match user_config {
+            Some(c) => assert_eq!(std::fs::read_to_string(&real_config).unwrap(), c, "{case}"),
+            None => assert!(
+                !real_config.exists(),
+                "{case}: the config.toml --trust made is gone"
+            ),
+        }
+    }
+}
+
+#[test]
+fn uninstall_takes_our_hook_out_of_a_group_the_user_added_to() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    // The user adds their own command into interband's Stop group, and
+    // copies our hook into another event by hand.
+    let mut s = read(&path);
+    let ours = interband_hooks(&s, "Stop")[0].clone();
+    s["hooks"]["Stop"][0]["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "command", "command": "~/bin/notify-me"}));
+    s["hooks"]["PreToolUse"][0]["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .push(ours);
+    std::fs::write(&path, serde_json::to_string_pretty(&s).unwrap()).unwrap();
+    let o = w.run(&settings_args("uninstall", &path, &[]));
+    ok(&o);
+    let said = stdout(&o);
+    assert!(!said.contains("already gone"), "{said}");
+    assert!(said.contains("yours is kept"), "{said}");
+    let after = read(&path);
+    for e in ["Stop", "PreToolUse", "PostToolUse", "PreCompact"] {
+        assert!(interband_hooks(&after, e).is_empty(), "{e}: {after}");
+    }
+    assert_eq!(
+        after["hooks"]["Stop"][0]["hooks"],
+        json!([{"type": "command", "command": "~/bin/notify-me"}]),
+        "{after}"
+    );
+    assert_eq!(
+        after["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "~/bin/guard"
+    );
+}
+
+#[test]
+fn an_install_or_uninstall_killed_mid_write_leaves_no_copy_for_long() {
+    let w = World::new();
+    let claude = w.home().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(claude.join("settings.json"), USER_SETTINGS).unwrap();
+    // What a kill between the temp file and its rename leaves: private
+    // copies of the settings, an hour old; and one being written now.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for n in 0..12 {
+        let p = claude.join(format!(".interband-tmp.{n:016x}"));
+        std::fs::write(&p, USER_SETTINGS).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let fresh = claude.join(".interband-tmp.fresh");
+    std::fs::write(&fresh, USER_SETTINGS).unwrap();
+    for cmd in ["install", "uninstall"] {
+        ok(&w.run(&[cmd]));
+        let left: Vec<String> = plain_files(&claude)
+            .into_iter()
+            .filter(|n| n.starts_with(".interband-tmp."))
+            .collect();
+        assert_eq!(
+            left,
+            [".interband-tmp.fresh"],
+            "after {cmd}: only a write that may be under way"
+        );
+    }
+}
+
+#[test]
+fn codex_trust_is_keyed_as_codex_keys_it_when_its_home_is_a_link() {
+    let trusted_keys = |config: &Path| -> Vec<String> {
+        let t: toml::Table = toml::from_str(&std::fs::read_to_string(config).unwrap()).unwrap();
+        t["hooks"]["state"]
+            .as_table()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    // $CODEX_HOME a link: Codex resolves it to the real folder.
+    let w = World::new();
+    let real = w.dir.path().join("real-codex");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = w.dir.path().join("codex-link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let o = w
+        .cmd(&["install", "--host", "codex", "--trust"])
+        .env("CODEX_HOME", &link)
+        .output()
+        .unwrap();
+    ok(&o);
+    let real = std::fs::canonicalize(&real).unwrap();
+    let keys = trusted_keys(&real.join("config.toml"));
+    assert!(
+        keys.iter()
+            .all(|k| k.starts_with(&format!("{}/hooks.json:", real.display()))),
+        "{keys:?}"
+    );
+    // ~/.codex a link, no $CODEX_HOME: Codex keeps the path as it is.
+    let w = World::new();
+    let real = w.dir.path().join("dotfiles-codex");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(&real, w.home().join(".codex")).unwrap();
+    ok(&w.run(&["install", "--host", "codex", "--trust"]));
+    let keys = trusted_keys(&real.join("config.toml"));
+    let home_hooks = w.home().join(".codex/hooks.json");
+    assert!(
+        keys.iter()
+            .all(|k| k.starts_with(&format!("{}:", home_hooks.display()))),
+        "{keys:?}"
+    );
+}

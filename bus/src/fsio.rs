@@ -873,10 +873,6 @@ pub fn read_inside(base: &Path, rel: &str, limit: u64) -> Result<Vec<u8>> {
 /// named), atomically: a private temp file in the same folder, then a rename
 /// over the target (a link there is replaced, not written through).
 pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
     let name = target
         .file_name()
         .and_then(|n| n.to_str())
@@ -885,6 +881,22 @@ pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
             value: target.display().to_string(),
             reason: "must be a UTF-8 file name".into(),
         })?;
+    folder_of(target)?.write(name, bytes, durable)
+}
+
+/// Removes the temp files older than `age` that crashed writers (a killed
+/// `install`) left beside `target`, in a folder outside the root. Returns
+/// their paths (none when the folder cannot be opened).
+pub fn sweep_temps_beside(target: &Path, age: Duration) -> Vec<PathBuf> {
+    folder_of(target).map_or_else(|_| Vec::new(), |d| d.sweep_temps(age))
+}
+
+/// The folder `target` is in, opened as it is (a file outside the root).
+fn folder_of(target: &Path) -> Result<Dir> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let fd = rustix::fs::openat(
         rustix::fs::CWD,
         dir,
@@ -892,12 +904,11 @@ pub fn write_atomic(target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
         Mode::empty(),
     )
     .map_err(|e| Error::io(dir, errno_io(e)))?;
-    Dir {
+    Ok(Dir {
         fd: fd.into(),
         path: dir.to_owned(),
         swap: Default::default(),
-    }
-    .write(name, bytes, durable)
+    })
 }
 
 #[cfg(test)]

@@ -145,14 +145,33 @@ impl Target {
     /// project's folder is shared with everyone who clones it: trust written
     /// there would be one machine's, and a repository that trusts its own
     /// hooks.
-    fn codex_config(&self, hooks_json: &Path) -> Result<PathBuf> {
-        if !self.project {
-            return Ok(codex_trust::config_file(hooks_json));
+    ///
+    /// Beside the `hooks.json` where Codex finds it, not beside the file a
+    /// link there points to, and itself followed when it is a link.
+    fn codex_config(&self) -> Result<PathBuf> {
+        let hooks_json = if self.project {
+            self.user_path()
+                .context("HOME is not set: cannot find Codex's config.toml")?
+        } else {
+            self.located()?
+        };
+        through_links(&codex_trust::config_file(&hooks_json))
+    }
+
+    /// The `hooks.json` path Codex keys its trust entries by (checked with
+    /// the real Codex's `hooks/list`): `$CODEX_HOME` resolved to its real
+    /// folder when set, else `~/.codex` as it is; the file's own link is
+    /// never followed. A key naming another path is ignored by Codex.
+    fn codex_key_path(&self) -> Result<PathBuf> {
+        let located = self.located()?;
+        if self.settings.is_none()
+            && !self.project
+            && let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty())
+            && let Ok(real) = std::fs::canonicalize(&h)
+        {
+            return Ok(real.join("hooks.json"));
         }
-        let users = self
-            .user_path()
-            .context("HOME is not set: cannot find Codex's config.toml")?;
-        Ok(codex_trust::config_file(&users))
+        Ok(located)
     }
 
     /// The user's own settings file for the host (as without `--project`):
@@ -190,6 +209,11 @@ impl Target {
     /// The settings file to work on. A symbolic link (a dotfiles manager's) is followed, so the
     /// link stays a link and the backup and record sit next to the real file.
     fn path(&self) -> Result<PathBuf> {
+        self.located().and_then(|p| through_links(&p))
+    }
+
+    /// The settings file where the host looks for it (a link not followed).
+    fn located(&self) -> Result<PathBuf> {
         let path = match (&self.settings, self.project) {
             (Some(p), _) => p.clone(),
             (None, true) => {
@@ -214,11 +238,7 @@ impl Target {
                 .user_path()
                 .context("HOME is not set: pass --settings PATH")?,
         };
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&path)
-                .with_context(|| format!("{}: cannot follow the symbolic link", path.display())),
-            _ => Ok(path),
-        }
+        Ok(path)
     }
 
     /// The program the hooks run, shell-quoted (hosts run hook commands through a shell).
@@ -285,6 +305,7 @@ impl Install {
         let path = t.path()?;
         let ours = Ours::new(t.program()?);
         let files = Files::new(&path, t.project);
+        files.sweep(t);
         let original = read_settings(&path)?;
         let old_record = read_record(&files.record)?;
         let first_install = old_record.is_none();
@@ -438,7 +459,7 @@ impl Install {
                 "interband is already installed in {}",
                 interband::text::terminal(&path.display().to_string())
             );
-            self.trust_codex(&path, &settings, &ours, &mut out)?;
+            self.trust_codex(&settings, &ours, &mut out)?;
             print_notes(&mut out, &notes);
             say_part!("{out}");
             return Ok(exit::OK);
@@ -501,20 +522,14 @@ impl Install {
             );
         }
         let _ = writeln!(out, "undo with: interband uninstall{}", t.flags());
-        self.trust_codex(&path, &settings, &ours, &mut out)?;
+        self.trust_codex(&settings, &ours, &mut out)?;
         print_notes(&mut out, &notes);
         say_part!("{out}");
         Ok(exit::OK)
     }
 
     /// With `--trust` for Codex: trusts interband's hooks in `config.toml`.
-    fn trust_codex(
-        &self,
-        path: &Path,
-        settings: &Value,
-        ours: &Ours,
-        out: &mut String,
-    ) -> Result<()> {
+    fn trust_codex(&self, settings: &Value, ours: &Ours, out: &mut String) -> Result<()> {
         let t = &self.target;
         if !self.trust || t.dry_run {
             return Ok(());
@@ -523,8 +538,8 @@ impl Install {
             t.host == Host::Codex,
             "--trust is for Codex CLI (--host codex)"
         );
-        let entries = codex_trust::entries(path, settings, &ours.hook);
-        let config = t.codex_config(path)?;
+        let entries = codex_trust::entries(&t.codex_key_path()?, settings, &ours.hook);
+        let config = t.codex_config()?;
         if let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
@@ -545,6 +560,7 @@ impl Uninstall {
         let t = &self.target;
         let path = t.path()?;
         let files = Files::new(&path, t.project);
+        files.sweep(t);
         let record = read_record(&files.record)?;
         let Some(original) = read_settings(&path)? else {
             if record.is_some() && !t.dry_run {
@@ -564,6 +580,15 @@ impl Uninstall {
         let created_file = match &record {
             Some(r) => {
                 remove_recorded(&mut settings, r, &mut removed, &mut notes);
+                // And any copy of our hook the record does not know of (moved
+                // to another event or group by hand): none stays installed.
+                let mut more = Vec::new();
+                remove_found_hooks(&mut settings, &Ours::new(r.program.clone()), &mut more);
+                for e in more {
+                    if !removed.contains(&e) {
+                        removed.push(e);
+                    }
+                }
                 r.created_file
             }
             None => {
@@ -609,8 +634,12 @@ impl Uninstall {
             let program = record
                 .as_ref()
                 .map_or_else(|| t.program(), |r| Ok(r.program.clone()))?;
-            let entries = codex_trust::entries(&path, &original.json, &Ours::new(program).hook);
-            codex_trust::untrust(&t.codex_config(&path)?, &entries)?;
+            let entries = codex_trust::entries(
+                &t.codex_key_path()?,
+                &original.json,
+                &Ours::new(program).hook,
+            );
+            codex_trust::untrust(&t.codex_config()?, &entries)?;
         }
         if record.is_some() {
             remove_file(&files.record)?;
@@ -812,10 +841,30 @@ fn remove_recorded(
             })
         });
         let Some(at) = at else {
-            notes.push(format!(
-                "{}: interband's hook group was already gone",
-                a.event
-            ));
+            // A group the user added a command of their own to: ours goes,
+            // theirs stays.
+            let shared = groups
+                .iter_mut()
+                .rev()
+                .find(|g| group_commands(g).any(|c| c == ours.hook));
+            match shared
+                .and_then(|g| g.get_mut("hooks"))
+                .and_then(Value::as_array_mut)
+            {
+                Some(hooks) => {
+                    hooks.retain(|h| h.get("command").and_then(Value::as_str) != Some(&ours.hook));
+                    notes.push(format!(
+                        "{}: you had added a command of your own to interband's hook group; \
+                         interband's hook is taken out of it and yours is kept",
+                        a.event
+                    ));
+                    removed.push(a.event.clone());
+                }
+                None => notes.push(format!(
+                    "{}: interband's hook group was already gone",
+                    a.event
+                )),
+            }
             continue;
         };
         groups.remove(at);
@@ -843,8 +892,20 @@ fn remove_recorded(
 
 /// Without a record: takes out the hooks running exactly our command, and our statusline.
 fn remove_found(settings: &mut Value, host: Host, ours: &Ours, removed: &mut Vec<String>) {
-    for e in host.events() {
-        let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(e.name))
+    remove_found_hooks(settings, ours, removed);
+    remove_found_statusline(settings, host, ours, removed);
+}
+
+/// Takes out every hook running exactly our command (in any group, at any
+/// of the host's events), and the groups that leaves empty.
+fn remove_found_hooks(settings: &mut Value, ours: &Ours, removed: &mut Vec<String>) {
+    let events: Vec<String> = settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .map(|h| h.keys().cloned().collect())
+        .unwrap_or_default();
+    for event in events {
+        let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(&event))
         else {
             continue;
         };
@@ -866,13 +927,22 @@ fn remove_found(settings: &mut Value, host: Host, ours: &Ours, removed: &mut Vec
             continue;
         }
         if groups.is_empty() {
-            remove_key(&mut settings["hooks"], e.name);
+            remove_key(&mut settings["hooks"], &event);
         }
-        removed.push(e.name.into());
+        removed.push(event);
     }
-    if settings.get("hooks") == Some(&json!({})) {
+    if !removed.is_empty() && settings.get("hooks") == Some(&json!({})) {
         remove_key(settings, "hooks");
     }
+}
+
+/// Takes out our statusline, giving back the one it wrapped.
+fn remove_found_statusline(
+    settings: &mut Value,
+    host: Host,
+    ours: &Ours,
+    removed: &mut Vec<String>,
+) {
     if host.has_statusline()
         && let Some(c) = settings
             .pointer("/statusLine/command")
@@ -897,6 +967,7 @@ fn remove_found(settings: &mut Value, host: Host, ours: &Ours, removed: &mut Vec
 // The settings file, its backup and the install record.
 
 struct Files {
+    settings: PathBuf,
     backup: PathBuf,
     record: PathBuf,
 }
@@ -930,8 +1001,25 @@ impl Files {
             PathBuf::from(s)
         };
         Files {
+            settings: path.to_owned(),
             backup: with(".interband-backup"),
             record: with(".interband-install.json"),
+        }
+    }
+
+    /// Removes what an install or uninstall killed mid-write left beside
+    /// these files (`.interband-tmp.*` copies of the user's settings, a
+    /// minute old or more: never a write under way).
+    fn sweep(&self, t: &Target) {
+        let age = std::time::Duration::from_secs(60);
+        let config = (t.host == Host::Codex)
+            .then(|| t.codex_config().ok())
+            .flatten();
+        for p in [&self.settings, &self.record]
+            .into_iter()
+            .chain(config.as_ref())
+        {
+            interband::fsio::sweep_temps_beside(p, age);
         }
     }
 }
@@ -1159,6 +1247,29 @@ fn on_path(name: &str) -> bool {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
+}
+
+/// The file a chain of symbolic links at `path` ends at (`path` itself when
+/// it is no link): a user's settings kept in a dotfiles repository are
+/// written there, so the link stays a link. The end may not exist yet (a
+/// link to a file the dotfiles repository does not have yet).
+fn through_links(path: &Path) -> Result<PathBuf> {
+    let mut at = path.to_owned();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at).with_context(|| {
+                    format!("{}: cannot follow the symbolic link", at.display())
+                })?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(to),
+                    None => to,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    anyhow::bail!("{}: too many levels of symbolic links", path.display())
 }
 
 fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
