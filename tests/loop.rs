@@ -754,3 +754,44 @@ fn a_reset_that_fails_does_not_cost_the_notes_reinjection() {
         "{out}"
     );
 }
+
+#[test]
+fn a_zero_retention_still_writes_keeps_and_brings_back_the_note() {
+    let w = World::new();
+    let log = w.dir.path().join("interband.log");
+    let env = [
+        ("INTERBAND_RETENTION_SECS", "0"),
+        ("INTERBAND_PRUNE_INTERVAL_SECS", "0"),
+    ];
+    let run = |stdin: &[u8]| {
+        let mut c = w.cmd(&["hook"]);
+        c.envs(env).env("INTERBAND_LOG", &log);
+        let o = with_stdin(&mut c, stdin);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o)
+    };
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Port the cache to the new store");
+    t.tool(
+        "Edit",
+        json!({"file_path": "/work/src/cache.rs"}),
+        "ok",
+        false,
+        160_000,
+    );
+    let out = run(&event("PostToolUse", &t, json!({"tool_name": "Edit"})));
+    assert!(out.contains("RED"), "{out}");
+    run(&event("Stop", &t, json!({"stop_hook_active": false})));
+    assert!(!note_files(&w).is_empty(), "the checkpoint got its note");
+    run(&event("PreCompact", &t, json!({})));
+    let out = run(&event("SessionStart", &t, json!({"source": "compact"})));
+    assert!(
+        out.contains("/work/src/cache.rs"),
+        "the note comes back: {out}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("INTERBAND_RETENTION_SECS=0") && logged.contains("refused"),
+        "{logged}"
+    );
+}

@@ -405,8 +405,9 @@ impl Bus {
             due
         };
         if due {
-            let _ =
-                retention::prune_dir(&dir, namespace, channel, false, &|k| std::env::var(k).ok());
+            let _ = retention::prune_live(self, &dir, namespace, channel, false, &|k| {
+                std::env::var(k).ok()
+            });
         }
         Ok(Published { path, seq })
     }

@@ -66,8 +66,11 @@ pub struct Meta {
     pub mode: u32,
     /// Its size in bytes.
     pub len: u64,
-    /// When its content last changed.
+    /// When its content last changed (as it says: anyone may set it).
     pub mtime: SystemTime,
+    /// When its inode last changed (set by the kernel only: a rename into
+    /// place, a write, a `touch`).
+    pub ctime: SystemTime,
     /// The device it is on.
     pub dev: u64,
     /// Its inode.
@@ -84,22 +87,39 @@ impl Meta {
             FileType::Symlink => Kind::Symlink,
             _ => Kind::Other,
         };
-        let secs = st.st_mtime as i64;
-        let nanos = (st.st_mtime_nsec as i64).clamp(0, 999_999_999) as u32;
-        let mtime = if secs >= 0 {
-            SystemTime::UNIX_EPOCH + Duration::new(secs as u64, nanos)
-        } else {
-            SystemTime::UNIX_EPOCH
+        let time = |secs: i64, nanos: i64| {
+            let nanos = nanos.clamp(0, 999_999_999) as u32;
+            if secs >= 0 {
+                SystemTime::UNIX_EPOCH + Duration::new(secs as u64, nanos)
+            } else {
+                SystemTime::UNIX_EPOCH
+            }
         };
+        let mtime = time(st.st_mtime as i64, st.st_mtime_nsec as i64);
+        let ctime = time(st.st_ctime as i64, st.st_ctime_nsec as i64);
         Meta {
             kind,
             uid: st.st_uid,
             mode: st.st_mode as u32 & 0o7777,
             len: st.st_size as u64,
             mtime,
+            ctime,
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,
         }
+    }
+}
+
+impl Meta {
+    /// How long ago the file was written, by its modification time; one in
+    /// the future (a clock stepped back, a restored snapshot, a planted
+    /// `touch -d 2099`) is aged by when its inode changed instead, and one
+    /// whose both times are ahead counts as written now. So no file can
+    /// claim to be younger than it is for longer than the clock is wrong.
+    pub fn age(&self, now: SystemTime) -> Duration {
+        now.duration_since(self.mtime)
+            .or_else(|_| now.duration_since(self.ctime))
+            .unwrap_or_default()
     }
 }
 

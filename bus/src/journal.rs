@@ -366,9 +366,13 @@ pub fn prune_idle(bus: &Bus, idle: std::time::Duration) -> Vec<PathBuf> {
         return Vec::new();
     };
     let now = std::time::SystemTime::now();
-    let quiet = |dir: &Dir, name: &str| matches!(dir.stat(name), Ok(Some(m)) if now.duration_since(m.mtime).is_ok_and(|a| a > idle));
+    let quiet = |dir: &Dir, name: &str| matches!(dir.stat(name), Ok(Some(m)) if m.age(now) > idle);
+    let live = crate::retention::live_sessions(bus);
     let mut removed = Vec::new();
     for name in names(&all) {
+        if live.contains(&name) {
+            continue;
+        }
         let Ok(journal) = all.sub(&name, false) else {
             continue;
         };

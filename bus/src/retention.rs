@@ -26,10 +26,22 @@ pub struct PruneReport {
     pub throttled: bool,
 }
 
+/// The shortest retention a setting may give: a minute. A shorter one (`0`,
+/// a negative number) would remove values as soon as they are written, a
+/// session's checkpoint before anything acts on it; it is refused (the
+/// channel's own retention is used) and said by [`problems`].
+pub const MIN_RETENTION_SECS: u64 = 60;
+
+/// A session is live while its pressure (`interpulse/pressure/<session>`)
+/// is younger than this: a day. Its values in every channel are kept,
+/// whatever their age or the channel's count.
+pub const LIVE: Duration = Duration::from_secs(86_400);
+
 /// Retention and count for a channel after environment overrides, as v1:
 /// `INTERBAND_RETENTION_<NS>_<CH>_SECS`, then `INTERBAND_RETENTION_SECS`;
 /// `INTERBAND_MAX_FILES_<NS>_<CH>`, then `INTERBAND_MAX_FILES`.
-/// A negative retention counts as 0; a count ≤ 0 means no count limit.
+/// A retention under [`MIN_RETENTION_SECS`] is refused (the next setting
+/// down, else the channel's own, is used); a count ≤ 0 means no count limit.
 ///
 /// ```
 /// let (secs, max) = interband::retention::limits("clavain", "dispatch", |_| None);
@@ -40,6 +52,10 @@ pub struct PruneReport {
 ///     _ => None,
 /// });
 /// assert_eq!((secs, max), (60, None));
+/// let (secs, _) = interband::retention::limits("intermem", "note", |k| {
+///     (k == "INTERBAND_RETENTION_SECS").then(|| "0".into())
+/// });
+/// assert_eq!(secs, 7 * 24 * 3600, "0 would remove every note as it is written");
 /// ```
 pub fn limits(
     namespace: &str,
@@ -47,15 +63,49 @@ pub fn limits(
     env: impl Fn(&str) -> Option<String>,
 ) -> (u64, Option<usize>) {
     let int = |name: &str| env(name).and_then(|v| v.trim().parse::<i64>().ok());
+    let secs = |name: &str| int(name).filter(|v| *v >= MIN_RETENTION_SECS as i64);
     let tag = format!("{}_{}", env_safe(namespace), env_safe(channel));
     let policy = channel_policy(namespace, channel);
-    let secs = int(&format!("INTERBAND_RETENTION_{tag}_SECS"))
-        .or_else(|| int("INTERBAND_RETENTION_SECS"))
-        .map_or(policy.retention_secs, |v| v.max(0) as u64);
+    let secs = secs(&format!("INTERBAND_RETENTION_{tag}_SECS"))
+        .or_else(|| secs("INTERBAND_RETENTION_SECS"))
+        .map_or(policy.retention_secs, |v| v as u64);
     let max = int(&format!("INTERBAND_MAX_FILES_{tag}"))
         .or_else(|| int("INTERBAND_MAX_FILES"))
         .map_or(Some(policy.max_files), |v| (v > 0).then_some(v as usize));
     (secs, max)
+}
+
+/// The retention settings [`limits`] refuses, each said in one line: the
+/// global one and those of the channels interband knows.
+///
+/// ```
+/// let said = interband::retention::problems(|k| {
+///     (k == "INTERBAND_RETENTION_SECS").then(|| "0".into())
+/// });
+/// assert!(said[0].contains("INTERBAND_RETENTION_SECS=0"), "{said:?}");
+/// assert!(interband::retention::problems(|_| None).is_empty());
+/// ```
+pub fn problems(env: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let known = crate::registry::CHANNELS
+        .iter()
+        .map(|(n, c, _)| (*n, *c))
+        .chain([("interpulse", "pressure")]);
+    std::iter::once("INTERBAND_RETENTION_SECS".to_owned())
+        .chain(known.map(|(n, c)| {
+            format!("INTERBAND_RETENTION_{}_{}_SECS", env_safe(n), env_safe(c))
+        }))
+        .filter_map(|name| {
+            let v = env(&name)?;
+            let n = v.trim().parse::<i64>().ok()?;
+            (n < MIN_RETENTION_SECS as i64).then(|| {
+                format!(
+                    "{name}={v}: a retention under {MIN_RETENTION_SECS} s would remove values as \
+                     soon as they are written (a session's checkpoint and note with them); refused, \
+                     the channel's own retention is used"
+                )
+            })
+        })
+        .collect()
 }
 
 /// Upper-cases and turns everything outside `A-Z0-9` into `_`, as v1 does for env names.
@@ -101,10 +151,25 @@ pub fn prune_with(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<PruneReport> {
     match bus.channel(namespace, channel, false) {
-        Ok(dir) => prune_dir(&dir, namespace, channel, force, env),
+        Ok(dir) => prune_live(bus, &dir, namespace, channel, force, env),
         Err(Error::NotFound { .. }) => Ok(PruneReport::default()),
         Err(e) => Err(e),
     }
+}
+
+/// [`prune_dir_keeping`] a bus channel's folder, keeping the live sessions'
+/// values (looked up only when the throttle lets the prune run).
+pub(crate) fn prune_live(
+    bus: &Bus,
+    dir: &Dir,
+    namespace: &str,
+    channel: &str,
+    force: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PruneReport> {
+    let live = std::cell::OnceCell::new();
+    let is_live = |key: &str| live.get_or_init(|| live_sessions(bus)).contains(key);
+    prune_dir_keeping(dir, namespace, channel, force, env, &is_live)
 }
 
 /// [`prune_with`] on an open folder holding the values of `namespace/channel`
@@ -125,11 +190,23 @@ pub fn prune_dir(
     force: bool,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<PruneReport> {
+    prune_dir_keeping(dir, namespace, channel, force, env, &|_| false)
+}
+
+/// [`prune_dir`], keeping every value whose key `live` says is a live
+/// session's (see [`live_sessions`]).
+pub fn prune_dir_keeping(
+    dir: &Dir,
+    namespace: &str,
+    channel: &str,
+    force: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+    live: &dyn Fn(&str) -> bool,
+) -> Result<PruneReport> {
     let mut report = PruneReport::default();
     let now = SystemTime::now();
-    let age = |t: SystemTime| now.duration_since(t).unwrap_or_default();
     let stamp = dir.stat(STAMP)?;
-    if !force && stamp.is_some_and(|m| age(m.mtime) < prune_interval(env)) {
+    if !force && stamp.is_some_and(|m| recent(&m, now, prune_interval(env))) {
         report.throttled = true;
         return Ok(report);
     }
@@ -148,35 +225,71 @@ pub fn prune_dir(
         };
         if let Some(key_file) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".lock")) {
             // A lock whose message is gone and that nobody used for a retention period.
-            if meta.kind == Kind::File && age(meta.mtime) > retention && !dir.exists(key_file) {
+            if meta.kind == Kind::File && meta.age(now) > retention && !dir.exists(key_file) {
                 let _ = with_lock(dir, name, Duration::ZERO, |_| dir.remove(name));
             }
         } else if meta.kind == Kind::File && name.ends_with(".json") {
             // Every `*.json` file counts, as for both v1 pruners: a v1
             // writer's `.hidden.json` too (none of the bus's own files here
-            // ends in `.json`).
-            if age(meta.mtime) > retention {
-                if remove_if(dir, name, |m| age(m) > retention) {
+            // ends in `.json`). A live session's value is never removed.
+            if live(name.trim_end_matches(".json")) {
+                continue;
+            }
+            if meta.age(now) > retention {
+                if remove_if(dir, name, |m| m.age(now) > retention) {
                     report.removed.push(dir.join(name));
                 }
             } else {
-                kept.push((meta.mtime, name.to_owned()));
+                kept.push((meta.age(now), meta.mtime, name.to_owned()));
             }
         }
     }
     if let Some(max) = max_files.filter(|max| kept.len() > *max) {
-        kept.sort_by(|a, b| b.cmp(a)); // newest first; ties by name, descending, as v1
+        // Newest first; ties by name, descending, as v1.
+        kept.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.2.cmp(&a.2)));
         report.removed.extend(remove_listed(dir, kept.drain(max..)));
     }
     Ok(report)
 }
 
+/// Whether a throttle stamp was touched less than `interval` ago. One dated
+/// ahead of the clock (a clock stepped back, a restored snapshot, a planted
+/// stamp) is not recent: it cannot switch the prune or the sweep off.
+fn recent(stamp: &crate::fsio::Meta, now: SystemTime, interval: Duration) -> bool {
+    now.duration_since(stamp.mtime).is_ok_and(|a| a < interval)
+}
+
+/// The sessions live now: those whose pressure was published less than
+/// [`LIVE`] ago (by its file's [age](crate::fsio::Meta::age)), by key.
+pub fn live_sessions(bus: &Bus) -> std::collections::HashSet<String> {
+    let now = SystemTime::now();
+    let Ok(dir) = bus.channel("interpulse", "pressure", false) else {
+        return Default::default();
+    };
+    dir.entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.kind == Kind::File)
+        .filter_map(|e| e.name.into_string().ok())
+        .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+        .filter(|k| {
+            dir.stat(&format!("{k}.json"))
+                .ok()
+                .flatten()
+                .is_some_and(|m| m.age(now) < LIVE)
+        })
+        .collect()
+}
+
 /// Removes each listed message that is still the value listed (same mtime)
 /// under its key's lock: one republished since the listing is the newest now.
-fn remove_listed(dir: &Dir, listed: impl Iterator<Item = (SystemTime, String)>) -> Vec<PathBuf> {
+fn remove_listed(
+    dir: &Dir,
+    listed: impl Iterator<Item = (Duration, SystemTime, String)>,
+) -> Vec<PathBuf> {
     listed
-        .filter(|(mtime, name)| remove_if(dir, name, |m| m == *mtime))
-        .map(|(_, name)| dir.join(&name))
+        .filter(|(_, mtime, name)| remove_if(dir, name, |m| m.mtime == *mtime))
+        .map(|(_, _, name)| dir.join(&name))
         .collect()
 }
 
@@ -184,17 +297,17 @@ fn remove_listed(dir: &Dir, listed: impl Iterator<Item = (SystemTime, String)>) 
 /// the lock file with it (while holding it: a waiter on the removed lock
 /// file sees that it no longer has the name and takes the new one), so no
 /// lock is left behind for a message that is gone.
-fn remove_if(dir: &Dir, name: &str, still: impl Fn(SystemTime) -> bool) -> bool {
+fn remove_if(dir: &Dir, name: &str, still: impl Fn(&crate::fsio::Meta) -> bool) -> bool {
     let lock = lock_name(name);
     if lock.len() > 255 {
         // A v1 writer's key too long to have a lock beside it (no interband
         // writer uses it): removed as v1 removes it, without one.
-        let now = dir.stat(name).ok().flatten().map(|m| m.mtime);
-        return now.is_some_and(&still) && dir.remove(name).unwrap_or(false);
+        let now = dir.stat(name).ok().flatten();
+        return now.as_ref().is_some_and(&still) && dir.remove(name).unwrap_or(false);
     }
     with_lock(dir, &lock, Duration::from_millis(50), |_| {
-        let now = dir.stat(name)?.map(|m| m.mtime);
-        let removed = now.is_some_and(&still) && dir.remove(name)?;
+        let now = dir.stat(name)?;
+        let removed = now.as_ref().is_some_and(&still) && dir.remove(name)?;
         if removed {
             dir.remove(&lock)?;
         }
@@ -237,11 +350,11 @@ pub fn sweep_internal(bus: &Bus, force: bool) -> Vec<PathBuf> {
         return Vec::new();
     };
     if !force
-        && root.stat(SWEEP_STAMP).ok().flatten().is_some_and(|m| {
-            SystemTime::now()
-                .duration_since(m.mtime)
-                .is_ok_and(|a| a < SWEEP_INTERVAL)
-        })
+        && root
+            .stat(SWEEP_STAMP)
+            .ok()
+            .flatten()
+            .is_some_and(|m| recent(&m, SystemTime::now(), SWEEP_INTERVAL))
     {
         return Vec::new();
     }
@@ -371,12 +484,18 @@ mod tests {
             .unwrap(); // between the listing and the removal
         let dir = bus.channel("n", "c", false).unwrap();
         assert_eq!(
-            remove_listed(&dir, [(listed, "k.json".to_owned())].into_iter()),
+            remove_listed(
+                &dir,
+                [(Duration::ZERO, listed, "k.json".to_owned())].into_iter()
+            ),
             Vec::<PathBuf>::new()
         );
         assert_eq!(bus.read("n", "c", "k").unwrap().envelope.seq, 2);
         let now = std::fs::metadata(&p.path).unwrap().modified().unwrap();
-        let removed = remove_listed(&dir, [(now, "k.json".to_owned())].into_iter());
+        let removed = remove_listed(
+            &dir,
+            [(Duration::ZERO, now, "k.json".to_owned())].into_iter(),
+        );
         assert_eq!(removed, vec![p.path]);
     }
 
@@ -386,7 +505,7 @@ mod tests {
         let (secs, _) = limits("intercheck", "pressure", |k| {
             (k == "INTERBAND_RETENTION_SECS").then(|| "-5".into())
         });
-        assert_eq!(secs, 0);
+        assert_eq!(secs, 3600, "refused: the channel's own");
         assert_eq!(limits("intercheck", "pressure", |_| None), (3600, Some(64)));
     }
 }

@@ -89,6 +89,7 @@ impl AllSettings {
                 .iter()
                 .cloned()
                 .chain(files.notices())
+                .chain(interband::retention::problems(|k| env.var(k)))
                 .collect(),
             intermem,
             interline,
