@@ -16,6 +16,9 @@
 //! here both roots share one, and at this load (2,000 files created and removed a second)
 //! ext4's inode allocator becomes the bottleneck (it scans past recently deleted inodes), so
 //! memory stands in for two disks unless told otherwise.
+//! With `INTERBAND_BENCH_ONLY=flood`, instead: another machine floods the bucket with
+//! `INTERBAND_BENCH_FLOOD_KEYS` (200,000) distinct keys, and the receiving bridge's memory is
+//! reported against its stated bound (BENCHMARKS.md, SECURITY.md).
 //! A benchmark, not a test: exits 0 whatever the numbers, 1 when it cannot run.
 
 use std::path::{Path, PathBuf};
@@ -176,20 +179,30 @@ fn cpu_secs(pid: u32) -> f64 {
     ticks as f64 / hz as f64
 }
 
-fn bench() -> Result<(), String> {
-    let nats = std::env::var_os("INTERBAND_NATS_SERVER")
+/// `INTERBAND_NATS_SERVER`, else `nats-server` on PATH.
+fn nats_bin() -> PathBuf {
+    std::env::var_os("INTERBAND_NATS_SERVER")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("nats-server"));
+        .unwrap_or_else(|| PathBuf::from("nats-server"))
+}
+
+/// Where the roots and the server's store go (see the module's docs).
+fn bench_dir() -> PathBuf {
+    std::env::var_os("INTERBAND_BENCH_DIR")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+fn bench() -> Result<(), String> {
+    let nats = nats_bin();
     let (sessions, rate) = (
         env_num("INTERBAND_BENCH_SESSIONS", 100),
         env_num("INTERBAND_BENCH_RATE", 10),
     );
     let secs = env_num("INTERBAND_BENCH_SECS", 10);
     let down = env_num("INTERBAND_BENCH_DOWN_SECS", 60);
-    let parent = std::env::var_os("INTERBAND_BENCH_DIR")
-        .map(PathBuf::from)
-        .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
-        .unwrap_or_else(std::env::temp_dir);
+    let parent = bench_dir();
     let tmp = tempfile::tempdir_in(&parent).map_err(|e| e.to_string())?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -269,7 +282,143 @@ fn bench() -> Result<(), String> {
     Ok(())
 }
 
+/// Another machine floods the bucket with `keys` distinct keys, half on a
+/// shared channel (`interlock/coordination`, from 10 made-up hosts), half on
+/// an observed one (`interline/context`, from 1,000 made-up hosts), written
+/// straight into the server as fast as it takes them (the NATS protocol's
+/// `PUB` on the bucket's subjects). Reports the receiving bridge's memory
+/// against its stated bound, and what it kept, pruned and dropped.
+fn flood(nats: &Path, parent: &Path, keys: u64) -> Result<(), String> {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir_in(parent).map_err(|e| e.to_string())?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let _srv = server(nats, &tmp.path().join("store"), port)?;
+    let root = tmp.path().join("b");
+    let b = Bus::new(&root);
+    b.root_dir(true).map_err(|e| e.to_string())?;
+    let victim = bridge(&root, &url, "b")?;
+    connected(&b)?;
+    let pid = victim.0.id();
+    let before = rss_kb(pid, "VmRSS:");
+
+    let conn = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(conn.try_clone().map_err(|e| e.to_string())?);
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, conn);
+    let mut line = String::new();
+    reader.read_line(&mut line).map_err(|e| e.to_string())?; // INFO
+    let started = Instant::now();
+    write!(out, "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\n")
+        .map_err(|e| e.to_string())?;
+    for i in 0..keys {
+        let (subject, envelope) = if i % 2 == 0 {
+            let payload = json!({"layer": "flood", "icon": "f", "text": format!("v{i}"),
+                "priority": 1, "ts": "2026-11-30T00:00:00Z"});
+            (
+                format!("x{}/interlock/coordination/k{i}", i % 10),
+                json!({"version": "1.0.0", "namespace": "interlock", "type": "coordination_signal",
+                    "session_id": format!("k{i}"), "timestamp": "2026-11-30T00:00:00Z", "seq": 1,
+                    "payload": payload}),
+            )
+        } else {
+            (
+                format!("o{}/interline/context/k{i}", i % 1000),
+                json!({"version": "1.0.0", "namespace": "interline", "type": "flood",
+                    "session_id": format!("k{i}"), "timestamp": "2026-11-30T00:00:00Z", "seq": 1,
+                    "payload": {"n": i}}),
+            )
+        };
+        let body = envelope.to_string();
+        write!(
+            out,
+            "PUB $KV.interband.{subject} {}\r\n{body}\r\n",
+            body.len()
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    write!(out, "PING\r\n").map_err(|e| e.to_string())?;
+    out.flush().map_err(|e| e.to_string())?;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(|e| e.to_string())? == 0 || line.starts_with("PONG")
+        {
+            break;
+        }
+    }
+    let sent_in = started.elapsed();
+    // Until the bridge has seen every value the server stored (its
+    // revisions count them; a server under this flood may refuse some), and
+    // says it is caught up, for 3 s on end.
+    let deadline = Instant::now() + Duration::from_secs(900);
+    let mut peak = 0;
+    let mut last = (0, Instant::now());
+    loop {
+        peak = peak.max(rss_kb(pid, "VmRSS:"));
+        let s = interband_bridge::status(&b).unwrap_or_default();
+        if s.last_revision >= keys {
+            break;
+        }
+        if s.last_revision != last.0 || s.behind > 0 {
+            last = (s.last_revision, Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err("the bridge did not take in the flood".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = last.1.duration_since(started);
+    let hwm = rss_kb(pid, "VmHWM:").max(peak);
+    let after = rss_kb(pid, "VmRSS:");
+    let s = interband_bridge::status(&b).unwrap_or_default();
+    println!(
+        "\nflood: {keys} distinct keys from 1,010 made-up machines, sent in {:.1} s; the server stored {}; the bridge took them in by {:.1} s",
+        sent_in.as_secs_f64(),
+        s.last_revision,
+        took.as_secs_f64()
+    );
+    println!("| bridge B | kB |\n|---|---:|");
+    println!("| RSS before | {before} |\n| RSS peak (VmHWM) | {hwm} |\n| RSS after | {after} |");
+    println!(
+        "applied or kept {}, dropped {} (invalid, or past {} machines), pruned {}, own writes forgotten {} (past {} addresses); files left under the root: {}",
+        s.applied,
+        s.dropped,
+        interband_bridge::MAX_ORIGINS,
+        s.pruned,
+        s.forgotten,
+        interband_bridge::MAX_REMEMBERED,
+        walk(&root)
+    );
+    Ok(())
+}
+
+/// The files under `dir`, every level.
+fn walk(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.flatten()
+            .map(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => walk(&e.path()),
+                _ => 1,
+            })
+            .sum()
+    })
+}
+
 fn main() -> ExitCode {
+    if std::env::var("INTERBAND_BENCH_ONLY").as_deref() == Ok("flood") {
+        let keys = env_num("INTERBAND_BENCH_FLOOD_KEYS", 200_000);
+        return match flood(&nats_bin(), &bench_dir(), keys) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bridge bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match bench() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

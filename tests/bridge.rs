@@ -582,11 +582,102 @@ fn a_watch_runs_the_bridge_when_its_settings_name_a_server(bin: PathBuf) {
 /// A test, given the server's binary.
 type Test = fn(PathBuf);
 
+/// Puts `values` (bucket key, envelope) straight into the server's bucket,
+/// as another machine's bridge (or anyone who can write to it) would.
+fn flood_bucket(server: &Server, values: impl Iterator<Item = (String, Value)>) {
+    use std::io::{BufRead, BufReader, Write};
+    let conn = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut out = std::io::BufWriter::new(conn);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap(); // INFO
+    write!(out, "CONNECT {{\"verbose\":false}}\r\n").unwrap();
+    for (key, envelope) in values {
+        let body = envelope.to_string();
+        write!(out, "PUB $KV.interband.{key} {}\r\n{body}\r\n", body.len()).unwrap();
+    }
+    write!(out, "PING\r\n").unwrap();
+    out.flush().unwrap();
+    while !line.starts_with("PONG") {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the server hung up"
+        );
+    }
+}
+
+fn another_machines_flood_stays_within_the_bounds(bin: PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&bin, tmp.path(), &[]);
+    let w = World::new();
+    let _b = Bridge::start(&w, &server.url(), "host-b");
+    connected(&w);
+    let envelope = |ns: &str, ty: &str, key: &str, payload: Value| {
+        json!({"version": "1.0.0", "namespace": ns, "type": ty, "session_id": key,
+            "timestamp": "2026-11-30T10:00:00Z", "seq": 1, "payload": payload})
+    };
+    // 5,000 keys on a shared channel (a count of 256), and one value from
+    // each of 300 made-up machines on an observed one.
+    let shared = (0..5000).map(|i| {
+        (
+            format!("x/interlock/coordination/k{i}"),
+            envelope(
+                "interlock",
+                "coordination_signal",
+                &format!("k{i}"),
+                coordination("f"),
+            ),
+        )
+    });
+    let observed = (0..300).map(|i| {
+        (
+            format!("m{i}/interline/context/s"),
+            envelope("interline", "flood", "s", json!({"n": i})),
+        )
+    });
+    flood_bucket(&server, shared.chain(observed));
+    poll(60, "the bridge to take in the flood", || {
+        (status(&w)["last_revision"].as_u64() >= Some(5300)).then_some(())
+    });
+    let s = status(&w);
+    let files = |dir: &Path| std::fs::read_dir(dir).map_or(0, |d| d.count());
+    let shared_files = std::fs::read_dir(w.root().join("interlock/coordination"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .count();
+    assert!(
+        shared_files < 2 * 256,
+        "a shared channel stays within twice its count: {shared_files} values"
+    );
+    let origins = files(&w.root().join(".remote"));
+    assert_eq!(origins, 128, "at most 128 other machines kept apart: {s}");
+    assert!(
+        s["dropped"].as_u64() >= Some(172),
+        "the rest dropped, and counted: {s}"
+    );
+    assert!(
+        s["forgotten"].as_u64() > Some(0),
+        "its memory of its own writes is bounded: {s}"
+    );
+    assert!(
+        s["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("other machines")),
+        "and said: {s}"
+    );
+}
+
 fn main() -> std::process::ExitCode {
     use libtest_mimic::{Arguments, Trial};
     let args = Arguments::from_args();
     let server = server_bin();
-    let tests: [(&str, Test); 6] = [
+    let tests: [(&str, Test); 7] = [
+        (
+            "another_machines_flood_stays_within_the_bounds",
+            another_machines_flood_stays_within_the_bounds,
+        ),
         (
             "a_watch_runs_the_bridge_when_its_settings_name_a_server",
             a_watch_runs_the_bridge_when_its_settings_name_a_server,

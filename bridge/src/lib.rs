@@ -246,9 +246,16 @@ pub struct Status {
     /// Remote values applied (shared) or kept (observed).
     #[serde(default)]
     pub applied: u64,
-    /// Remote values dropped as invalid.
+    /// Remote values dropped as invalid, or from origins past [`MAX_ORIGINS`].
     #[serde(default)]
     pub dropped: u64,
+    /// Local values dropped while the server was unreachable, past [`MAX_PENDING_BYTES`].
+    #[serde(default)]
+    pub dropped_local: u64,
+    /// Addresses forgotten from the bridge's memory of its own writes, past
+    /// [`MAX_REMEMBERED`].
+    #[serde(default)]
+    pub forgotten: u64,
     /// Local values waiting for the server.
     #[serde(default)]
     pub pending: usize,
@@ -272,6 +279,25 @@ pub struct Status {
 /// local watch lagging behind a key rewritten faster than it reads still
 /// recognises each of them.
 const RECENT: usize = 64;
+
+/// The most addresses whose recent writes are remembered (the oldest
+/// address is forgotten first): what another machine can make the bridge
+/// remember is bounded, however many keys it floods a shared channel with.
+/// A forgotten one costs at most an echo of a value the bridge wrote.
+pub const MAX_REMEMBERED: usize = 4096;
+
+/// The most values from the server held before they are applied (the
+/// client's own default is 65,536: some 60 MB under a flood of small values).
+const SUBSCRIPTION_CAPACITY: usize = 4096;
+
+/// The most other machines kept apart under [`REMOTE`]: values from more
+/// origins are dropped (and counted), so a flood of made-up host names
+/// cannot make a folder apiece.
+pub const MAX_ORIGINS: usize = 128;
+
+/// The most bytes of local values held while the server is unreachable
+/// (the latest per key): a value of a new key past it is dropped and counted.
+pub const MAX_PENDING_BYTES: usize = 16 << 20;
 
 const STATE: &str = ".state";
 const STATUS_FILE: &str = "bridge.json";
@@ -308,6 +334,16 @@ pub fn prune_remote(bus: &Bus, force: bool) -> Vec<std::path::PathBuf> {
             .collect()
     };
     let mut removed = Vec::new();
+    // A folder left with no value goes (it fails while anything is in it).
+    let empty = |parts: &[&str], name: &str| {
+        let parts: Vec<&str> = std::iter::once(REMOTE)
+            .chain(parts.iter().copied())
+            .collect();
+        if let Ok(d) = bus.dir(&parts, false) {
+            let _ = d.remove(interband::retention::STAMP);
+            let _ = d.remove_dir(name);
+        }
+    };
     for host in names(&[]) {
         for ns in names(&[&host]) {
             for ch in names(&[&host, &ns]) {
@@ -315,9 +351,19 @@ pub fn prune_remote(bus: &Bus, force: bool) -> Vec<std::path::PathBuf> {
                     && let Ok(r) = interband::retention::prune_dir(&dir, &ns, &ch, force, &env)
                 {
                     removed.extend(r.removed);
+                    let left = dir.entries().unwrap_or_default();
+                    if left
+                        .iter()
+                        .all(|e| e.name_str() == Some(interband::retention::STAMP))
+                    {
+                        let _ = dir.remove(interband::retention::STAMP);
+                        empty(&[&host, &ns], &ch);
+                    }
                 }
             }
+            empty(&[&host], &ns);
         }
+        empty(&[], &host);
     }
     removed
 }
@@ -420,10 +466,20 @@ struct Bridge<'a> {
     status: Status,
     /// Local values not yet stored in the bucket: the latest per bucket key.
     pending: HashMap<String, Vec<u8>>,
+    /// Their bytes, at most [`MAX_PENDING_BYTES`].
+    pending_bytes: usize,
     /// What the bridge recently wrote into the local bus per address (shared
     /// channels), newest last: the local watch's sight of any of them, however
-    /// late, is not sent back.
+    /// late, is not sent back. At most [`MAX_REMEMBERED`] addresses.
     written: HashMap<String, std::collections::VecDeque<String>>,
+    /// The addresses in `written`, oldest first.
+    written_order: std::collections::VecDeque<String>,
+    /// Other machines' values written into each folder since it was last
+    /// pruned: past the channel's count, the folder is pruned at once, so a
+    /// flood of keys never outgrows it (nor the local watch's memory of it).
+    since_prune: HashMap<(String, String, String), usize>,
+    /// The other machines kept apart, at most [`MAX_ORIGINS`].
+    origins: std::collections::HashSet<String>,
 }
 
 type Watch = async_nats::jetstream::kv::Watch;
@@ -453,8 +509,33 @@ impl<'a> Bridge<'a> {
                 ..Status::default()
             },
             pending: HashMap::new(),
+            pending_bytes: 0,
             written: HashMap::new(),
+            written_order: Default::default(),
+            since_prune: HashMap::new(),
+            origins: Default::default(),
         }
+        .with_present_origins()
+    }
+
+    fn with_present_origins(mut self) -> Self {
+        self.origins = self
+            .present_origins()
+            .into_iter()
+            .take(MAX_ORIGINS)
+            .collect();
+        self
+    }
+
+    /// The other machines with a folder under [`REMOTE`] now.
+    fn present_origins(&self) -> std::collections::HashSet<String> {
+        self.bus
+            .dir(&[REMOTE], false)
+            .and_then(|d| d.entries())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|e| e.name.into_string().ok())
+            .collect()
     }
 
     async fn run(mut self, stop: Arc<AtomicBool>) -> Result<(), Error> {
@@ -545,6 +626,9 @@ impl<'a> Bridge<'a> {
             }
             if pruned.elapsed() >= PRUNE_EVERY {
                 self.status.pruned += prune_remote(self.bus, false).len() as u64;
+                // Machines whose values all aged out make room for others.
+                let present = self.present_origins();
+                self.origins.retain(|o| present.contains(o));
                 pruned = Instant::now();
             }
             self.status.pending = self.pending.len();
@@ -563,6 +647,10 @@ impl<'a> Bridge<'a> {
         let o = self.opts;
         let (urls, login) = split_login(&o.url);
         let mut co = async_nats::ConnectOptions::new()
+            // The bucket's values waiting to be applied: a bound on what a
+            // flood from the server can make the bridge hold (the server
+            // waits, with flow control, while it is full).
+            .subscription_capacity(SUBSCRIPTION_CAPACITY)
             .connection_timeout(Duration::from_secs(3))
             .request_timeout(Some(Duration::from_secs(3)));
         if let Some((user, password)) = login {
@@ -643,7 +731,65 @@ impl<'a> Bridge<'a> {
             return;
         };
         let k = kv_key(&self.opts.host, &a.namespace, &a.channel, &a.key);
-        self.pending.insert(k, bytes);
+        if self.pending_bytes + bytes.len() > MAX_PENDING_BYTES && !self.pending.contains_key(&k) {
+            self.status.dropped_local += 1;
+            self.status.problem = Some(format!(
+                "{} bytes of values wait for the server: {k} dropped",
+                self.pending_bytes
+            ));
+            return;
+        }
+        self.pending_bytes += bytes.len();
+        if let Some(old) = self.pending.insert(k, bytes) {
+            self.pending_bytes -= old.len();
+        }
+    }
+
+    /// Remembers that the bridge wrote `said` at `address`, forgetting the
+    /// oldest address past [`MAX_REMEMBERED`].
+    fn remember(&mut self, address: String, said: String) {
+        if !self.written.contains_key(&address) {
+            if self.written_order.len() >= MAX_REMEMBERED
+                && let Some(old) = self.written_order.pop_front()
+            {
+                self.written.remove(&old);
+                self.status.forgotten += 1;
+            }
+            self.written_order.push_back(address.clone());
+        }
+        let recent = self.written.entry(address).or_default();
+        recent.push_back(said);
+        if recent.len() > RECENT {
+            recent.pop_front();
+        }
+    }
+
+    /// Counts a remote value written into a folder, and prunes the folder
+    /// once the values written since reach the channel's count.
+    fn written_into(&mut self, origin: Option<&str>, ns: &str, ch: &str) {
+        let env = |k: &str| std::env::var(k).ok();
+        let max = interband::retention::limits(ns, ch, env)
+            .1
+            .unwrap_or(usize::MAX);
+        let at = (
+            origin.unwrap_or_default().to_owned(),
+            ns.to_owned(),
+            ch.to_owned(),
+        );
+        let n = self.since_prune.entry(at).or_default();
+        *n += 1;
+        if *n < max {
+            return;
+        }
+        *n = 0;
+        let removed = match origin {
+            Some(o) => self
+                .bus
+                .dir(&[REMOTE, o, ns, ch], false)
+                .and_then(|d| interband::retention::prune_dir(&d, ns, ch, true, &env)),
+            None => interband::retention::prune_channel(self.bus, ns, ch, true),
+        };
+        self.status.pruned += removed.map_or(0, |r| r.removed.len() as u64);
     }
 
     /// Stores the pending values, all at once (one value per key, so their
@@ -669,6 +815,7 @@ impl<'a> Bridge<'a> {
                 }
             }
         }
+        self.pending_bytes = self.pending.values().map(Vec::len).sum();
         ok
     }
 
@@ -715,22 +862,31 @@ impl<'a> Bridge<'a> {
         let channel = format!("{ns}/{ch}");
         let env: interband::Envelope = serde_json::from_value(value).map_err(|e| e.to_string())?;
         if self.opts.shared.contains(&channel) {
-            let recent = self.written.entry(format!("{ns}/{ch}/{key}")).or_default();
-            recent.push_back(digest(&env.msg_type, &env.payload));
-            if recent.len() > RECENT {
-                recent.pop_front();
-            }
+            self.remember(
+                format!("{ns}/{ch}/{key}"),
+                digest(&env.msg_type, &env.payload),
+            );
             self.bus
                 .publish(ns, ch, key, &env.msg_type, &env.session_id, env.payload)
                 .map_err(|e| e.to_string())?;
+            self.written_into(None, ns, ch);
             Ok(true)
         } else if self.opts.observed.contains(&channel) {
+            if !self.origins.contains(origin) {
+                if self.origins.len() >= MAX_ORIGINS {
+                    return Err(format!(
+                        "{MAX_ORIGINS} other machines are kept apart already"
+                    ));
+                }
+                self.origins.insert(origin.to_owned());
+            }
             let dir = self
                 .bus
                 .dir(&[REMOTE, origin, ns, ch], true)
                 .map_err(|e| e.to_string())?;
             dir.write(&format!("{key}.json"), bytes, false)
                 .map_err(|e| e.to_string())?;
+            self.written_into(Some(origin), ns, ch);
             Ok(true)
         } else {
             Ok(false)
