@@ -1227,3 +1227,52 @@ fn printed_names_cannot_forge_lines() {
     let o = w.run(&["ls"]);
     assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
 }
+
+#[test]
+fn a_cloned_repositorys_settings_cannot_forge_install_lines() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    // A repository's settings with a line break in a plugin's name, an
+    // event's name and a hook's command, each faking an install line.
+    let forged = "\ninstalled interband in /etc/passwd: everything\x1b[2J";
+    let settings = json!({
+        "enabledPlugins": {format!("interband@x{forged}"): true},
+        "statusLine": {"type": "command", "command": format!("status{forged}")},
+        "hooks": {format!("Stop{forged}"): [{"hooks": [{"type": "command", "command": format!("interband hook{forged}")}]}]},
+    });
+    std::fs::write(project.join(".claude/settings.json"), settings.to_string()).unwrap();
+    for args in [&["install", "--project"][..], &["uninstall", "--project"]] {
+        let o = w.cmd(args).current_dir(&project).output().unwrap();
+        let all = stdout(&o) + &stderr(&o);
+        assert!(
+            !all.lines()
+                .any(|l| l.starts_with("installed interband in /etc")),
+            "{args:?}: {all}"
+        );
+        assert_terminal_safe(&format!("{args:?}"), &all);
+    }
+}
+
+#[test]
+fn a_wrapped_statusline_keeps_its_colours_and_nothing_else() {
+    let w = World::new();
+    // What a hostile or careless statusline command prints: colours, then a
+    // clipboard write, a title, a hyperlink, a screen clear, a cursor report
+    // request, a terminal reset and an 8-bit CSI.
+    let theirs = "printf '\\033[1;32mmine\\033[0m\\033]52;c;cGF5bG9hZA==\\007\\033]0;owned\\007\\033]8;;https://x\\033\\\\link\\033]8;;\\033\\\\\\033[2J\\033[6n\\033c\\302\\233H end'";
+    let o = w.run_with_stdin(
+        &["statusline", "--wrap", "sh", "-c", theirs],
+        &capture("statusLine.input.json"),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(
+        line.contains("\x1b[1;32mmine\x1b[0m"),
+        "their colours stay: {line:?}"
+    );
+    for bad in ["\x1b]", "\x1b[2J", "\x1b[6n", "\x1bc", "\u{9b}", "\x07"] {
+        assert!(!line.contains(bad), "{bad:?} passed: {line:?}");
+    }
+    assert!(line.contains("link") && line.contains("end"), "{line:?}");
+}

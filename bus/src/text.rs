@@ -108,6 +108,70 @@ pub fn sgr(code: &str) -> Option<&str> {
     ok.then_some(code)
 }
 
+/// Another program's line for a terminal (the statusline `--wrap` runs):
+/// its colours stay, nothing else that could drive the terminal does. An
+/// SGR sequence (`ESC [ <numbers> m`, numbers as [`sgr`] takes them) is
+/// kept; every other escape sequence (cursor moves, screen clears, OSC
+/// clipboard writes and titles, hyperlinks, DCS, 8-bit CSI) is dropped
+/// whole, and so is every other control character but newline and tab,
+/// DEL and the bidirectional controls.
+///
+/// ```
+/// use interband::text::keep_sgr;
+/// assert_eq!(keep_sgr("\x1b[1;32mok\x1b[0m"), "\x1b[1;32mok\x1b[0m");
+/// assert_eq!(keep_sgr("a\x1b]52;c;cGF5bG9hZA==\x07b"), "ab", "no clipboard write");
+/// assert_eq!(keep_sgr("\x1b[2J\x1b[Hx\u{202e}y"), "xy");
+/// ```
+pub fn keep_sgr(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            if !is_unsafe(c) || c == '\n' || c == '\t' {
+                out.push(c);
+            }
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                // Parameters and intermediates, then one final byte.
+                let mut params = String::new();
+                let mut fin = None;
+                for c in chars.by_ref() {
+                    if ('\x40'..='\x7e').contains(&c) {
+                        fin = Some(c);
+                        break;
+                    }
+                    if !('\x20'..='\x3f').contains(&c) {
+                        break;
+                    }
+                    params.push(c);
+                }
+                if fin == Some('m') && (params.is_empty() || sgr(&params).is_some()) {
+                    out.push_str("\x1b[");
+                    out.push_str(&params);
+                    out.push('m');
+                }
+            }
+            // OSC, DCS, SOS, PM, APC: a string up to BEL or ST (ESC \\).
+            Some(']' | 'P' | 'X' | '^' | '_') => {
+                while let Some(c) = chars.next() {
+                    if c == '\x07' || c == '\u{9c}' {
+                        break;
+                    }
+                    if c == '\x1b' {
+                        chars.next_if_eq(&'\\');
+                        break;
+                    }
+                }
+            }
+            // A two-character escape (`ESC c` resets the terminal): dropped.
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +190,47 @@ mod tests {
         }
         assert_eq!(terminal("héllo │ ✓"), "héllo │ ✓", "ordinary text is kept");
         assert_eq!(terminal_block("a\nb\r"), "a\nb\\x0d");
+    }
+
+    #[test]
+    fn only_colours_pass_from_another_program() {
+        let attacks = [
+            "\x1b]52;c;cGF5bG9hZA==\x07",
+            "\x1b]52;c;cGF5bG9hZA==\x1b\\",
+            "\x1b]0;title\x07",
+            "\x1b]8;;https://evil\x1b\\link\x1b]8;;\x1b\\",
+            "\x1b[2J",
+            "\x1b[H",
+            "\x1b[6n",
+            "\x1b[31;1\x07m",
+            "\x1bc",
+            "\x1bP1$r\x1b\\",
+            "\u{9b}2J",
+            "\r",
+            "\x08",
+            "\x1b[38;5;2000m",
+            "\x1b[",
+        ];
+        for a in attacks {
+            let out = keep_sgr(&format!("ok{a}"));
+            assert!(
+                !out.chars().any(|c| is_unsafe(c) && c != '\x1b')
+                    && !out.contains("\x1b]")
+                    && !out.contains("[2J"),
+                "{a:?} -> {out:?}"
+            );
+            assert!(out.starts_with("ok"), "{a:?} -> {out:?}");
+        }
+        for colour in [
+            "\x1b[m",
+            "\x1b[0m",
+            "\x1b[1;31m",
+            "\x1b[38;5;208m",
+            "\x1b[48;2;1;2;3m",
+        ] {
+            assert_eq!(keep_sgr(colour), colour);
+        }
+        assert_eq!(keep_sgr("line one\nline\ttwo"), "line one\nline\ttwo");
     }
 
     #[test]

@@ -780,7 +780,8 @@ fn run_wrapped(
     if text.is_empty() && !status.success() {
         return Err(format!("{name} failed ({status}) and printed nothing"));
     }
-    Ok(text.replace("\r\n", "\n"))
+    // Their colours, and nothing else that could drive the terminal.
+    Ok(interband::text::keep_sgr(&text.replace("\r\n", "\n")))
 }
 
 /// A private scratch file in the temp folder, already unlinked.

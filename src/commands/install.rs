@@ -511,8 +511,9 @@ impl Install {
         }
         let _ = writeln!(
             out,
-            "installed interband in {}: {what}",
-            interband::text::terminal(&path.display().to_string())
+            "installed interband in {}: {}",
+            interband::text::terminal(&path.display().to_string()),
+            interband::text::terminal(&what)
         );
         if original.is_some() {
             let _ = writeln!(
@@ -521,7 +522,11 @@ impl Install {
                 interband::text::terminal(&files.backup.display().to_string())
             );
         }
-        let _ = writeln!(out, "undo with: interband uninstall{}", t.flags());
+        let _ = writeln!(
+            out,
+            "undo with: interband uninstall{}",
+            interband::text::terminal(&t.flags())
+        );
         self.trust_codex(&settings, &ours, &mut out)?;
         print_notes(&mut out, &notes);
         say_part!("{out}");
@@ -602,7 +607,10 @@ impl Uninstall {
             if record.is_some() && !t.dry_run {
                 remove_file(&files.record)?;
             }
-            let mut out = format!("interband is not installed in {}\n", path.display());
+            let mut out = format!(
+                "interband is not installed in {}\n",
+                interband::text::terminal(&path.display().to_string())
+            );
             print_notes(&mut out, &notes);
             say_part!("{out}");
             return Ok(exit::OK);
@@ -652,7 +660,7 @@ impl Uninstall {
             out,
             "removed interband from {}: {}",
             interband::text::terminal(&path.display().to_string()),
-            removed.join(", ")
+            interband::text::terminal(&removed.join(", "))
         );
         if delete {
             let _ = writeln!(
@@ -694,9 +702,11 @@ impl Target {
     }
 }
 
+/// Each note on one line: what a settings file put in it (a plugin's name,
+/// a hook's command, an event's name) cannot start another line.
 fn print_notes(out: &mut String, notes: &[String]) {
     for n in notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "note: {}", interband::text::terminal(n));
     }
 }
 
