@@ -319,6 +319,38 @@ fn the_agent_is_warned_when_nothing_can_be_written() {
 }
 
 #[test]
+fn the_agent_is_warned_when_there_is_no_root_at_all() {
+    let mut s = Session::new();
+    let call = s.made_call("Bash", json!({"command": "cargo build"}), 165_000);
+    let log = s.w.dir.path().join("interband.log");
+    // No INTERBAND_ROOT, no HOME: a hook started by a service or `env -i`.
+    let rootless = |stdin: &[u8]| {
+        let mut cmd = s.w.cmd(&["hook"]);
+        cmd.env_remove("INTERBAND_ROOT")
+            .env_remove("HOME")
+            .env("INTERBAND_LOG", &log);
+        let o = with_stdin(&mut cmd, stdin);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(stderr(&o), "");
+        stdout(&o)
+    };
+    for _ in 0..2 {
+        let said = Session::said(&rootless(&call));
+        assert!(said.contains("Context RED"), "every call warns: {said}");
+        assert!(!said.contains("memory note was saved"), "{said}");
+    }
+    let stop = rootless(&s.input("Stop.input.json", json!({"stop_hook_active": false})));
+    let v: Value = serde_json::from_str(&stop).unwrap_or_default();
+    assert_eq!(v["decision"], "block", "{stop}");
+    assert!(
+        !s.w.root().exists(),
+        "nothing was kept anywhere it could be found"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(logged.contains("nothing is kept"), "{logged}");
+}
+
+#[test]
 fn at_red_the_stop_advises_even_when_no_note_can_be_saved() {
     let mut s = Session::new();
     // The notes' folder is in the way: no note can be written.

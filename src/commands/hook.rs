@@ -189,9 +189,21 @@ impl Hook {
     }
 }
 
+/// The bus a hook uses when it has no root: a path under a file, where no
+/// folder can ever be made, so every write fails (and is logged) and every
+/// read finds nothing.
+const NO_ROOT: &str = "/dev/null/interband-has-no-root";
+
 fn handle() -> Result<Option<String>> {
     let buf = read_stdin(MAX_INPUT_BYTES, STDIN_WAIT)?;
-    let bus = Bus::from_env()?;
+    // No root to be found (no INTERBAND_ROOT, no home): the agent is warned
+    // all the same, as with a root it cannot write; nothing is kept.
+    let bus = Bus::from_env().unwrap_or_else(|e| {
+        log(&format!(
+            "hook: {e}: nothing is kept, warnings still reach the agent"
+        ));
+        Bus::new(NO_ROOT)
+    });
     let once = |what: &str| log_once(&bus, what);
     crate::dispatch::dispatch(
         &crate::dispatch::Outside {
