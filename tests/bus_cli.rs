@@ -385,7 +385,7 @@ fn bad_files_get_one_line_naming_them() {
     assert_fails(
         &w.run(&["read", "intercheck/pressure/none"]),
         2,
-        "none.json: no such message",
+        "none.json: no such file",
     );
     assert_fails(
         &w.run(&["read", "not-an-address"]),

@@ -20,8 +20,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// There is no message at `path`.
-    #[error("{}: no such message", path.display())]
+    /// There is no file at `path` (a message, a settings file, a note).
+    #[error("{}: no such file", path.display())]
     NotFound {
         /// Where the message was expected.
         path: PathBuf,

@@ -50,10 +50,19 @@ impl Fields<'_> {
         self.0.get(f)
     }
     fn fail(&self, f: &str, want: &str) -> Result<(), String> {
+        // The value itself when it is short enough to read in one line.
         let got = match self.get(f) {
-            None => "missing",
-            Some(Value::String(s)) if s.trim().is_empty() => "a blank string",
-            Some(v) => kind(v),
+            None => "missing".to_owned(),
+            Some(Value::String(s)) if s.trim().is_empty() => "a blank string".to_owned(),
+            Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null)) => {
+                let shown = v.to_string();
+                if shown.chars().count() <= 60 {
+                    shown
+                } else {
+                    format!("{}, {} characters", kind(v), shown.chars().count())
+                }
+            }
+            Some(v) => kind(v).to_owned(),
         };
         Err(format!("{f} must be {want} (got {got})"))
     }

@@ -59,6 +59,14 @@ pub enum Origin {
     File(PathBuf),
     /// An environment variable.
     Env(String),
+    /// A value out of range, replaced by the nearest one allowed: what was
+    /// given, and where.
+    Bounded {
+        /// The value given.
+        given: String,
+        /// Where it was given.
+        from: Box<Origin>,
+    },
 }
 
 impl fmt::Display for Origin {
@@ -67,6 +75,9 @@ impl fmt::Display for Origin {
             Origin::Default => f.write_str("default"),
             Origin::File(p) => write!(f, "{}", p.display()),
             Origin::Env(v) => write!(f, "env {v}"),
+            Origin::Bounded { given, from } => {
+                write!(f, "bounded: {from} says {given}, out of range")
+            }
         }
     }
 }
@@ -80,6 +91,27 @@ pub struct Layered<T> {
     pub overrides: BTreeMap<String, Origin>,
     /// Values that were ignored, and why.
     pub problems: Vec<String>,
+}
+
+impl<T> Layered<T> {
+    /// Records that the setting `key`, given as `given`, was replaced by the
+    /// nearest value allowed: its origin says so, and `problem` is said.
+    pub fn bounded(&mut self, key: &str, given: impl fmt::Display, problem: String) {
+        self.mark_bounded(key, given);
+        self.problems.push(problem);
+    }
+
+    /// [`Layered::bounded`] without a problem to say (one said it already).
+    pub fn mark_bounded(&mut self, key: &str, given: impl fmt::Display) {
+        let from = self.overrides.remove(key).unwrap_or(Origin::Default);
+        self.overrides.insert(
+            key.to_owned(),
+            Origin::Bounded {
+                given: given.to_string(),
+                from: Box::new(from),
+            },
+        );
+    }
 }
 
 impl<T: Serialize> Layered<T> {

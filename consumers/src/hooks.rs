@@ -45,43 +45,40 @@ impl AllSettings {
         let mut intermem: Layered<intermem::Settings> = load_from(files, "intermem", env, &[]);
         let mut compact: Layered<compact::Settings> = load_from(files, "compact", env, &[]);
         // Values the type allows but the part does not: said, and bounded.
-        let m = &mut intermem.value;
         let (lo, hi) = (intermem::MIN_NOTE_BYTES, intermem::MAX_NOTE_SIZE);
-        if !(lo..=hi).contains(&m.max_bytes) {
-            intermem.problems.push(format!(
-                "intermem.max_bytes = {}: from {lo} to {hi}; {} is used",
-                m.max_bytes,
-                m.max_bytes.clamp(lo, hi)
-            ));
-            m.max_bytes = m.max_bytes.clamp(lo, hi);
+        let given = intermem.value.max_bytes;
+        if !(lo..=hi).contains(&given) {
+            intermem.value.max_bytes = given.clamp(lo, hi);
+            let problem = format!(
+                "intermem.max_bytes = {given}: from {lo} to {hi}; {} is used",
+                given.clamp(lo, hi)
+            );
+            intermem.bounded("intermem.max_bytes", given, problem);
         }
-        if m.inject_max_bytes > intermem::MAX_INJECT_BYTES {
-            intermem.problems.push(format!(
-                "intermem.inject_max_bytes = {}: at most {}; {} is used",
-                m.inject_max_bytes,
-                intermem::MAX_INJECT_BYTES,
-                intermem::MAX_INJECT_BYTES
-            ));
-            m.inject_max_bytes = intermem::MAX_INJECT_BYTES;
+        let given = intermem.value.inject_max_bytes;
+        if given > intermem::MAX_INJECT_BYTES {
+            let most = intermem::MAX_INJECT_BYTES;
+            intermem.value.inject_max_bytes = most;
+            let problem =
+                format!("intermem.inject_max_bytes = {given}: at most {most}; {most} is used");
+            intermem.bounded("intermem.inject_max_bytes", given, problem);
         }
-        let c = &mut compact.value;
-        if !(0.0..=100.0).contains(&c.used_pct) {
-            compact.problems.push(format!(
-                "compact.used_pct = {}: a percentage (0: use the level); the level is used",
-                c.used_pct
-            ));
-            c.used_pct = 0.0;
+        let given = compact.value.used_pct;
+        if !(0.0..=100.0).contains(&given) {
+            compact.value.used_pct = 0.0;
+            let problem = format!(
+                "compact.used_pct = {given}: a percentage (0: use the level); the level is used"
+            );
+            compact.bounded("compact.used_pct", given, problem);
         }
         let mut interline: Layered<interline::Settings> = load_from(files, "interline", env, &[]);
-        let l = &mut interline.value;
-        if l.wrap_timeout_ms > interline::MAX_WRAP_TIMEOUT_MS {
-            interline.problems.push(format!(
-                "interline.wrap_timeout_ms = {}: at most {}; {} is used",
-                l.wrap_timeout_ms,
-                interline::MAX_WRAP_TIMEOUT_MS,
-                interline::MAX_WRAP_TIMEOUT_MS
-            ));
-            l.wrap_timeout_ms = interline::MAX_WRAP_TIMEOUT_MS;
+        let given = interline.value.wrap_timeout_ms;
+        if given > interline::MAX_WRAP_TIMEOUT_MS {
+            let most = interline::MAX_WRAP_TIMEOUT_MS;
+            interline.value.wrap_timeout_ms = most;
+            let problem =
+                format!("interline.wrap_timeout_ms = {given}: at most {most}; {most} is used");
+            interline.bounded("interline.wrap_timeout_ms", given, problem);
         }
         AllSettings {
             files: files

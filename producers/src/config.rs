@@ -111,6 +111,8 @@ impl Config {
     /// its defaults.
     pub fn load_from(files: &Files, env: &dyn Env) -> Layered<Config> {
         let mut layered: Layered<Config> = load_from(files, "interpulse", env, ENV_ALIASES);
+        // The settings replaced below: their origin says so.
+        let mut marks: Vec<(String, String)> = Vec::new();
         let t = &mut layered.value.thresholds;
         let d = Thresholds::default();
         for (name, bounds, default, falls) in [
@@ -135,7 +137,18 @@ impl Config {
                     b.red,
                     if falls { "falling (yellow ≥ orange ≥ red)" } else { "rising (yellow ≤ orange ≤ red)" },
                 ));
+                let given = *bounds;
                 *bounds = default;
+                for (level, v) in [
+                    ("yellow", given.yellow),
+                    ("orange", given.orange),
+                    ("red", given.red),
+                ] {
+                    marks.push((
+                        format!("interpulse.thresholds.{name}.{level}"),
+                        v.to_string(),
+                    ));
+                }
             }
         }
         let r = &mut layered.value.reinject;
@@ -144,14 +157,21 @@ impl Config {
                 "interpulse.reinject.files: {} files, at most {MAX_DIRECTIVE_FILES}; the first {MAX_DIRECTIVE_FILES} are read",
                 r.files.len()
             ));
+            let given = format!("{} files", r.files.len());
             r.files.truncate(MAX_DIRECTIVE_FILES);
+            marks.push(("interpulse.reinject.files".into(), given));
         }
         if r.thresholds.iter().any(|t| !(0.0..=100.0).contains(t)) {
             layered.problems.push(format!(
                 "interpulse.reinject.thresholds = {:?}: used-% points, from 0 to 100; the defaults are used",
                 r.thresholds
             ));
+            let given = format!("{:?}", r.thresholds);
             r.thresholds = Config::default().reinject.thresholds;
+            marks.push(("interpulse.reinject.thresholds".into(), given));
+        }
+        for (key, given) in marks {
+            layered.mark_bounded(&key, given);
         }
         layered
     }

@@ -121,7 +121,39 @@ impl Bridge {
             opts.shared.join(" "),
             opts.observed.join(" ")
         );
+        say_changes(&bus, stop.clone());
         interband_bridge::run(&bus, &opts, stop)?;
         Ok(exit::OK)
     }
+}
+
+/// Says on stderr, as it happens, when the bridge connects, loses its
+/// server, or meets a new problem (it retries for as long as it runs, so
+/// without this a wrong URL would look like a bridge that works).
+fn say_changes(bus: &Bus, stop: Arc<AtomicBool>) {
+    let bus = bus.clone();
+    std::thread::spawn(move || {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut said: (bool, Option<String>) = (false, None);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            // This run's status, not the one an earlier run left.
+            let Some(s) = interband_bridge::status(&bus).filter(|s| s.updated >= started) else {
+                continue;
+            };
+            let now = (s.connected, s.problem.clone());
+            if now == said {
+                continue;
+            }
+            match (&now, &said) {
+                ((true, _), (false, _)) => tell!("interband bridge: connected"),
+                ((false, Some(p)), _) => tell!("interband bridge: not connected: {p} (retrying)"),
+                ((true, Some(p)), _) => tell!("interband bridge: {p}"),
+                _ => {}
+            }
+            said = now;
+        }
+    });
 }

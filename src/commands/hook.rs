@@ -74,6 +74,16 @@ fn log_once(bus: &Bus, what: &str) {
 /// How long a hook waits for its input before it gives up quietly.
 pub const STDIN_WAIT: Duration = Duration::from_secs(2);
 
+/// Says on stderr what a host-run command is for when a person typed it (its
+/// stdin is a terminal): a host always pipes its input, so a hook run by a
+/// host never prints it.
+fn explain_if_typed(what: &str) {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        eprintln!("{what}");
+    }
+}
+
 /// Reads the hook's input from stdin, at most `cap` bytes: until EOF, or as
 /// soon as a whole JSON value has arrived and nothing more is there (a host
 /// that never closes stdin), or until `wait` is over. Never blocks longer.
@@ -195,6 +205,10 @@ impl Hook {
 const NO_ROOT: &str = "/dev/null/interband-has-no-root";
 
 fn handle() -> Result<Option<String>> {
+    explain_if_typed(
+        "interband hook reads one hook event, as JSON on stdin, from Claude Code, Codex CLI or Gemini CLI: \
+         the host runs it (`interband install` sets that up). Paste an event and press Ctrl-D, or it gives up in 2 s.",
+    );
     let buf = read_stdin(MAX_INPUT_BYTES, STDIN_WAIT)?;
     // No root to be found (no INTERBAND_ROOT, no home): the agent is warned
     // all the same, as with a root it cannot write; nothing is kept.
@@ -232,6 +246,10 @@ pub struct Statusline {
 impl Statusline {
     pub fn run(self) -> Result<u8> {
         fail_open_on_panic();
+        explain_if_typed(
+            "interband statusline reads Claude Code's statusline input, as JSON on stdin, and prints one line: \
+             Claude Code runs it (`interband install` sets that up). Paste an input and press Ctrl-D, or it prints its line without one in 2 s.",
+        );
         let buf = read_stdin(1 << 20, STDIN_WAIT).unwrap_or_default();
         let input = interline::Input::parse(&buf);
         let project = std::env::current_dir().ok();

@@ -26,7 +26,8 @@ pub struct Replay {
     /// The context window, tokens (default: as the hook finds it: the
     /// `[interpulse] window` setting, the window a statusline reported for the
     /// transcript's model, the host's own, else 200k).
-    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// `200000`, `200k`, `1m` or `1M` all name a number of tokens.
+    #[arg(long, value_name = "TOKENS", value_parser = parse_tokens)]
     window: Option<u64>,
     /// The host that wrote the transcript, when its name and lines do not tell.
     #[arg(long, value_parser = ["claude", "codex", "gemini"])]
@@ -84,6 +85,30 @@ impl Replay {
             bar.finish_and_clear();
         }
         let result = result?;
+        if let Some(w) = self.window
+            && result.summary.window != w
+        {
+            // The host's window order put something above the setting, or
+            // the session outgrew it: said, with what the hook used instead.
+            let used = result.summary.max_used_tokens.unwrap_or(0);
+            let why = if used > w {
+                format!(
+                    "the session used {} tokens, more than that",
+                    tokens_text(used)
+                )
+            } else {
+                "the host's window order puts what the session says above it (`interband config` shows the order)".to_owned()
+            };
+            tell!(
+                "interband replay: --window {} was not used: {why}; the window is {}, {}",
+                tokens_text(w),
+                tokens_text(result.summary.window),
+                result
+                    .summary
+                    .window_source
+                    .map_or("as the hook found it", |s| s.describe())
+            );
+        }
         if let Some(out) = &self.plot {
             std::fs::write(out, replay::plot::svg(&result, &result.thresholds))
                 .with_context(|| format!("cannot write {}", out.display()))?;
@@ -251,4 +276,52 @@ fn summary(s: &Summary) -> String {
         );
     }
     out
+}
+
+/// A number of tokens as people write it: `200000`, `200_000`, `200,000`,
+/// `200k`, `1m`, `1M`, `1.5m`. At least one.
+fn parse_tokens(text: &str) -> Result<u64, String> {
+    let t: String = text
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, '_' | ','))
+        .collect();
+    let (digits, times) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'm' | 'M')) => (&t[..i], 1e6),
+        _ => (t.as_str(), 1.0),
+    };
+    let n = digits
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n > 0.0)
+        .map(|n| (n * times).round())
+        .filter(|n| *n >= 1.0 && *n <= u64::MAX as f64)
+        .ok_or_else(|| format!("{text:?} is not a number of tokens (e.g. 200000, 200k, 1m)"))?;
+    Ok(n as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_tokens;
+
+    #[test]
+    fn windows_are_read_as_people_write_them() {
+        for (text, n) in [
+            ("200000", 200_000),
+            ("200_000", 200_000),
+            ("200,000", 200_000),
+            ("200k", 200_000),
+            ("200K", 200_000),
+            ("1m", 1_000_000),
+            ("1M", 1_000_000),
+            ("1.5m", 1_500_000),
+            (" 128k ", 128_000),
+        ] {
+            assert_eq!(parse_tokens(text), Ok(n), "{text}");
+        }
+        for bad in ["", "0", "-5", "k", "lots", "1e400", "0.0001"] {
+            assert!(parse_tokens(bad).is_err(), "{bad}");
+        }
+    }
 }

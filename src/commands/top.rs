@@ -326,6 +326,9 @@ impl Top {
                 say_json!(Value::Array(list.iter().map(Session::json).collect()));
             } else {
                 print_table(&list);
+                if list.is_empty() {
+                    say!("{}", empty_view(&bus, self.filter.as_deref()));
+                }
             }
             return Ok(exit::OK);
         }
@@ -354,10 +357,20 @@ fn print_table(list: &[Session]) {
     for r in &rows {
         line(r.iter().map(String::as_str).collect());
     }
-    if list.is_empty() {
-        say!(
-            "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed"
-        );
+}
+
+/// What an empty table means: no session at all, or none the filter matches.
+fn empty_view(bus: &Bus, filter: Option<&str>) -> String {
+    let all = match filter {
+        Some(_) => snapshot(bus, super::pulse::now(), Sort::Urgency, None).len(),
+        None => 0,
+    };
+    match filter {
+        Some(f) if all > 0 => format!(
+            "no session matches --filter {f:?} ({all} session{} in all; the filter looks at session id, host, project and model)",
+            if all == 1 { "" } else { "s" }
+        ),
+        _ => "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed".into(),
     }
 }
 

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use interband::Bus;
+use interband::context::WindowSource;
 use interband::payloads::{Checkpoint, Level, MemoryNote, Pressure};
 use interband::settings::Env;
 use interband_hosts::forward::{Happening, Seen};
@@ -226,6 +227,8 @@ pub struct Summary {
     pub max_used_pct: Option<f64>,
     /// The largest window, tokens.
     pub window: u64,
+    /// Where that window came from (see the host's window order).
+    pub window_source: Option<WindowSource>,
     /// Where the host compacts in that window, tokens.
     pub autocompact_at: u64,
     /// Main-thread calls by the level they left the session at.
@@ -1314,12 +1317,16 @@ impl Stage {
     }
 
     /// The window and compaction point for a figure, by the host's rules.
-    fn limits(&self, p: &Play, used: u64) -> (u64, u64) {
+    fn limits(&self, p: &Play, used: u64) -> (u64, u64, Option<WindowSource>) {
         if let Some(pr) = &p.pressure
             && let (Some(w), Some(c)) = (pr.window, pr.compact_at)
             && used <= w
         {
-            return (w, c);
+            let source = pr
+                .window_source
+                .as_ref()
+                .and_then(|s| serde_json::from_value(serde_json::Value::String(s.clone())).ok());
+            return (w, c, source);
         }
         let cfg = interpulse::config::Config::load(Some(&self.cwd), &self.env).value;
         let l = self.host.limits(
@@ -1333,7 +1340,7 @@ impl Stage {
             },
             &self.env,
         );
-        (l.window, l.compact_at)
+        (l.window, l.compact_at, Some(l.source))
     }
 
     /// A point of the curve: the context as the transcript shows it now, at
@@ -1345,7 +1352,7 @@ impl Stage {
                 .filter(|h| matches!(h, Happening::ToolCall { .. }))
                 .count() as u64;
         let used = p.reading.used();
-        let (window, autocompact_at) = self.limits(p, used.unwrap_or(0));
+        let (window, autocompact_at, source) = self.limits(p, used.unwrap_or(0));
         let s = &mut p.out.summary;
         if let Some(u) = used
             && p.reading
@@ -1359,6 +1366,7 @@ impl Stage {
         if window > s.window {
             s.window = window;
             s.autocompact_at = autocompact_at;
+            s.window_source = source;
         }
         if p.out.series.len() >= MAX_POINTS {
             // Flat in memory: every other point goes (the plot thins anyway).
@@ -1389,14 +1397,14 @@ impl Stage {
         } else {
             self.end_calls(p)?;
         }
-        let (window, autocompact_at) = self.limits(p, 0);
+        let (window, autocompact_at, source) = self.limits(p, 0);
         let s = &mut p.out.summary;
         s.final_level = p.level;
         s.first_time = p.first_ts.and_then(format_time);
         s.last_time = p.last_ts.and_then(format_time);
         s.found = s.calls > 0 || s.usage_lines > 0 || s.compactions > 0;
         if s.window == 0 {
-            (s.window, s.autocompact_at) = (window, autocompact_at);
+            (s.window, s.autocompact_at, s.window_source) = (window, autocompact_at, source);
         }
         s.hook_problems = self.problems.borrow().clone();
         p.out.thresholds = interpulse::config::Config::load(Some(&self.cwd), &self.env)
