@@ -147,8 +147,51 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
             Err(e) => panic!("after kill {i}: {e}"),
         }
     }
-    // Whatever temp files the killed writers left are swept by retention once stale.
+    // Kills known to land mid-write: the writer is stopped while its temp
+    // file is there (so before its rename: the temp file still there once it
+    // is stopped), then killed. The old value stays, whole.
     let dir = path.parent().unwrap();
+    let temps = || {
+        files_under(dir)
+            .into_iter()
+            .filter(|f| f.starts_with(".interband-tmp."))
+            .count()
+    };
+    let mut mid_write = 0;
+    for attempt in 0..200 {
+        if mid_write == 5 {
+            break;
+        }
+        let before = interband::read_path(&path).unwrap().envelope.payload["i"].clone();
+        let left = temps();
+        let mut child = publish(&format!(r#"{{"i":{},"blob":"{blob}"}}"#, 1000 + attempt));
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while temps() == left
+            && child.try_wait().ok().flatten().is_none()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::yield_now();
+        }
+        // SAFETY: signals to our own child, waited for below.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let writing = temps() > left && child.try_wait().ok().flatten().is_none();
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let status = child.wait().unwrap();
+        let now = interband::read_path(&path).unwrap();
+        assert_eq!(
+            now.envelope.payload["blob"].as_str().unwrap().len(),
+            blob.len(),
+            "attempt {attempt}: a whole value"
+        );
+        if writing && !status.success() {
+            mid_write += 1;
+            assert_eq!(now.envelope.payload["i"], before, "the old value stays");
+            assert!(temps() > left, "a kill mid-write leaves its temp file");
+        }
+    }
+    assert_eq!(mid_write, 5, "five kills landed mid-write");
+    // Whatever temp files the killed writers left are swept by retention once stale.
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     for f in files_under(dir)
         .iter()
@@ -163,13 +206,9 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
     }
     let o = w.run(&["prune", "killtest/blobs"]);
     assert_eq!(code(&o), 0);
-    assert!(
-        !files_under(dir)
-            .iter()
-            .any(|f| f.starts_with(".interband-tmp."))
-    );
+    assert_eq!(temps(), 0);
     eprintln!(
-        "{} of 40 killed publishes had completed first",
+        "{} of 40 killed publishes had completed first; {mid_write} kills landed mid-write",
         completed.len() - 1
     );
 }

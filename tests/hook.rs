@@ -280,18 +280,47 @@ fn bad_input_fails_open_and_the_next_good_call_works() {
         written(&w)
     );
 
-    // A session id that tries to climb out stays inside the root.
-    let o = hook(&w, &input("../../x", &t));
-    assert!(context_of(&o, "PostToolUse").is_some());
-    assert!(
-        written(&w).iter().all(|f| f.starts_with("root/")),
-        "{:?}",
-        written(&w)
-    );
-    assert!(
-        !w.dir.path().join("x.json").exists()
-            && !w.dir.path().parent().unwrap().join("x.json").exists()
-    );
+    // A session id that tries to climb out, at every depth a naive join
+    // could land (`<root>/<ns>/<channel>/` and `<root>/.state/<part>/` are
+    // two and three levels down; more climbs out of the root), stays a
+    // plain file name inside the root.
+    for climb in [
+        "../x",
+        "../../x",
+        "../../../x",
+        "../../../../x",
+        "a/../../../x",
+        "/tmp/x",
+        "..",
+        "x/..",
+    ] {
+        let o = hook(&w, &input(climb, &t));
+        assert!(context_of(&o, "PostToolUse").is_some(), "{climb}");
+        assert!(
+            written(&w).iter().all(|f| f.starts_with("root/")),
+            "{climb}: {:?}",
+            written(&w)
+        );
+        let landed: Vec<String> = files_under(w.dir.path())
+            .into_iter()
+            .filter(|f| {
+                let name = f.rsplit('/').next().unwrap_or_default();
+                name == "x" || name.starts_with("x.") || f.split('/').any(|p| p == "..")
+            })
+            .collect();
+        assert!(landed.is_empty(), "{climb}: {landed:?}");
+        for outside in [
+            w.dir.path().parent().unwrap(),
+            Path::new("/tmp"),
+            Path::new("/"),
+        ] {
+            assert!(
+                !outside.join("x.json").exists(),
+                "{climb}: {}",
+                outside.display()
+            );
+        }
+    }
 
     // A corrupt state file, then a symlink planted at its path.
     let state = w.root().join(".state/interpulse/s.json");

@@ -155,26 +155,6 @@ fn mixed_writers_on_one_key_in_one_second_are_each_delivered_in_order() {
     assert_eq!(got["envelope"]["seq"], 2, "the key's count goes on");
 }
 
-/// The files a v1 pruner keeps, as both v1 libraries decide it: every
-/// `*.json` file, those older than the retention removed, then all but the
-/// newest `max` (by modification time, ties by name, descending).
-fn v1_keeps(files: &[(&str, u64)], retention: u64, max: usize) -> Vec<String> {
-    let mut kept: Vec<(u64, &str)> = files
-        .iter()
-        .filter(|(_, age)| *age <= retention)
-        .map(|(name, age)| (*age, *name))
-        .collect();
-    // Newest first: smallest age; ties by name, descending.
-    kept.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(a.1)));
-    let mut names: Vec<String> = kept
-        .into_iter()
-        .take(max)
-        .map(|(_, n)| n.to_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 fn json_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -185,26 +165,34 @@ fn json_files(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Files (name, age in seconds), the retention in seconds and the file cap.
-type PruneCase<'a> = (Vec<(&'a str, u64)>, u64, usize);
+/// Files (name, age in seconds), the retention in seconds, the file cap,
+/// and the files a v1 pruner keeps, worked out by hand from the v1 rule
+/// (every `*.json` file counts; those older than the retention go, then all
+/// but the newest N by modification time, a tie by name, descending).
+type PruneCase<'a> = (Vec<(&'a str, u64)>, u64, usize, Vec<&'a str>);
 
 #[test]
 fn pruning_keeps_the_files_a_v1_pruner_keeps_and_leaves_no_locks() {
     let w = World::new();
     let long = format!("{}.json", "k".repeat(250));
     // (name, age in seconds): the case first, then every kind of name.
+    // `ours.json` is published last, so it is the newest in every case.
     let cases: Vec<PruneCase> = vec![
         (
             vec![("a.json", 30), (".h.json", 20), ("b.json", 40)],
             3600,
             2,
+            vec![".h.json", "ours.json"],
         ),
         (
             vec![("a.json", 30), (".h.json", 50), ("b.json", 10)],
             3600,
             2,
+            vec!["b.json", "ours.json"],
         ),
         (
+            // Three files with the very same modification time: one place
+            // left for them, so the tie decides (`y` > `x` > `.`).
             vec![
                 ("x.json", 5),
                 ("..json", 5),
@@ -214,20 +202,24 @@ fn pruning_keeps_the_files_a_v1_pruner_keeps_and_leaves_no_locks() {
             ],
             60,
             3,
+            vec![&long, "ours.json", "y.json"],
         ),
         (
             vec![("old.json", 7200), (".old.json", 7200), ("new.json", 1)],
             3600,
             256,
+            vec!["new.json", "ours.json"],
         ),
     ];
-    for (i, (files, retention, max)) in cases.iter().enumerate() {
+    for (i, (files, retention, max, kept)) in cases.iter().enumerate() {
         let ch = format!("c{i}");
         let dir = w.root().join("v1").join(&ch);
+        // One clock reading for the case: equal ages are equal times.
+        let base = SystemTime::now();
         for (name, age) in files {
             let key = name.strip_suffix(".json").unwrap();
             let path = v1_write(&w.root(), "v1", &ch, key, SECOND, json!({}));
-            let when = SystemTime::now() - Duration::from_secs(*age);
+            let when = base - Duration::from_secs(*age);
             std::fs::File::options()
                 .write(true)
                 .open(&path)
@@ -247,8 +239,6 @@ fn pruning_keeps_the_files_a_v1_pruner_keeps_and_leaves_no_locks() {
             "{}",
         ]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
-        let mut all = files.clone();
-        all.push(("ours.json", 0));
         let o = w
             .cmd(&["prune", &format!("v1/{ch}")])
             .env("INTERBAND_RETENTION_SECS", retention.to_string())
@@ -258,7 +248,11 @@ fn pruning_keeps_the_files_a_v1_pruner_keeps_and_leaves_no_locks() {
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert_eq!(
             json_files(&dir),
-            v1_keeps(&all, *retention, *max),
+            {
+                let mut k: Vec<String> = kept.iter().map(|n| n.to_string()).collect();
+                k.sort();
+                k
+            },
             "case {i}"
         );
         // No lock is left for a message that is gone.

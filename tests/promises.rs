@@ -484,12 +484,18 @@ fn a_note_that_cannot_be_written_is_said_once_at_the_next_call() {
         .unwrap();
     s.call("Bash", json!({"command": "make"}), 140_000);
     drop(claim);
-    // The session's notes folder is somebody else's: never written into.
+    // The session's notes folder is open to others (as one of another user
+    // would be refused too): never written into. Made so without root.
     let project = s
         .notes_dir()
         .join(interband_consumers::intermem::slug(&s.cwd));
     std::fs::create_dir_all(project.join(SESSION)).unwrap();
-    std::os::unix::fs::chown(project.join(SESSION), Some(65534), Some(65534)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        project.join(SESSION),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
     let stop = s.input("Stop.input.json", json!({"stop_hook_active": true}));
     for _ in 0..interband::consumer::MAX_ATTEMPTS {
         s.hook(&stop);

@@ -324,6 +324,8 @@ fn a_hostile_note_message_never_brings_another_file_into_the_context() {
         std::fs::write(&theirs, SECRET).unwrap();
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
         paths.push(theirs.display().to_string());
+    } else {
+        eprintln!("part not run: a file another user owns needs root to make");
     }
     for path in paths {
         let note = MemoryNote {
@@ -756,6 +758,8 @@ fn a_root_or_folder_that_is_not_the_users_is_refused() {
         let o = theirs.run(&["ls"]);
         assert_eq!(code(&o), 2);
         assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
+    } else {
+        eprintln!("part not run: another user's root needs root to make");
     }
 }
 
@@ -1124,8 +1128,27 @@ fn many_planted_checkpoints_do_not_hold_a_stop() {
         std::fs::write(dir.join(format!("s{i}.json")), env.to_string()).unwrap();
     }
     s.at(165_000);
-    hook(&w, &event("PostToolUse", &s, json!({})));
-    hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
+    let warned = hook(&w, &event("PostToolUse", &s, json!({})));
+    assert!(
+        warned.contains("RED"),
+        "the session's own call still warns: {warned}"
+    );
+    // Within the hook's time limit (checked by `hook`), the Stop still does
+    // its own session's work: it advises, and only its own note is written.
+    let stop = hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
+    let v: Value = serde_json::from_str(&stop).unwrap_or_default();
+    assert_eq!(v["decision"], "block", "{stop}");
+    let notes = files_under(&w.root().join("intermem/notes"));
+    assert!(
+        notes.iter().any(|n| n.contains(S)),
+        "the session's own note: {notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .all(|n| !n.contains("/s1") && !n.contains("/s19")),
+        "no note for a planted session: {notes:?}"
+    );
 }
 
 #[test]

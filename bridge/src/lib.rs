@@ -320,7 +320,15 @@ fn save_status(bus: &Bus, s: &Status) -> Result<(), Error> {
 /// Unless `force`, each folder at most once per prune interval. Returns the
 /// values removed.
 pub fn prune_remote(bus: &Bus, force: bool) -> Vec<std::path::PathBuf> {
-    let env = |k: &str| std::env::var(k).ok();
+    prune_remote_with(bus, force, &|k| std::env::var(k).ok())
+}
+
+/// [`prune_remote`] with the environment given as a function.
+pub fn prune_remote_with(
+    bus: &Bus,
+    force: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<std::path::PathBuf> {
     // The names in a folder under the remote one (none when it is not one).
     let names = |parts: &[&str]| -> Vec<String> {
         let parts: Vec<&str> = std::iter::once(REMOTE)
@@ -348,7 +356,7 @@ pub fn prune_remote(bus: &Bus, force: bool) -> Vec<std::path::PathBuf> {
         for ns in names(&[&host]) {
             for ch in names(&[&host, &ns]) {
                 if let Ok(dir) = bus.dir(&[REMOTE, &host, &ns, &ch], false)
-                    && let Ok(r) = interband::retention::prune_dir(&dir, &ns, &ch, force, &env)
+                    && let Ok(r) = interband::retention::prune_dir(&dir, &ns, &ch, force, env)
                 {
                     removed.extend(r.removed);
                     let left = dir.entries().unwrap_or_default();
@@ -923,7 +931,7 @@ mod tests {
         put("b", "interpulse", "pressure", "new", 60);
         put("c", "interpulse", "checkpoint", "old", 25 * 3600);
         put("c", "intermem", "note", "kept", 25 * 3600);
-        let mut removed: Vec<String> = prune_remote(&bus, true)
+        let mut removed: Vec<String> = prune_remote_with(&bus, true, &|_| None)
             .iter()
             .map(|p| p.strip_prefix(bus.root()).unwrap().display().to_string())
             .collect();
@@ -936,7 +944,7 @@ mod tests {
             ]
         );
         assert!(
-            prune_remote(&bus, true).is_empty(),
+            prune_remote_with(&bus, true, &|_| None).is_empty(),
             "nothing more to remove"
         );
         assert!(

@@ -447,13 +447,15 @@ mod tests {
         std::fs::write(&fresh, b"{").unwrap();
         set_mtime(&stale, Duration::from_secs(600));
 
-        // Throttled right after the publishes above.
+        // Throttled right after the publishes above. (The environment
+        // given, not the developer's own INTERBAND_* variables.)
+        let none = |_: &str| None;
         assert!(
-            prune_channel(&bus, "clavain", "x", false)
+            prune_with(&bus, "clavain", "x", false, &none)
                 .unwrap()
                 .throttled
         );
-        let r = prune_channel(&bus, "clavain", "x", true).unwrap();
+        let r = prune_with(&bus, "clavain", "x", true, &none).unwrap();
         assert_eq!(r.removed, vec![old.path.clone()]);
         assert_eq!(r.temp_removed, vec![stale]);
         assert!(fresh.exists());

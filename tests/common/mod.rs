@@ -1,6 +1,8 @@
 //! Runs the real `interband` binary as a host would: a private temp root and temp home.
 #![allow(dead_code)]
 
+pub mod trials;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
