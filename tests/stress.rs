@@ -266,12 +266,47 @@ fn plant_message(rng: &mut Rng, w: &World, t: &Traps) {
             "transcript_path": t.fifo, "cwd": t.git_fifo_project}),
         _ => json!({"trigger": "orange_pressure", "ts": 1.0, "transcript_path": t.fifo}),
     };
-    let base = json!({"version": "1.0.0", "namespace": ns, "type": "checkpoint_needed",
-        "session_id": "stress", "timestamp": "2026-11-30T00:00:00Z", "seq": 1, "payload": payload});
+    // Values that claim to be newer than anything (#21): a far-future
+    // timestamp, a seq at its limit, no seq at all.
+    let timestamp = *rng.pick(&[
+        "2026-11-30T00:00:00Z",
+        "9999-12-31T23:59:59Z",
+        "2999-01-01T00:00:00Z",
+        "0000-00-00T00:00:00Z",
+    ]);
+    let seq = rng
+        .pick(&[json!(1), json!(u64::MAX), json!(1u64 << 53), Value::Null])
+        .clone();
+    let mut base = json!({"version": "1.0.0", "namespace": ns, "type": "checkpoint_needed",
+        "session_id": "stress", "timestamp": timestamp, "seq": seq, "payload": payload});
+    if base["seq"].is_null() {
+        base.as_object_mut().unwrap().remove("seq");
+    }
     let bytes = mutate(rng, &base, t);
     let dir = w.root().join(ch);
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = std::fs::write(dir.join("stress.json"), bytes);
+        let future = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(4_070_908_800);
+        let at_future = |p: &Path| {
+            if let Ok(f) = std::fs::File::options().write(true).open(p) {
+                let _ = f.set_modified(future);
+            }
+        };
+        match rng.below(4) {
+            // The message dated 2099 on disk.
+            0 => at_future(&dir.join("stress.json")),
+            // A lock remembering a seq at its limit.
+            1 => {
+                let _ = std::fs::write(dir.join(".stress.json.lock"), format!("{:020}", u64::MAX));
+            }
+            // A prune stamp dated 2099.
+            2 => {
+                let stamp = dir.join(".interband-prune.stamp");
+                let _ = std::fs::write(&stamp, "");
+                at_future(&stamp);
+            }
+            _ => {}
+        }
     }
     let _ = c;
 }
