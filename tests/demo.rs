@@ -78,3 +78,50 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
         "nothing left behind"
     );
 }
+
+#[test]
+fn a_demo_stopped_by_a_signal_leaves_nothing_behind() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut stopped_mid_run = false;
+        // The demo is quick: caught while its private folder is there,
+        // held still (SIGSTOP), told to stop, then let go.
+        for _ in 0..50 {
+            let w = World::new();
+            let tmp = w.dir.path().join("tmp");
+            std::fs::create_dir(&tmp).unwrap();
+            let child = w
+                .cmd(&["demo"])
+                .env("TMPDIR", &tmp)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = child.id() as i32;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while files_under(&tmp).is_empty() && std::time::Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            // SAFETY: signals to our own child, waited for below.
+            unsafe {
+                libc::kill(pid, libc::SIGSTOP);
+                libc::kill(pid, signal);
+                libc::kill(pid, libc::SIGCONT);
+            }
+            let o = wait_within(child, std::time::Duration::from_secs(30));
+            assert_eq!(
+                files_under(&tmp),
+                Vec::<String>::new(),
+                "signal {signal}: nothing left behind"
+            );
+            if code(&o) != 0 {
+                assert!(stderr(&o).contains("stopped"), "{}", stderr(&o));
+                stopped_mid_run = true;
+                break;
+            }
+        }
+        assert!(
+            stopped_mid_run,
+            "signal {signal}: the demo was stopped mid-run at least once"
+        );
+    }
+}

@@ -784,37 +784,10 @@ fn run_wrapped(
     Ok(interband::text::keep_sgr(&text.replace("\r\n", "\n")))
 }
 
-/// A private scratch file in the temp folder, already unlinked.
+/// A private scratch file in the temp folder, with no name (0600, gone
+/// however the process ends).
 fn scratch() -> Option<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir();
-    for _ in 0..4 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = dir.join(format!(
-            ".interline-wrap-{}-{}-{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(f) => {
-                let _ = std::fs::remove_file(&path);
-                return Some(f);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(_) => return None,
-        }
-    }
-    None
+    tempfile::tempfile().ok()
 }
 
 #[cfg(test)]

@@ -92,6 +92,9 @@ impl Style {
 /// The private world the demo runs in, and the transcript it writes.
 struct World {
     dir: tempfile::TempDir,
+    /// Set by Ctrl-C, a closed terminal or a kill: the demo ends at its
+    /// next step, and its private folder goes with it.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     bin: PathBuf,
     t: Writer,
     project: PathBuf,
@@ -102,6 +105,8 @@ struct World {
 
 impl World {
     fn new() -> Result<Self> {
+        // Watched for before the folder exists: a signal never finds it unwatched.
+        let stop = super::stop_flag("the demo")?;
         let dir = tempfile::Builder::new()
             .prefix("interband-demo.")
             .tempdir()?;
@@ -118,6 +123,7 @@ impl World {
             .join(format!("{SESSION}.jsonl"));
         std::fs::create_dir_all(transcript.parent().expect("has a folder"))?;
         Ok(World {
+            stop,
             bin: std::env::current_exe().context("cannot find this binary")?,
             t: Writer::new(transcript, SESSION, &project).branch("feature/retry"),
             project,
@@ -134,6 +140,10 @@ impl World {
 
     /// Runs this binary as the host would, with `stdin`; returns stdout.
     fn run(&self, args: &[&str], stdin: &Value, extra_env: &[(&str, &str)]) -> Result<String> {
+        anyhow::ensure!(
+            !self.stop.load(std::sync::atomic::Ordering::Relaxed),
+            "stopped: nothing of the demo is left behind"
+        );
         let mut cmd = Command::new(&self.bin);
         // Built-in defaults: none of the caller's interband or autocompact settings.
         for (k, _) in std::env::vars_os() {

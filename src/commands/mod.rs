@@ -10,3 +10,20 @@ pub mod install;
 pub mod pulse;
 pub mod replay;
 pub mod top;
+
+/// A flag set by SIGINT, SIGTERM or SIGHUP (Ctrl-C, a closed terminal, a
+/// kill): a command that keeps private files checks it between steps and
+/// ends, removing them, instead of dying with them left behind.
+pub fn stop_flag(what: &str) -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    use anyhow::Context as _;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, stop.clone())
+            .with_context(|| format!("cannot watch for the signals that stop {what}"))?;
+    }
+    Ok(stop)
+}

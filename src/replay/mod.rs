@@ -459,18 +459,11 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         .or(head.host)
         .or(json.then_some(Host::Gemini))
         .unwrap_or(Host::Claude);
-    let dir = private_dir()?;
     // Stopped by Ctrl-C, a terminal closed or a kill, the replay ends at the
-    // next line and its private folder (a copy of the transcript) goes with it.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(signal, stop.clone())
-            .context("cannot watch for the signals that stop a replay")?;
-    }
+    // next line and its private folder (a copy of the transcript) goes with
+    // it: watched for before the folder exists.
+    let stop = crate::commands::stop_flag("a replay")?;
+    let dir = private_dir()?;
     // A chat recorded as one document is replayed as the lines Gemini
     // writes since, in the private folder.
     let file = match host.layout(path) {
