@@ -818,6 +818,29 @@ fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&private).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "the user's alone");
+        // Another local user (nobody, where the test may act as one) can
+        // neither list the folder nor read the copy in it.
+        if unsafe { libc::geteuid() } == 0 {
+            use std::os::unix::process::CommandExt;
+            for args in [
+                vec!["ls", private.to_str().unwrap()],
+                vec!["sh", "-c", &format!("cat '{}'/*", private.display())],
+            ] {
+                let o = std::process::Command::new(args[0])
+                    .args(&args[1..])
+                    .uid(65534)
+                    .gid(65534)
+                    .output()
+                    .unwrap();
+                assert!(
+                    !o.status.success(),
+                    "another user could run {args:?}: {}",
+                    stdout(&o)
+                );
+            }
+        } else if signal == libc::SIGINT {
+            eprintln!("part not run: acting as another user needs root");
+        }
         assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
         let o = wait_within(child, std::time::Duration::from_secs(60));
         assert_ne!(code(&o), 0, "a stopped replay says so");
