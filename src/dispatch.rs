@@ -64,6 +64,13 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         }
         reply.problems.iter().for_each(|p| log_problem(p));
         let mut said = reply.said;
+        if let Some(level) = reply.warned.filter(|_| !input.in_subagent()) {
+            // Only a strategy that runs one makes "a compaction follows" true.
+            let follows = with_consumers(o, &input, None, &log_problem, |ctx| {
+                Ok(ctx.settings.compact.value.compaction_follows(level))
+            })?;
+            said.extend(follows);
+        }
         if reply.checkpoint {
             // The note a checkpoint asks for, in this very call (unless a
             // running watch writes it): what the agent is told is true.

@@ -48,6 +48,34 @@ pub struct Settings {
     pub command_timeout_secs: f64,
 }
 
+impl Settings {
+    /// What the agent is told, with a warning at `level`, when this
+    /// trigger will compact the session at the turn's end: a strategy that
+    /// runs a compaction (`tmux`, `command`) at a level it triggers on.
+    /// `None` otherwise: `advise` leaves it to the user, so nothing says a
+    /// compaction follows.
+    ///
+    /// ```
+    /// use interband_consumers::compact::{Settings, Strategy};
+    /// use interband::payloads::Level;
+    /// assert_eq!(Settings::default().compaction_follows(Level::Red), None);
+    /// let tmux = Settings { strategy: Strategy::Tmux, ..Settings::default() };
+    /// assert!(tmux.compaction_follows(Level::Red).unwrap().contains("a compaction follows"));
+    /// ```
+    pub fn compaction_follows(&self, level: Level) -> Option<String> {
+        let how = match self.strategy {
+            Strategy::Tmux => "types `/compact` into the session's terminal",
+            Strategy::Command => "runs your compaction command",
+            Strategy::Advise | Strategy::Off => return None,
+        };
+        (self.used_pct == 0.0 && level >= self.level).then(|| {
+            format!(
+                "When this turn ends, a compaction follows: interband {how} ([compact] strategy)."
+            )
+        })
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {

@@ -45,6 +45,35 @@ impl Default for Reinject {
     }
 }
 
+/// Each level's warning in the user's own words (`[interpulse.warnings]`):
+/// empty for the built-in text. Named fields are filled in: `{level}`
+/// (`ORANGE`), `{used}` (`140k`), `{window}` (`200k`), `{left}` (`16%` of
+/// the usable room), `{next}` (the built-in suggestion).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Warnings {
+    /// At yellow.
+    pub yellow: String,
+    /// At orange.
+    pub orange: String,
+    /// At red.
+    pub red: String,
+}
+
+impl Warnings {
+    /// The user's template for `level`, when they gave one.
+    pub fn template(&self, level: interband::payloads::Level) -> Option<&str> {
+        use interband::payloads::Level;
+        let t = match level {
+            Level::Green => return None,
+            Level::Yellow => &self.yellow,
+            Level::Orange => &self.orange,
+            Level::Red => &self.red,
+        };
+        (!t.trim().is_empty()).then_some(t.as_str())
+    }
+}
+
 /// The producer's settings (`[interpulse]` in the settings files).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -66,6 +95,8 @@ pub struct Config {
     pub heavy_tools: Vec<String>,
     /// Directive re-injection.
     pub reinject: Reinject,
+    /// Each level's warning in the user's own words.
+    pub warnings: Warnings,
 }
 
 impl Default for Config {
@@ -83,6 +114,7 @@ impl Default for Config {
                 .map(|t| (*t).to_owned())
                 .collect(),
             reinject: Reinject::default(),
+            warnings: Warnings::default(),
         }
     }
 }

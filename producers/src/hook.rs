@@ -49,6 +49,9 @@ pub struct Reply {
     pub unpublished: Option<Level>,
     /// A checkpoint was published: its note is to be written now.
     pub checkpoint: bool,
+    /// The level the agent was warned of in this call, if any (the
+    /// consumers add whether a compaction follows, where one does).
+    pub warned: Option<Level>,
     /// Non-fatal problems of this call (a publish that failed), for the log.
     pub problems: Vec<String>,
     /// Problems with the settings and directive files (the same on every
@@ -299,7 +302,15 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let mut said = Vec::new();
     for action in &out.actions {
         match action {
-            Action::Warn(level) => said.push(messages::warning(*level, known.as_ref(), &out.state)),
+            Action::Warn(level) => {
+                reply.warned = Some(*level);
+                said.push(messages::warning(
+                    *level,
+                    known.as_ref(),
+                    &out.state,
+                    &cfg.warnings,
+                ));
+            }
             Action::Reinject(at) => {
                 if let Some(text) = &directives {
                     said.push(messages::directives(text, cfg.reinject.limit(), *at));

@@ -1,33 +1,67 @@
 //! What the agent is told: the level, the usable share left, where the number
-//! came from, and the concrete next step.
+//! came from, and a suggestion. It informs: where the session stands and what
+//! is at stake. It never orders (no "commit": many users keep their agents
+//! from committing), and it does not promise a compaction (whether one follows
+//! is the compaction trigger's to say, where its strategy runs one).
 
 use interband::payloads::Level;
 
+use crate::config::Warnings;
 use crate::context::Figures;
 use crate::engine::State;
 
-/// The next step for a level.
+/// The built-in suggestion for a level.
 pub fn next_step(level: Level) -> &'static str {
     match level {
         Level::Green => "No action needed.",
         Level::Yellow => "Finish the current task before starting another one.",
-        Level::Orange => "Finish this step and commit your work.",
-        Level::Red => "Stop starting new work and commit now: a compaction follows.",
+        Level::Orange => {
+            "Bring the current step to a stable point, and save your work the way this project does: what only this context holds may not survive a compaction."
+        }
+        Level::Red => {
+            "The context is nearly full: start nothing new, bring the current step to a stable point, and save your work the way this project does."
+        }
     }
 }
 
-/// The warning for `level`, with real figures when known, else the labelled heuristic.
+/// The warning for `level`, with real figures when known, else the labelled
+/// heuristic; in the user's words when `warnings` has a template for it.
 ///
 /// ```
 /// use interband::payloads::Level;
 /// use interpulse::context::{Figures, Source};
 /// let f = Figures::new(140_000, 200_000, 167_000, Source::Transcript);
-/// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default());
+/// let none = Default::default();
+/// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &none);
 /// assert!(text.starts_with("Context ORANGE: 140k of 200k tokens used, 16% of the usable room left (from the transcript)."));
-/// assert!(text.contains("commit"));
+/// assert!(!text.contains("commit"));
+/// let mine = interpulse::config::Warnings { orange: "{level}: {used}/{window}, {left} left. {next}".into(), ..Default::default() };
+/// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
+/// assert!(text.starts_with("ORANGE: 140k/200k, 16% left. Bring the current step"), "{text}");
 /// ```
-pub fn warning(level: Level, figures: Option<&Figures>, s: &State) -> String {
+pub fn warning(level: Level, figures: Option<&Figures>, s: &State, warnings: &Warnings) -> String {
     let name = level.as_str().to_uppercase();
+    if let Some(t) = warnings.template(level) {
+        let tokens = interband::context::tokens_text;
+        let (used, window, left) = match figures {
+            Some(f) => (
+                tokens(f.used_tokens),
+                tokens(f.window),
+                format!("{:.0}%", f.usable_remaining()),
+            ),
+            None => (
+                format!("about {} (estimate)", tokens(s.est_tokens as u64)),
+                "?".to_owned(),
+                "?".to_owned(),
+            ),
+        };
+        return t
+            .replace("{level}", &name)
+            .replace("{used}", &used)
+            .replace("{window}", &window)
+            .replace("{left}", &left)
+            .replace("{next}", next_step(level));
+    }
     let head = match figures {
         Some(f) => format!(
             "Context {name}: {} (from the {}).",
@@ -76,16 +110,24 @@ mod tests {
     fn each_level_names_its_next_step() {
         assert!(next_step(Level::Yellow).contains("before starting another"));
         // Whether a note was saved is said by whoever saved it, when it was.
-        assert!(next_step(Level::Orange).contains("commit your work"));
         assert!(!next_step(Level::Orange).contains("note"));
-        assert!(next_step(Level::Red).contains("commit now"));
+        for level in [Level::Green, Level::Yellow, Level::Orange, Level::Red] {
+            let t = next_step(level).to_lowercase();
+            assert!(!t.contains("commit"), "{level:?} orders a commit: {t}");
+            assert!(
+                !t.contains("compaction follows"),
+                "{level:?} promises a compaction: {t}"
+            );
+        }
+        assert!(next_step(Level::Orange).contains("save your work the way this project does"));
+        assert!(next_step(Level::Red).contains("nearly full"));
         let s = State {
             pressure: 95.0,
             calls: 80,
             est_tokens: 150_000.0,
             ..Default::default()
         };
-        let w = warning(Level::Orange, None, &s);
+        let w = warning(Level::Orange, None, &s, &Default::default());
         assert!(
             w.contains("estimate") && w.contains("pressure 95") && w.contains("150k"),
             "{w}"
