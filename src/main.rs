@@ -44,9 +44,17 @@ mod commands;
 mod dispatch;
 mod replay;
 
+/// `interband --version`: the release and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("INTERBAND_COMMIT"),
+    ")"
+);
+
 /// A typed, file-based message bus for AI coding-agent hooks (interband protocol v1).
 #[derive(Parser)]
-#[command(name = "interband", version, about, long_about = None)]
+#[command(name = "interband", version = VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -92,6 +100,13 @@ enum Command {
     Top(commands::top::Top),
     /// Share chosen channels with other machines through a NATS JetStream bucket.
     Bridge(commands::bridge::Bridge),
+    /// Print a shell's completion script (e.g. `interband completions bash > ~/.local/share/bash-completion/completions/interband`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; e.g. `interband man | man -l -`).
+    Man,
 }
 
 /// Exit codes.
@@ -157,6 +172,17 @@ fn main() -> ExitCode {
         Command::Pressure(a) => a.run(),
         Command::Top(a) => a.run(),
         Command::Bridge(a) => a.run(),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "interband", &mut std::io::stdout());
+            Ok(exit::OK)
+        }
+        Command::Man => {
+            let page = clap_mangen::Man::new(<Cli as clap::CommandFactory>::command());
+            page.render(&mut std::io::stdout())
+                .map(|()| exit::OK)
+                .map_err(anyhow::Error::from)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

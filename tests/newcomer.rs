@@ -198,3 +198,51 @@ fn replay_takes_a_window_as_people_write_it_and_says_when_it_is_not_used() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("200k"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_version_names_its_commit() {
+    let w = World::new();
+    let o = w.run(&["--version"]);
+    assert_eq!(code(&o), 0);
+    let said = stdout(&o);
+    assert!(
+        said.starts_with(&format!("interband {}", env!("CARGO_PKG_VERSION"))),
+        "{said}"
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    match head {
+        Some(c) if std::env::var_os("INTERBAND_COMMIT").is_none() => {
+            assert!(said.contains(&format!("commit {c}")), "{said} (HEAD {c})")
+        }
+        _ => assert!(said.contains("commit"), "{said}"),
+    }
+}
+
+#[test]
+fn completions_for_every_shell_and_a_man_page() {
+    let w = World::new();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let o = w.run(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        assert!(
+            script.contains("interband") && script.contains("replay"),
+            "{shell}"
+        );
+    }
+    let o = w.run(&["completions", "tcsh"]);
+    assert_eq!(code(&o), 2, "an unknown shell is a usage error");
+    let o = w.run(&["man"]);
+    assert_eq!(code(&o), 0);
+    let page = stdout(&o);
+    assert!(
+        page.contains(".TH interband 1") && page.contains("install"),
+        "{page}"
+    );
+}
