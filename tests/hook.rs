@@ -779,3 +779,40 @@ fn a_repeat_warning_from_the_last_known_usage_quotes_that_usage() {
     );
     assert!(!said.contains("no usage figure"), "{said}");
 }
+
+#[test]
+fn the_statusline_says_the_hosts_own_percentage_on_every_captured_input() {
+    let w = World::new();
+    let dirs = [
+        "claude-code-2.1.332",
+        "claude-code-2.1.332-usage",
+        "claude-code-1m",
+    ];
+    let mut seen = 0;
+    for dir in dirs {
+        let dir = repo().join("tests/fixtures").join(dir);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("statusLine.input") {
+                continue;
+            }
+            let bytes = std::fs::read(e.path()).unwrap();
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            let Some(host_says) = v["context_window"]["used_percentage"].as_f64() else {
+                continue;
+            };
+            let o = with_stdin(w.cmd(&["statusline"]).env("NO_COLOR", "1"), &bytes);
+            assert_eq!(code(&o), 0);
+            let line = stdout(&o);
+            assert!(
+                line.contains(&format!("ctx {host_says:.0}% used")),
+                "{name}: the host says {host_says}%: {line}"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "{seen} captured inputs with a percentage");
+}

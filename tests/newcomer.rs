@@ -190,7 +190,7 @@ fn replay_takes_a_window_as_people_write_it_and_says_when_it_is_not_used() {
         assert_eq!(code(&o), 0, "{window}: {}", stderr(&o));
         let said = stderr(&o);
         assert!(
-            said.contains(&format!("--window {shown} was not used")) && said.contains("1000k"),
+            said.contains(&format!("--window {shown} was not used")) && said.contains("1M"),
             "{window}: {said}"
         );
     }

@@ -568,6 +568,17 @@ fn one_state_shows_one_figure_everywhere() {
     line["context_window"]["context_window_size"] = json!(200_000);
     line["context_window"]["current_usage"] = json!({"input_tokens": 155_377, "output_tokens": 5,
         "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    // What Claude Code itself says of it (its own indicator's figure).
+    line["context_window"]["used_percentage"] = json!(78);
     let status = stdout(&s.w.run_with_stdin(&["statusline"], &serde_json::to_vec(&line).unwrap()));
-    assert!(status.contains("6% usable"), "{status}");
+    assert!(
+        status.contains("78% used") && status.contains("12k to compact"),
+        "the statusline speaks the host's figure, and the room to its compaction: {status}"
+    );
+    let old_view = stdout(&with_stdin(
+        s.w.cmd(&["statusline"])
+            .env("INTERBAND_INTERLINE_CONTEXT_STYLE", "usable"),
+        &serde_json::to_vec(&line).unwrap(),
+    ));
+    assert!(old_view.contains("6% usable"), "{old_view}");
 }

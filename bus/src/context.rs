@@ -132,15 +132,15 @@ impl Figures {
         }
     }
 
-    /// The window as shown: `200k`, or when it is a guess `1000k (or 200k)`.
+    /// The window as shown: `200k`, or when it is a guess `1M (or 200k)`.
     ///
     /// ```
     /// use interband::context::{Figures, Source, WindowSource};
     /// let mut f = Figures::new(160_000, 1_000_000, 967_000, Source::Transcript);
-    /// assert_eq!(f.window_text(), "1000k");
+    /// assert_eq!(f.window_text(), "1M");
     /// f.window_source = Some(WindowSource::Guess);
     /// f.window_other = Some(200_000);
-    /// assert_eq!(f.window_text(), "1000k (or 200k)");
+    /// assert_eq!(f.window_text(), "1M (or 200k)");
     /// ```
     pub fn window_text(&self) -> String {
         window_text(self.window, self.window_other)
@@ -179,17 +179,31 @@ pub fn pct_tenths(pct: f64) -> f64 {
     (pct.clamp(0.0, 100.0) * 10.0).floor() / 10.0
 }
 
-/// Tokens as shown anywhere: thousands, rounded (`140k`); below a thousand, exact.
+/// Tokens as shown anywhere: thousands, rounded (`140k`); from a million,
+/// millions to a tenth (`1M`, `1.5M`); below a thousand, exact.
 ///
 /// ```
-/// assert_eq!(interband::context::tokens_text(139_600), "140k");
-/// assert_eq!(interband::context::tokens_text(850), "850");
+/// use interband::context::tokens_text;
+/// assert_eq!(tokens_text(139_600), "140k");
+/// assert_eq!(tokens_text(850), "850");
+/// assert_eq!(tokens_text(1_000_000), "1M");
+/// assert_eq!(tokens_text(1_048_576), "1M", "Gemini's window");
+/// assert_eq!(tokens_text(1_500_000), "1.5M");
+/// assert_eq!(tokens_text(999_000), "999k");
 /// ```
 pub fn tokens_text(tokens: u64) -> String {
     if tokens < 1000 {
         tokens.to_string()
-    } else {
+    } else if tokens < 999_500 {
         format!("{}k", (tokens as f64 / 1000.0).round() as u64)
+    } else {
+        // As people say windows: 1M, 1.5M (Gemini's 1,048,576 is "1M").
+        let tenths = (tokens as f64 / 100_000.0).round() as u64;
+        if tenths.is_multiple_of(10) {
+            format!("{}M", tenths / 10)
+        } else {
+            format!("{}.{}M", tenths / 10, tenths % 10)
+        }
     }
 }
 

@@ -28,7 +28,7 @@
 //! let settings = Settings { color: false, ..Settings::default() };
 //! let no_env = |_: &str| None;
 //! let out = render(&bus, &input, &settings, &no_env, 1.0);
-//! assert_eq!(out.line, "Opus │ ctx 40% usable ████░░░░░░ GREEN");
+//! assert_eq!(out.line, "Opus │ ctx 50% used █████░░░░░ 67k to compact GREEN");
 //! assert!(out.published);
 //! // Same figures again: nothing is rewritten.
 //! assert!(!render(&bus, &input, &settings, &no_env, 2.0).published);
@@ -93,6 +93,22 @@ pub struct Settings {
     pub publish: bool,
     /// Each level's colour, as ANSI SGR codes (`"32"`, `"38;5;208"`, `"1;31"`...).
     pub colors: Colors,
+    /// How the context reads: `used` (the host's own used percentage, a bar
+    /// that fills as the context fills, and the room left before the host
+    /// compacts, in tokens) or `usable` (the share of that room left, a bar
+    /// that empties: the view before 0.2).
+    pub context_style: ContextStyle,
+}
+
+/// How the `context` segment reads (see [`Settings::context_style`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextStyle {
+    /// `ctx 88% used ████████▉░ 21k to compact ORANGE`.
+    #[default]
+    Used,
+    /// `ctx 10% usable █░░░░░░░░░ ORANGE`.
+    Usable,
 }
 
 /// The colour of each level, as ANSI SGR parameters (digits and `;` only: the code stops at anything else).
@@ -150,6 +166,7 @@ impl Default for Settings {
             wrap_timeout_ms: 2000,
             publish: true,
             colors: Colors::default(),
+            context_style: ContextStyle::default(),
         }
     }
 }
@@ -327,9 +344,14 @@ pub enum Basis {
     Input,
 }
 
-/// The context as shown: usable remaining, level, and where the level came from.
+/// The context as shown: how full, the room left, the level, and where the level came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct View {
+    /// Used, percent of the whole window: the host's own figure when it
+    /// gives one (Claude Code's `context_window.used_percentage`).
+    pub used_pct: f64,
+    /// Tokens left before the host compacts (0 once past it).
+    pub to_compact: u64,
     /// Usable context remaining (up to autocompact), percent.
     pub usable: f64,
     /// The level.
@@ -408,7 +430,14 @@ impl<'a> Ctx<'a> {
     fn compute_view(&self) -> Option<View> {
         let own = self.input.figures(self.env)?;
         let usable = own.usable_remaining();
+        let pct_of = |used: u64, window: u64| used as f64 * 100.0 / window.max(1) as f64;
         let mine = View {
+            used_pct: self
+                .input
+                .used_percentage
+                .filter(|p| p.is_finite() && *p >= 0.0)
+                .unwrap_or_else(|| pct_of(own.used_tokens, own.window)),
+            to_compact: own.autocompact_at.saturating_sub(own.used_tokens),
             usable,
             level: Thresholds::default().usable.below(usable),
             basis: Basis::Input,
@@ -426,8 +455,23 @@ impl<'a> Ctx<'a> {
         let better = own.used_tokens == 0
             && p.used_tokens.is_some()
             && p.source.as_deref() == Some(Source::Compaction.as_str());
-        Some(if same || better {
+        Some(if same {
             View {
+                usable: p.context_usable.unwrap_or(usable),
+                level: p.level,
+                basis: Basis::Pressure,
+                ..mine
+            }
+        } else if better {
+            // The compaction's own figure: the host's placeholder zeros say nothing.
+            let used = p.used_tokens.unwrap_or(0);
+            let window = p.window.unwrap_or(own.window);
+            View {
+                used_pct: pct_of(used, window),
+                to_compact: p
+                    .compact_at
+                    .unwrap_or(own.autocompact_at)
+                    .saturating_sub(used),
                 usable: p.context_usable.unwrap_or(usable),
                 level: p.level,
                 basis: Basis::Pressure,
@@ -513,21 +557,43 @@ fn model_segment(ctx: &Ctx) -> Option<String> {
     )
 }
 
-/// `context`: `ctx 62% usable ██████░░░░ YELLOW`, or `ctx –` before the first response.
+/// `context`: `ctx 88% used ████████▉░ 21k to compact ORANGE` (the host's
+/// used percentage, a bar that fills with it, the tokens left before the
+/// host compacts), or with `context_style = "usable"` `ctx 10% usable
+/// █░░░░░░░░░ ORANGE`; `ctx –` before the first response.
 fn context_segment(ctx: &Ctx) -> Option<String> {
     let Some(view) = ctx.view() else {
         return ctx.input().window.map(|_| "ctx –".to_owned());
     };
-    let usable = view.usable.clamp(0.0, 100.0);
     let width = ctx.settings().gauge_width.min(MAX_GAUGE);
     let word = view.level.as_str().to_ascii_uppercase();
-    // Floored: never claim more room than there is (9.5% reads 9%, red below 10).
-    let mut body = format!("{} usable ", interband::context::pct_text(usable));
+    let (text, fill) = match ctx.settings().context_style {
+        ContextStyle::Used => {
+            let used = view.used_pct.clamp(0.0, 100.0);
+            // As the host rounds its own percentage.
+            (format!("{:.0}% used", used), used)
+        }
+        ContextStyle::Usable => {
+            let usable = view.usable.clamp(0.0, 100.0);
+            // Floored: never claim more room than there is (9.5% reads 9%, red below 10).
+            (
+                format!("{} usable", interband::context::pct_text(usable)),
+                usable,
+            )
+        }
+    };
+    let mut body = format!("{text} ");
     if width > 0 {
-        let filled = ((usable / 100.0 * width as f64).round() as usize).min(width);
+        let filled = ((fill / 100.0 * width as f64).round() as usize).min(width);
         body.extend(std::iter::repeat_n('█', filled));
         body.extend(std::iter::repeat_n('░', width - filled));
         body.push(' ');
+    }
+    if ctx.settings().context_style == ContextStyle::Used {
+        body.push_str(&format!(
+            "{} to compact ",
+            interband::context::tokens_text(view.to_compact)
+        ));
     }
     body.push_str(&word);
     Some(format!("ctx {}", ctx.paint(view.level, &body)))
@@ -819,6 +885,15 @@ mod tests {
         }
     }
 
+    /// The view before 0.2 (the share of the usable room left), which most
+    /// of these tests were written in: it stays a setting.
+    fn usable() -> Settings {
+        Settings {
+            context_style: ContextStyle::Usable,
+            ..plain()
+        }
+    }
+
     fn temp_bus() -> (tempfile::TempDir, Bus) {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::new(dir.path().join("bus"));
@@ -917,7 +992,7 @@ mod tests {
     fn the_real_input_is_published_once_per_change() {
         let (_d, bus) = temp_bus();
         let mut input = fixture("statusLine.input.json");
-        let out = render(&bus, &input, &plain(), &none, 100.0);
+        let out = render(&bus, &input, &usable(), &none, 100.0);
         assert!(out.published);
         let cw = bus.read_typed::<ContextWindow>(SESSION).unwrap();
         assert_eq!(cw.msg_type, "context_window");
@@ -941,7 +1016,7 @@ mod tests {
         );
         assert!(out.line.contains("GREEN"), "{}", out.line);
 
-        let again = render(&bus, &input, &plain(), &none, 100.3);
+        let again = render(&bus, &input, &usable(), &none, 100.3);
         assert!(
             !again.published,
             "a redraw with the same figures rewrites nothing"
@@ -950,13 +1025,13 @@ mod tests {
         assert_eq!(again.line, out.line);
 
         input.usage.as_mut().unwrap().cache_read_input_tokens += 5_000;
-        assert!(render(&bus, &input, &plain(), &none, 101.0).published);
+        assert!(render(&bus, &input, &usable(), &none, 101.0).published);
         assert_eq!(context_seq(&bus, SESSION), 2);
         let p = bus.read_typed::<ContextWindow>(SESSION).unwrap().payload;
         assert_eq!((p.used_tokens, p.ts), (Some(36_700), 101.0));
 
         input.model_id = Some("claude-sonnet-5".into());
-        assert!(render(&bus, &input, &plain(), &none, 102.0).published);
+        assert!(render(&bus, &input, &usable(), &none, 102.0).published);
         assert_eq!(context_seq(&bus, SESSION), 3, "a model change publishes");
     }
 
@@ -967,7 +1042,7 @@ mod tests {
         std::fs::write(&transcript, "x".repeat(1234)).unwrap();
         let mut input = used(10_000);
         input.transcript_path = Some(transcript.to_string_lossy().into_owned());
-        assert!(render(&bus, &input, &plain(), &none, 1.0).published);
+        assert!(render(&bus, &input, &usable(), &none, 1.0).published);
         let p = bus.read_typed::<ContextWindow>("s").unwrap().payload;
         assert_eq!(p.transcript_bytes, Some(1234));
         assert_eq!(p.used_percentage, None);
@@ -978,7 +1053,7 @@ mod tests {
         let (_d, bus) = temp_bus();
         let mut input = used(10_000);
         input.window = None;
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(!out.published);
         assert!(
             out.line.contains("ctx 94% usable"),
@@ -986,10 +1061,10 @@ mod tests {
             out.line
         );
         input.window = Some(0);
-        assert!(!render(&bus, &input, &plain(), &none, 1.0).published);
+        assert!(!render(&bus, &input, &usable(), &none, 1.0).published);
         let mut input = used(10_000);
         input.session_id = None;
-        assert!(!render(&bus, &input, &plain(), &none, 1.0).published);
+        assert!(!render(&bus, &input, &usable(), &none, 1.0).published);
         let off = Settings {
             publish: false,
             ..plain()
@@ -1005,7 +1080,7 @@ mod tests {
         let (_d, bus) = temp_bus();
         let input = fixture("statusLine.input.before_first_response.json");
         assert_eq!(input.usage, None);
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert_eq!(out.line, "Opus 5.5 │ ctx –");
         for w in LEVEL_WORDS {
             assert!(!out.line.contains(w), "{}", out.line);
@@ -1021,7 +1096,7 @@ mod tests {
         let (_d, bus) = temp_bus();
         let input = fixture("statusLine.input.after_compact.json");
         assert_eq!(input.used_tokens(), Some(0));
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert_eq!(out.line, "Opus 5.5 │ ctx 100% usable ██████████ GREEN");
         // The zeros are the host's placeholder, not a figure: the bridge
         // publishes the window alone, so the producer keeps the compaction's.
@@ -1046,7 +1121,7 @@ mod tests {
             ..Pressure::default()
         };
         bus.publish_typed(SESSION, SESSION, &compaction).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.contains("ctx 86% usable"), "{}", out.line);
         assert_eq!(basis(&bus, &input), Basis::Pressure);
 
@@ -1059,7 +1134,7 @@ mod tests {
             ..compaction
         };
         bus.publish_typed(SESSION, SESSION, &old).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert_eq!(out.line, "Opus 5.5 │ ctx 100% usable ██████████ GREEN");
     }
 
@@ -1076,7 +1151,7 @@ mod tests {
             ..Pressure::default()
         };
         bus.publish_typed(SESSION, SESSION, &pressure).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(
             out.line.contains("ctx 18% usable ██░░░░░░░░ ORANGE"),
             "{}",
@@ -1090,7 +1165,7 @@ mod tests {
             ..pressure.clone()
         };
         bus.publish_typed(SESSION, SESSION, &bare).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
         assert!(out.line.ends_with("ORANGE"), "{}", out.line);
     }
@@ -1107,7 +1182,7 @@ mod tests {
             ..Pressure::default()
         };
         bus.publish_typed(SESSION, SESSION, &stale).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
         assert!(out.line.contains("GREEN"), "{}", out.line);
         assert_eq!(basis(&bus, &input), Basis::Input);
@@ -1142,7 +1217,7 @@ mod tests {
             ..Pressure::default()
         };
         bus.publish_typed(SESSION, SESSION, &heuristic).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.contains("ctx 96% usable"), "{}", out.line);
         assert!(out.line.ends_with("GREEN"), "{}", out.line);
         assert_eq!(basis(&bus, &input), Basis::Input);
@@ -1153,11 +1228,11 @@ mod tests {
         let (_d, bus) = temp_bus();
         // 200k window: autocompact at 167k. 150k used leaves 10.2% usable
         // (orange, red is below 10); 155k leaves 7.2% (red).
-        let out = render(&bus, &used(150_000), &plain(), &none, 1.0);
+        let out = render(&bus, &used(150_000), &usable(), &none, 1.0);
         assert_eq!(out.line, "Sonnet │ ctx 10% usable █░░░░░░░░░ ORANGE");
-        let out = render(&bus, &used(155_000), &plain(), &none, 1.0);
+        let out = render(&bus, &used(155_000), &usable(), &none, 1.0);
         assert_eq!(out.line, "Sonnet │ ctx 7% usable █░░░░░░░░░ RED │ ⟳compact");
-        let out = render(&bus, &used(190_000), &plain(), &none, 1.0);
+        let out = render(&bus, &used(190_000), &usable(), &none, 1.0);
         assert!(
             out.line.contains("ctx 0% usable ░░░░░░░░░░ RED"),
             "{}",
@@ -1165,7 +1240,7 @@ mod tests {
         );
         // The host's settings move autocompact.
         let off = |k: &str| (k == "DISABLE_AUTO_COMPACT").then(|| "1".to_owned());
-        let out = render(&bus, &used(150_000), &plain(), &off, 1.0);
+        let out = render(&bus, &used(150_000), &usable(), &off, 1.0);
         assert!(out.line.contains("ctx 25% usable"), "{}", out.line);
         assert!(out.line.contains("YELLOW"), "{}", out.line);
     }
@@ -1204,7 +1279,7 @@ mod tests {
         let out = render(&bus, &input, &colour, &no_color, 1.0);
         assert!(!out.line.contains('\x1b'), "{:?}", out.line);
         assert!(out.line.contains("ORANGE"));
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(!out.line.contains('\x1b'), "{:?}", out.line);
         let red = render(&bus, &used(160_000), &colour, &none, 1.0);
         assert!(red.line.contains("\x1b[1;31m"), "{:?}", red.line);
@@ -1216,7 +1291,7 @@ mod tests {
     fn markers_show_a_saved_note_and_a_pending_compaction() {
         let (_d, bus) = temp_bus();
         let input = used(10_000);
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(!out.line.contains(NOTE_MARKER) && !out.line.contains(COMPACT_MARKER));
 
         let note = MemoryNote {
@@ -1227,13 +1302,13 @@ mod tests {
             ts: 1.0,
         };
         bus.publish_typed("s", "s", &note).unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.ends_with(" │ ✎note"), "{}", out.line);
         assert!(!out.line.contains(COMPACT_MARKER));
         // Another session's note is not ours.
         let mut other = used(10_000);
         other.session_id = Some("other".into());
-        let out = render(&bus, &other, &plain(), &none, 1.0);
+        let out = render(&bus, &other, &usable(), &none, 1.0);
         assert!(!out.line.contains(NOTE_MARKER), "{}", out.line);
 
         bus.publish(
@@ -1245,7 +1320,7 @@ mod tests {
             json!({"ts": 1.0}),
         )
         .unwrap();
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.ends_with(" │ ✎note │ ⟳compact"), "{}", out.line);
         assert!(out.line.contains("GREEN"), "pending alone, not the level");
 
@@ -1257,7 +1332,7 @@ mod tests {
             ..Pressure::default()
         };
         bus2.publish_typed("s", "s", &red).unwrap();
-        let out = render(&bus2, &input, &plain(), &none, 1.0);
+        let out = render(&bus2, &input, &usable(), &none, 1.0);
         assert!(out.line.ends_with("RED │ ⟳compact"), "{}", out.line);
     }
 
@@ -1271,7 +1346,9 @@ mod tests {
             ..plain()
         };
         let out = render(&bus, &used(50_000), &settings, &none, 1.0);
-        assert_eq!(out.line, "ctx 70% usable ███░ GREEN | Sonnet");
+        // 50k of 200k: 25% used (the bar fills with it), 117k to Claude
+        // Code's compaction point at 167k.
+        assert_eq!(out.line, "ctx 25% used █░░░ 117k to compact GREEN | Sonnet");
         let names: Vec<_> = out.timings.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["publish", "context", "model"]);
         let report = timings_report(&out.timings);
@@ -1285,6 +1362,12 @@ mod tests {
             ..plain()
         };
         let out = render(&bus, &used(50_000), &no_gauge, &none, 1.0);
+        assert_eq!(out.line, "ctx 25% used 117k to compact GREEN");
+        let old_view = Settings {
+            context_style: ContextStyle::Usable,
+            ..no_gauge.clone()
+        };
+        let out = render(&bus, &used(50_000), &old_view, &none, 1.0);
         assert_eq!(out.line, "ctx 70% usable GREEN");
         let huge = Settings {
             gauge_width: 10_000,
@@ -1294,6 +1377,39 @@ mod tests {
         assert_eq!(
             out.line.chars().filter(|c| *c == '█' || *c == '░').count(),
             100
+        );
+    }
+
+    #[test]
+    fn the_percentage_is_the_hosts_own_and_the_bar_fills_as_the_context_fills() {
+        let (_d, bus) = temp_bus();
+        let mut fuller = Vec::new();
+        for (tokens, host_says) in [
+            (20_000, 10.0),
+            (100_000, 50.0),
+            (150_000, 75.0),
+            (190_000, 95.0),
+        ] {
+            let input = Input {
+                used_percentage: Some(host_says),
+                ..used(tokens)
+            };
+            let out = render(&bus, &input, &plain(), &none, 1.0);
+            assert!(
+                out.line.contains(&format!("ctx {host_says:.0}% used")),
+                "the host's own figure: {}",
+                out.line
+            );
+            fuller.push(out.line.chars().filter(|c| *c == '█').count());
+        }
+        assert!(fuller.windows(2).all(|p| p[0] < p[1]), "fills: {fuller:?}");
+        let out = render(&bus, &used(150_000), &plain(), &none, 1.0);
+        assert!(out.line.contains("17k to compact"), "{}", out.line);
+        let out = render(&bus, &used(180_000), &plain(), &none, 1.0);
+        assert!(
+            out.line.contains(" 0 to compact RED"),
+            "past the point: {}",
+            out.line
         );
     }
 
@@ -1325,11 +1441,11 @@ mod tests {
         let (_d, bus) = temp_bus();
         let mut input = used(10_000);
         input.model_name = Some("Evil\nname\r".into());
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.starts_with("Evil name │"), "{:?}", out.line);
         input.model_name = None;
         input.model_id = Some("claude-x".into());
-        let out = render(&bus, &input, &plain(), &none, 1.0);
+        let out = render(&bus, &input, &usable(), &none, 1.0);
         assert!(out.line.starts_with("claude-x │"), "{:?}", out.line);
     }
 

@@ -93,9 +93,9 @@ pub fn line(r: &Row) -> String {
 /// ```
 /// use interband::payloads::Pressure;
 /// let mut p = Pressure { used_tokens: Some(175_000), window: Some(1_000_000), ..Default::default() };
-/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1000k");
+/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1M");
 /// p.window_source = Some("guess".into());
-/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1000k?");
+/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1M?");
 /// ```
 pub fn used_of_window(p: &interband::payloads::Pressure) -> String {
     let guess = if p.window_source.as_deref() == Some("guess") {
