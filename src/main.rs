@@ -100,6 +100,9 @@ enum Command {
     Top(commands::top::Top),
     /// Share chosen channels with other machines through a NATS JetStream bucket.
     Bridge(commands::bridge::Bridge),
+    /// Check each host's install (hooks, statusline, the binary they run, duplicates, Codex trust),
+    /// the root and the settings, with the fix for each problem (exit 1 when there is one).
+    Doctor(commands::install::doctor::Doctor),
     /// Print a shell's completion script (e.g. `interband completions bash > ~/.local/share/bash-completion/completions/interband`).
     Completions {
         /// The shell.
@@ -172,6 +175,7 @@ fn main() -> ExitCode {
         Command::Pressure(a) => a.run(),
         Command::Top(a) => a.run(),
         Command::Bridge(a) => a.run(),
+        Command::Doctor(a) => a.run(),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "interband", &mut std::io::stdout());

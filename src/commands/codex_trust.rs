@@ -210,6 +210,24 @@ pub fn trust(config: &Path, entries: &[Entry]) -> Result<usize> {
     Ok(changed)
 }
 
+/// How `config` trusts each entry: `Some(true)` with its hash (Codex runs
+/// the hook), `Some(false)` with another hash (stale: the hook changed since
+/// it was trusted, and Codex skips it), `None` not at all.
+pub fn standing(config: &Path, entries: &[Entry]) -> Result<Vec<Option<bool>>> {
+    let doc = load(config)?;
+    let state = doc
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(|s| s.as_table_like());
+    Ok(entries
+        .iter()
+        .map(|e| {
+            let hash = state?.get(&e.key)?.get("trusted_hash")?.as_str()?;
+            Some(hash == e.hash)
+        })
+        .collect())
+}
+
 /// Takes out the entries that still trust exactly these hooks. Returns how many.
 pub fn untrust(config: &Path, entries: &[Entry]) -> Result<usize> {
     if !config.exists() {

@@ -18,6 +18,8 @@ use similar::TextDiff;
 use super::codex_trust;
 use crate::exit;
 
+pub mod doctor;
+
 /// `interband install`
 #[derive(Args)]
 pub struct Install {

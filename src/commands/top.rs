@@ -189,7 +189,7 @@ fn or_dash(text: &str) -> String {
     }
 }
 
-fn age(secs: f64) -> String {
+pub fn age(secs: f64) -> String {
     match secs {
         s if s < 90.0 => format!("{s:.0}s"),
         s if s < 5400.0 => format!("{:.0}m", s / 60.0),

@@ -1,0 +1,111 @@
+//! `interband doctor` through the real binary: healthy installs say so (exit
+//! 0); a missing binary, a duplicate install and a stale Codex trust hash
+//! are each found, with the command that fixes it (exit 1).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn doctor(w: &World, dir: &std::path::Path) -> (i32, Vec<Value>) {
+    let o = w
+        .cmd(&["doctor", "--json"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let found: Vec<Value> =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    (code(&o), found)
+}
+
+fn problems(found: &[Value]) -> Vec<&Value> {
+    found.iter().filter(|f| f["status"] == "problem").collect()
+}
+
+fn install(w: &World, dir: &std::path::Path, args: &[&str]) {
+    let o = w.cmd(args).current_dir(dir).output().unwrap();
+    assert_eq!(code(&o), 0, "{args:?}: {}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn a_healthy_install_is_said_healthy() {
+    let w = World::new();
+    let here = w.dir.path();
+    install(&w, here, &["install", "--command", BIN]);
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 0, "{found:#?}");
+    let said = |check: &str| {
+        found
+            .iter()
+            .find(|f| f["host"] == "claude" && f["check"] == check)
+            .cloned()
+    };
+    assert_eq!(said("hooks").unwrap()["status"], "ok");
+    assert_eq!(said("statusline").unwrap()["status"], "ok");
+    assert_eq!(said("binary").unwrap()["status"], "ok", "{found:#?}");
+    let o = w.cmd(&["doctor"]).current_dir(here).output().unwrap();
+    assert!(stdout(&o).trim_end().ends_with("healthy"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_missing_binary_is_found_with_its_fix() {
+    let w = World::new();
+    let here = w.dir.path();
+    install(&w, here, &["install", "--command", "/opt/gone/interband"]);
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1);
+    let p = problems(&found);
+    assert!(
+        p.iter().any(|f| f["check"] == "binary"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("/opt/gone/interband")
+            && f["fix"]
+                .as_str()
+                .unwrap()
+                .contains("interband install --host claude")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_duplicate_install_is_found_with_its_fix() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(&project).unwrap();
+    install(&w, &project, &["install", "--command", BIN]);
+    install(&w, &project, &["install", "--project"]);
+    let (rc, found) = doctor(&w, &project);
+    assert_eq!(rc, 1);
+    assert!(
+        problems(&found).iter().any(|f| f["check"] == "duplicates"
+            && f["fix"].as_str().unwrap().contains("uninstall --project")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_stale_codex_trust_hash_is_found_with_its_fix() {
+    let w = World::new();
+    let here = w.dir.path();
+    install(
+        &w,
+        here,
+        &["install", "--host", "codex", "--command", BIN, "--trust"],
+    );
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 0, "trusted as installed: {found:#?}");
+    // A hook edited since it was trusted (its timeout): Codex skips it.
+    let hooks = w.home().join(".codex/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    std::fs::write(&hooks, text.replacen("\"timeout\": 5", "\"timeout\": 7", 1)).unwrap();
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1);
+    assert!(
+        problems(&found).iter().any(|f| f["check"] == "trust"
+            && f["message"].as_str().unwrap().contains("no longer matches")
+            && f["fix"].as_str().unwrap().contains("--trust")),
+        "{found:#?}"
+    );
+}
