@@ -122,6 +122,12 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
+    if event == "SessionEnd" {
+        // The session's last value is marked ended, before the consumers' final note.
+        if let Err(e) = interpulse::hook::session_end(&producer, &input) {
+            log_problem(&e.to_string());
+        }
+    }
     if event == profile.end_of_turn && !input.in_subagent() {
         // The turn's last reply may have been text only: its figure is read
         // and published (a checkpoint too) before the consumers act on it.

@@ -251,6 +251,36 @@ fn a_scripted_session_runs_the_whole_loop() {
             && files.iter().any(|f| f.ends_with("session-summary.json")),
         "{files:?}"
     );
+    // An ended session is shown as ended, with nothing pending.
+    let p = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    assert!(
+        p.envelope.payload["ended_at"].as_u64().is_some(),
+        "{}",
+        p.envelope.payload
+    );
+    assert!(w.bus().read("compact", "pending", SESSION).is_err());
+    let top = stdout(&w.run(&["top", "--once"]));
+    assert!(top.contains("ENDED") && !top.contains("RED"), "{top}");
+    let pressure = stdout(&w.run(&["pressure"]));
+    assert!(pressure.contains("ENDED"), "{pressure}");
+    // An hour later it drops out of the default view (--all still shows it).
+    let mut old = p.envelope.payload.clone();
+    old["ended_at"] = json!(1_700_000_000u64);
+    let o = w.run(&[
+        "publish",
+        "interpulse",
+        "pressure",
+        SESSION,
+        "--type",
+        "context_pressure",
+        "--session",
+        SESSION,
+        "--payload",
+        &old.to_string(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stdout(&w.run(&["top", "--once"])).contains("ENDED"));
+    assert!(stdout(&w.run(&["top", "--once", "--all"])).contains("ENDED"));
     let o = w.run(&["validate", w.root().to_str().unwrap()]);
     assert_eq!(
         code(&o),

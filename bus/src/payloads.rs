@@ -455,6 +455,10 @@ pub struct Pressure {
     /// The level that warning was about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warned_level: Option<Level>,
+    /// When the session ended (its host's `SessionEnd`), Unix seconds: the
+    /// value is its last, not a live one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
 }
 contract!(
     Pressure,
@@ -466,7 +470,14 @@ contract!(
         check_pressure(&f)?;
         f.opt("context_usable", Fields::percent)?;
         f.opt("context_raw", Fields::percent)?;
-        for k in ["used_tokens", "window", "calls", "heavy_calls", "warned_at"] {
+        for k in [
+            "used_tokens",
+            "window",
+            "calls",
+            "heavy_calls",
+            "warned_at",
+            "ended_at",
+        ] {
             f.opt(k, Fields::count)?;
         }
         for k in ["source", "transcript_path", "cwd"] {

@@ -581,6 +581,13 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {
+    // No compaction is pending for a session that is gone.
+    if let Err(e) = ctx
+        .bus
+        .remove(compact::PENDING.0, compact::PENDING.1, &input.session_id)
+    {
+        (ctx.problem)(&e.to_string());
+    }
     if ctx.settings.intermem.value.enabled {
         let note = intermem::finalize(
             ctx.bus,
@@ -622,7 +629,8 @@ impl Consumer for CompactCommand {
         // The key names the session (as for intermem): a message cannot
         // name another one, and the command sees a plain name.
         let key = m.address.as_ref().map_or("", |a| a.key.as_str());
-        if key.is_empty() {
+        // An ended session's last value: nobody is there to compact.
+        if key.is_empty() || !m.envelope.payload["ended_at"].is_null() {
             return Ok(());
         }
         let session = if interband::paths::safe_key(&m.envelope.session_id) == key {

@@ -78,7 +78,11 @@ pub fn line(r: &Row) -> String {
     format!(
         "{:<12} {:<6} {usable} {tokens:>11} {:<10} {} calls ({} heavy), pressure {:.0}, {}",
         short(&r.session),
-        p.level.as_str().to_uppercase(),
+        if p.ended_at.is_some() {
+            "ENDED".to_owned()
+        } else {
+            p.level.as_str().to_uppercase()
+        },
         short(p.source.as_deref().unwrap_or("?")),
         p.calls.unwrap_or(0),
         p.heavy_calls.unwrap_or(0),
@@ -133,5 +137,6 @@ pub fn json(r: &Row) -> Value {
         "usable_pct": p.context_usable, "raw_remaining_pct": p.context_raw, "used_tokens": p.used_tokens,
         "window": p.window, "window_source": p.window_source, "window_other": p.window_other,
         "pressure": p.pressure, "est_tokens": p.est_tokens, "age_secs": r.age_secs.round(),
+        "ended_at": p.ended_at,
     })
 }

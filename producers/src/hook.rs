@@ -491,6 +491,26 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     Ok(reply)
 }
 
+/// At the session's end (its host's `SessionEnd`): its last pressure is
+/// published again, marked ended, so the views stop showing a live session
+/// (at red, with a compaction pending) that is gone. Nothing when the
+/// session never published one.
+pub fn session_end(h: &Hook, input: &HookInput) -> Result<(), Error> {
+    let session = input.session_id.trim();
+    if session.is_empty() {
+        return Ok(());
+    }
+    let Ok(last) = h.bus.read_typed::<Pressure>(session) else {
+        return Ok(());
+    };
+    let p = Pressure {
+        ended_at: Some(h.now.max(0.0).floor() as u64),
+        ..last.payload
+    };
+    h.bus.publish_typed(session, session, &p)?;
+    Ok(())
+}
+
 fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
@@ -532,6 +552,7 @@ fn publish_pressure(
         cwd: input.cwd.clone(),
         warned_at: (s.last_warning > 0.0).then(|| s.last_warning.floor() as u64),
         warned_level: (s.last_warning > 0.0).then_some(s.warned_level),
+        ended_at: None,
     };
     h.bus.publish_typed(session, session, &p)?;
     // Older statuslines read only the legacy level: rewrite it when the level

@@ -48,7 +48,13 @@ pub struct Top {
     /// The order: most urgent first, most recently updated first, or by project.
     #[arg(long, value_enum, default_value = "urgency")]
     sort: Sort,
+    /// Also the sessions that ended more than an hour ago.
+    #[arg(long)]
+    all: bool,
 }
+
+/// How long an ended session stays in the default view, seconds.
+pub const ENDED_SHOWN_SECS: f64 = 3600.0;
 
 /// The orders rows can be shown in.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -164,7 +170,7 @@ impl Session {
             "model": self.model, "level": p.level.as_str(), "usable_pct": p.context_usable,
             "used_tokens": p.used_tokens, "window": p.window, "window_source": p.window_source,
             "window_other": p.window_other, "calls": p.calls,
-            "source": p.source, "age_secs": self.age_secs.round(),
+            "source": p.source, "age_secs": self.age_secs.round(), "ended_at": p.ended_at,
             "warned_secs_ago": self.warned_ago(),
             "note": self.note.as_ref().map(|n| &n.path),
             "compaction_pending": self.pending.as_ref().map(|c| &c.strategy),
@@ -199,6 +205,17 @@ pub fn age(secs: f64) -> String {
 
 /// Every session with a published pressure, in `sort` order, those matching `filter`.
 pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Session> {
+    snapshot_of(bus, now, sort, filter, false)
+}
+
+/// [`snapshot`], with the sessions that ended long ago too when `all`.
+pub fn snapshot_of(
+    bus: &Bus,
+    now: f64,
+    sort: Sort,
+    filter: Option<&str>,
+    all: bool,
+) -> Vec<Session> {
     let host = interband_bridge::host_name();
     let mut list: Vec<Session> = interpulse::dashboard::rows(bus, now)
         .into_iter()
@@ -233,11 +250,19 @@ pub fn snapshot(bus: &Bus, now: f64, sort: Sort, filter: Option<&str>) -> Vec<Se
         })
         .chain(remote_sessions(bus, now))
         .filter(|s| filter.is_none_or(|f| s.matches(f)))
+        .filter(|s| {
+            all || s
+                .pressure
+                .ended_at
+                .is_none_or(|t| now - t as f64 <= ENDED_SHOWN_SECS)
+        })
         .collect();
     match sort {
         Sort::Urgency => list.sort_by(|a, b| {
-            b.level()
-                .cmp(&a.level())
+            // Live sessions first: an ended one needs nobody.
+            (a.pressure.ended_at.is_some())
+                .cmp(&b.pressure.ended_at.is_some())
+                .then_with(|| b.level().cmp(&a.level()))
                 .then_with(|| {
                     let room = |s: &Session| s.pressure.context_usable.unwrap_or(f64::INFINITY);
                     room(a).total_cmp(&room(b))
@@ -306,7 +331,11 @@ fn cells(s: &Session) -> [String; 11] {
         s.host.clone(),
         or_dash(&s.project),
         or_dash(&s.model),
-        s.level().as_str().to_uppercase(),
+        if s.pressure.ended_at.is_some() {
+            "ENDED".to_owned()
+        } else {
+            s.level().as_str().to_uppercase()
+        },
         s.usable(),
         s.used(),
         s.pressure.calls.map_or("-".into(), |c| c.to_string()),
@@ -321,7 +350,13 @@ impl Top {
     pub fn run(self) -> Result<u8> {
         let bus = Bus::from_env()?;
         if self.once || self.json {
-            let list = snapshot(&bus, super::pulse::now(), self.sort, self.filter.as_deref());
+            let list = snapshot_of(
+                &bus,
+                super::pulse::now(),
+                self.sort,
+                self.filter.as_deref(),
+                self.all,
+            );
             if self.json {
                 say_json!(Value::Array(list.iter().map(Session::json).collect()));
             } else {
