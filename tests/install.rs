@@ -82,7 +82,7 @@ fn interband_hooks(settings: &Value, event: &str) -> Vec<Value> {
         .flat_map(|g| g["hooks"].as_array().unwrap().clone())
         .filter(|h| {
             let c = h["command"].as_str().unwrap();
-            c.contains("interband") && c.ends_with(" hook")
+            c.contains("interband") && (c.ends_with(" hook") || c.contains(" interband hook || "))
         })
         .collect()
 }
@@ -333,7 +333,42 @@ fn project_writes_the_settings_of_the_current_folder() {
     assert_eq!(stop.len(), 1);
     // Shared with whoever clones the project: no path of this machine in
     // it, and nothing of this install's own beside it.
-    assert_eq!(stop[0]["command"], "interband hook", "{stop:?}");
+    let command = stop[0]["command"].as_str().unwrap();
+    assert!(
+        command.contains("exec interband hook") && !command.contains(BIN),
+        "interband from each user's PATH, not this machine's path: {stop:?}"
+    );
+    // Run as the host runs it (through a shell, the event on stdin): where
+    // `interband` is not on PATH, it does nothing, silently, and exits 0;
+    // where it is, it is interband's hook.
+    let event = capture("Stop.input.json");
+    for (path, present) in [
+        ("/usr/bin:/bin".to_owned(), false),
+        (
+            format!(
+                "{}:/usr/bin:/bin",
+                Path::new(BIN).parent().unwrap().display()
+            ),
+            true,
+        ),
+    ] {
+        let o = with_stdin(
+            std::process::Command::new("sh")
+                .args(["-c", command])
+                .env_clear()
+                .env("PATH", &path)
+                .env("HOME", w.home())
+                .env("INTERBAND_ROOT", w.root()),
+            &event,
+        );
+        assert_eq!(code(&o), 0, "present {present}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "present {present}");
+        assert_eq!(
+            w.root().exists(),
+            present,
+            "the hook ran only where interband is"
+        );
+    }
     assert_eq!(files_under(&project), [".claude/settings.json"]);
     let said = stdout(&o) + &stderr(&o);
     assert!(said.contains("not on yours"), "{said}");

@@ -271,13 +271,28 @@ struct Ours {
     statusline: String,
 }
 
+/// How a hook runs a program found on each user's PATH (a project's
+/// settings, shared with everyone who clones it): where it is missing, the
+/// hook does nothing, silently, instead of failing on every event.
+const ON_PATH: (&str, &str) = ("command -v interband >/dev/null 2>&1 && exec ", " || true");
+
 impl Ours {
     fn new(program: String) -> Self {
+        let hook = if program == "interband" {
+            format!("{}interband hook{}", ON_PATH.0, ON_PATH.1)
+        } else {
+            format!("{program} hook")
+        };
         Ours {
-            hook: format!("{program} hook"),
+            hook,
             statusline: format!("{program} statusline"),
             program,
         }
+    }
+    /// Whether `command` is our hook, as this install writes it or as an
+    /// earlier one wrote it (`interband hook`, unguarded).
+    fn is_our_hook(&self, command: &str) -> bool {
+        command == self.hook || command == format!("{} hook", self.program)
     }
     /// Our statusline command, running `theirs` too and appending our segment to its line.
     fn wrapping(&self, theirs: &str) -> String {
@@ -774,8 +789,18 @@ fn interband_hook(groups: &[Value]) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Whether a shell command runs `interband SUB` (any path to a program named `interband`).
+/// A hook command without the [`ON_PATH`] guard around it, if it has one.
+fn unguarded(command: &str) -> &str {
+    command
+        .strip_prefix(ON_PATH.0)
+        .and_then(|c| c.strip_suffix(ON_PATH.1))
+        .unwrap_or(command)
+}
+
+/// Whether a shell command runs `interband SUB` (any path to a program named
+/// `interband`, or `interband` from PATH behind the [`ON_PATH`] guard).
 fn runs_interband(command: &str, sub: &str) -> bool {
+    let command = unguarded(command);
     let Ok(words) = shell_words::split(command) else {
         return false;
     };
@@ -849,7 +874,7 @@ fn remove_recorded(
         let at = groups.iter().rposition(|g| *g == a.group).or_else(|| {
             groups.iter().rposition(|g| {
                 let mut cmds = group_commands(g).peekable();
-                cmds.peek().is_some() && cmds.all(|c| c == ours.hook)
+                cmds.peek().is_some() && cmds.all(|c| ours.is_our_hook(c))
             })
         });
         let Some(at) = at else {
@@ -858,13 +883,17 @@ fn remove_recorded(
             let shared = groups
                 .iter_mut()
                 .rev()
-                .find(|g| group_commands(g).any(|c| c == ours.hook));
+                .find(|g| group_commands(g).any(|c| ours.is_our_hook(c)));
             match shared
                 .and_then(|g| g.get_mut("hooks"))
                 .and_then(Value::as_array_mut)
             {
                 Some(hooks) => {
-                    hooks.retain(|h| h.get("command").and_then(Value::as_str) != Some(&ours.hook));
+                    hooks.retain(|h| {
+                        !h.get("command")
+                            .and_then(Value::as_str)
+                            .is_some_and(|c| ours.is_our_hook(c))
+                    });
                     notes.push(format!(
                         "{}: you had added a command of your own to interband's hook group; \
                          interband's hook is taken out of it and yours is kept",
@@ -924,7 +953,11 @@ fn remove_found_hooks(settings: &mut Value, ours: &Ours, removed: &mut Vec<Strin
         let before = groups.clone();
         for g in groups.iter_mut() {
             if let Some(Value::Array(hooks)) = g.get_mut("hooks") {
-                hooks.retain(|h| h.get("command").and_then(Value::as_str) != Some(&ours.hook));
+                hooks.retain(|h| {
+                    !h.get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| ours.is_our_hook(c))
+                });
             }
         }
         // Drop the groups this left empty (and only those).

@@ -15,7 +15,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Host, Target, codex_trust, group_commands, read_settings, runs_interband};
+use super::{Host, Target, codex_trust, group_commands, read_settings, runs_interband, unguarded};
 use crate::exit;
 
 /// `interband doctor`
@@ -255,7 +255,7 @@ fn host_title(host: Host) -> &'static str {
 
 /// Whether the program a hook command runs exists, and is this binary.
 fn check_program(host: &'static str, command: &str) -> Finding {
-    let program = shell_words::split(command)
+    let program = shell_words::split(unguarded(command))
         .ok()
         .and_then(|w| w.into_iter().next())
         .unwrap_or_default();
