@@ -246,3 +246,64 @@ fn completions_for_every_shell_and_a_man_page() {
         "{page}"
     );
 }
+
+#[test]
+fn config_init_writes_every_setting_commented_out_and_never_over_a_file() {
+    let w = World::new();
+    let o = w.run(&["config", "init"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let file = w.home().join(".config/interband/config.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // Every setting `interband config` lists is in it, commented out.
+    let o = w.run(&["config", "--json"]);
+    assert_eq!(
+        code(&o),
+        0,
+        "the template itself is valid and changes nothing: {}",
+        stderr(&o)
+    );
+    let rows: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(rows.len() > 30, "{}", rows.len());
+    for r in &rows {
+        assert_eq!(r["from"], "default", "{r}");
+        let key = r["key"].as_str().unwrap();
+        let leaf = key.rsplit('.').next().unwrap();
+        assert!(
+            text.contains(&format!("# {leaf} = ")),
+            "{key} missing from the template"
+        );
+    }
+    // Uncommenting a line sets it.
+    std::fs::write(
+        &file,
+        text.replace("# debounce_calls = 5", "debounce_calls = 9"),
+    )
+    .unwrap();
+    let o = w.run(&["config"]);
+    assert!(
+        stdout(&o).contains("interpulse.debounce_calls = 9"),
+        "{}",
+        stdout(&o)
+    );
+    // Never over a file that exists.
+    let before = std::fs::read(&file).unwrap();
+    let o = w.run(&["config", "init"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let o = w.run(&["config", "init", "--print"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("[interpulse.warnings]"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -15,14 +15,127 @@ use crate::exit;
 
 /// `interband config`
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ShowConfig {
     /// One JSON object per setting.
     #[arg(long)]
     json: bool,
+    #[command(subcommand)]
+    action: Option<ConfigAction>,
+}
+
+/// What `interband config` can do besides showing the settings.
+#[derive(clap::Subcommand)]
+enum ConfigAction {
+    /// Write your settings file (`$INTERBAND_CONFIG`, else
+    /// `~/.config/interband/config.toml`) as a template of every setting,
+    /// each commented out at its default; never over a file that exists.
+    Init {
+        /// Print the template instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
+}
+
+/// Every setting at its default, each commented out under its table: a
+/// settings file that changes nothing until a line is uncommented.
+pub fn template() -> Result<String> {
+    use interband_consumers::{compact, interline, intermem};
+    let mut doc = toml::Table::new();
+    let mut put = |name: &str, v: Result<toml::Value, toml::ser::Error>| -> Result<()> {
+        doc.insert(name.to_owned(), v.context(name.to_owned())?);
+        Ok(())
+    };
+    put("interpulse", toml::Value::try_from(Config::default()))?;
+    put(
+        "intermem",
+        toml::Value::try_from(intermem::Settings::default()),
+    )?;
+    put(
+        "interline",
+        toml::Value::try_from(interline::Settings::default()),
+    )?;
+    put(
+        "compact",
+        toml::Value::try_from(compact::Settings::default()),
+    )?;
+    put(
+        "bridge",
+        toml::Value::try_from(interband_bridge::Settings::default()),
+    )?;
+    let body = toml::to_string(&doc)?;
+    let mut out = String::from(
+        "# interband's settings, each at its default: uncomment a line to change it.\n\
+         # Every setting is described in docs/settings.md; `interband config` shows the values in\n\
+         # effect and where each came from.\n",
+    );
+    for line in body.lines() {
+        let table = line.starts_with('[');
+        match (table, line.trim().is_empty()) {
+            (true, _) => {
+                out.push('\n');
+                out.push_str(line);
+            }
+            (false, true) => continue,
+            (false, false) => {
+                out.push_str("# ");
+                out.push_str(line);
+            }
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+impl ConfigAction {
+    fn run(self) -> Result<u8> {
+        let ConfigAction::Init { print } = self;
+        let text = template()?;
+        if print {
+            print!("{text}");
+            return Ok(exit::OK);
+        }
+        let path = interband::settings::user_file(&ProcessEnv)
+            .context("HOME is not set: set INTERBAND_CONFIG, or use --print")?;
+        if std::fs::symlink_metadata(&path).is_ok() {
+            anyhow::bail!(
+                "{} exists: nothing written (`interband config init --print` shows the template)",
+                path.display()
+            );
+        }
+        if let Some(dir) = path.parent() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| dir.display().to_string())?;
+        }
+        {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| path.display().to_string())?;
+            f.write_all(text.as_bytes())
+                .with_context(|| path.display().to_string())?;
+        }
+        say!(
+            "wrote {}: every setting, commented out at its default",
+            path.display()
+        );
+        Ok(exit::OK)
+    }
 }
 
 impl ShowConfig {
     pub fn run(self) -> Result<u8> {
+        if let Some(action) = self.action {
+            return action.run();
+        }
         let project = std::env::current_dir().ok();
         let files = Files::read(project.as_deref(), &ProcessEnv);
         let pulse = Config::load_from(&files, &ProcessEnv);
