@@ -1317,3 +1317,42 @@ fn codex_trust_is_keyed_as_codex_keys_it_when_its_home_is_a_link() {
         "{keys:?}"
     );
 }
+
+#[test]
+fn uninstall_purge_removes_interbands_data_only_and_asks_first() {
+    let w = World::new();
+    ok(&w.run(&["install", "--command", BIN]));
+    // interband's data, a v1 plugin's channel on the same root, a trust file.
+    let root = w.root();
+    for (dir, file) in [
+        ("interpulse/pressure", "s.json"),
+        ("intermem/notes/p/s", "n.md"),
+        (".state/interpulse", "s.json"),
+        ("clavain/dispatch", "theirs.json"),
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        std::fs::write(root.join(dir).join(file), "{}").unwrap();
+    }
+    let trust = w.home().join(".config/interband/trusted.json");
+    std::fs::create_dir_all(trust.parent().unwrap()).unwrap();
+    std::fs::write(&trust, "{}").unwrap();
+    // Not a terminal, no --yes: nothing removed (the hooks are, as asked).
+    let o = w.run(&["uninstall", "--purge"]);
+    assert_ne!(code(&o), 0);
+    assert!(stderr(&o).contains("--yes"), "{}", stderr(&o));
+    assert!(root.join("interpulse/pressure/s.json").exists() && trust.exists());
+    ok(&w.run(&["uninstall", "--purge", "--yes"]));
+    for gone in ["interpulse", "intermem", ".state"] {
+        assert!(!root.join(gone).exists(), "{gone}");
+    }
+    assert!(!trust.exists());
+    assert!(
+        root.join("clavain/dispatch/theirs.json").exists(),
+        "another plugin's channel stays"
+    );
+    // Nothing else left: the root goes too.
+    std::fs::remove_dir_all(root.join("clavain")).unwrap();
+    std::fs::create_dir_all(root.join("interpulse")).unwrap();
+    ok(&w.run(&["uninstall", "--purge", "--yes"]));
+    assert!(!root.exists());
+}

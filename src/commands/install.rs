@@ -19,6 +19,7 @@ use super::codex_trust;
 use crate::exit;
 
 pub mod doctor;
+mod purge;
 
 /// `interband install`
 #[derive(Args)]
@@ -37,6 +38,14 @@ pub struct Install {
 pub struct Uninstall {
     #[command(flatten)]
     target: Target,
+    /// Also remove interband's data: its part of the bus (pressure, checkpoints,
+    /// notes, state, journals, cursors), the trust file and the install
+    /// records; other plugins' channels stay. Asks first, unless --yes.
+    #[arg(long)]
+    purge: bool,
+    /// With --purge: do not ask.
+    #[arg(long, requires = "purge")]
+    yes: bool,
 }
 
 /// Which settings file, for which host, and the command to register.
@@ -579,6 +588,14 @@ impl Install {
 
 impl Uninstall {
     pub fn run(self) -> Result<u8> {
+        let code = self.remove()?;
+        if self.purge && !self.target.dry_run {
+            purge::purge(self.yes)?;
+        }
+        Ok(code)
+    }
+
+    fn remove(&self) -> Result<u8> {
         let t = &self.target;
         let path = t.path()?;
         let files = Files::new(&path, t.project);
