@@ -88,6 +88,11 @@ fn codex_figures_come_from_its_rollout_against_its_window() {
     assert_eq!(p["used_tokens"], 140_000);
     assert_eq!(p["window"], 190_000);
     assert_eq!(p["level"], "yellow", "{p}");
+    // The model the rollout names, for the views (no statusline here).
+    let model = p["model"].as_str().unwrap_or_default().to_owned();
+    assert!(model.starts_with("gpt-"), "{p}");
+    let top: Value = serde_json::from_str(&stdout(&w.run(&["top", "--json"]))).unwrap();
+    assert_eq!(top[0]["model"], model.as_str(), "{top}");
     let said = out["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap_or("");
@@ -141,6 +146,7 @@ fn gemini_figures_come_from_its_chat_against_its_compression_point() {
         (json!(190_000), json!(1_048_576))
     );
     assert_eq!(p["level"], "green", "{p}");
+    assert_eq!(p["model"], "gemini-2.5-flash", "{p}");
     // 500k: past 90% of the 524,288 compression point: red.
     input["transcript_path"] = json!(gemini_chat(w.dir.path(), &session, 500_000));
     let out = hook(&w, &input);

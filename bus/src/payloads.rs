@@ -459,6 +459,9 @@ pub struct Pressure {
     /// value is its last, not a live one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
+    /// The model the session runs, as its transcript names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 contract!(
     Pressure,

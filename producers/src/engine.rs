@@ -60,6 +60,9 @@ pub struct State {
     pub legacy_level: Option<Level>,
     /// When it was written, Unix seconds.
     pub legacy_ts: f64,
+    /// The model the session last ran (from its transcript), for the views.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl State {

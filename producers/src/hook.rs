@@ -90,6 +90,8 @@ pub fn project_dir(input: &HookInput, env: &dyn Env) -> Option<PathBuf> {
 pub struct Observed {
     /// The figures, when any source knows them.
     pub figures: Option<Figures>,
+    /// The model the transcript's latest response names, when read.
+    pub model: Option<String>,
     /// The latest compaction's mark, while no response came after it: the
     /// context started over (with `figures` from the compaction, or none).
     pub compaction: Option<String>,
@@ -148,6 +150,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
             (None, _) => {
                 return Observed {
                     figures: None,
+                    model,
                     compaction,
                 };
             }
@@ -179,6 +182,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
             window_source: Some(limits.source),
             window_other: limits.other,
         }),
+        model,
         compaction,
     }
 }
@@ -278,7 +282,9 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         directives: directives.is_some(),
     };
 
-    let c = commit(h, input, cfg, |s| engine::step(s, &call, &obs, cfg));
+    let c = commit(h, input, cfg, seen.model.as_deref(), |s| {
+        engine::step(s, &call, &obs, cfg)
+    });
     let out = c.outcome;
     reply.problems.extend(c.problems);
     reply.checkpoint = c.checkpoint;
@@ -355,6 +361,7 @@ fn commit(
     h: &Hook,
     input: &HookInput,
     cfg: &Config,
+    model: Option<&str>,
     engine: impl Fn(&State) -> Outcome,
 ) -> Committed {
     let session = state_file(input.session_id.trim());
@@ -369,6 +376,9 @@ fn commit(
             let prev = s.clone();
             let o = engine(s);
             *s = o.state.clone();
+            if let Some(m) = model {
+                s.model = Some(m.to_owned());
+            }
             if let Err(e) = publish_pressure(h, input, &o, cfg, s) {
                 problems.push(e.to_string());
                 published = false;
@@ -404,6 +414,9 @@ fn commit(
             o.actions
                 .retain(|a| !matches!(a, Action::Checkpoint(_) | Action::CheckpointFile));
             s = o.state.clone();
+            if let Some(m) = model {
+                s.model = Some(m.to_owned());
+            }
             if let Err(e) = publish_pressure(h, input, &o, cfg, &mut s) {
                 problems.push(e.to_string());
                 published = false;
@@ -484,7 +497,9 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     if !new_figure || engine::is_new_context(&known, &obs) {
         return Ok(reply);
     }
-    let c = commit(h, input, cfg, |s| engine::settle(s, h.now, &obs, cfg));
+    let c = commit(h, input, cfg, seen.model.as_deref(), |s| {
+        engine::settle(s, h.now, &obs, cfg)
+    });
     reply.problems.extend(c.problems);
     reply.checkpoint = c.checkpoint;
     reply.unpublished = (!c.published).then_some(c.outcome.level);
@@ -553,6 +568,7 @@ fn publish_pressure(
         warned_at: (s.last_warning > 0.0).then(|| s.last_warning.floor() as u64),
         warned_level: (s.last_warning > 0.0).then_some(s.warned_level),
         ended_at: None,
+        model: state.model.clone(),
     };
     h.bus.publish_typed(session, session, &p)?;
     // Older statuslines read only the legacy level: rewrite it when the level

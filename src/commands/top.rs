@@ -221,10 +221,13 @@ pub fn snapshot_of(
         .into_iter()
         .map(|r| {
             let key = safe_key(&r.session);
+            // The statusline's name for it, else the transcript's (every
+            // host, headless runs too), as the producer published it.
             let model = bus
                 .read_typed::<ContextWindow>(&key)
                 .ok()
                 .and_then(|e| e.payload.model)
+                .or_else(|| r.pressure.model.clone())
                 .unwrap_or_default();
             let project = r
                 .pressure
@@ -308,6 +311,7 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
                     .unwrap_or_default(),
                 model: find::<ContextWindow>(&models, &host, &key)
                     .and_then(|c| c.model)
+                    .or_else(|| pressure.model.clone())
                     .unwrap_or_default(),
                 note: find(&notes, &host, &key),
                 pending: find(&pending, &host, &key),
