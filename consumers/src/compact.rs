@@ -401,26 +401,71 @@ fn fresh_note(
     })
 }
 
-/// A short focus for `/compact`: the note's latest prompt (else its first).
+/// A short focus for `/compact`, from the session's task: the todo in
+/// progress, else the latest prompt when it says something (not a bare
+/// follow-up such as "continue" or "yes"), else the first prompt.
 fn focus(note: &str) -> String {
-    // The first quoted line of a section of the note.
-    let quoted = |heading: &str| {
+    fn section<'a>(note: &'a str, heading: &'a str) -> impl Iterator<Item = &'a str> {
         note.lines()
-            .skip_while(|l| *l != heading)
+            .skip_while(move |l| !l.starts_with(heading))
             .skip(1)
             .take_while(|l| !l.starts_with("## "))
+    }
+    let quoted = |heading: &str| {
+        section(note, heading)
             .find(|l| l.starts_with("> "))
-            .map(|l| l.trim_start_matches("> ").trim())
+            .map(|l| l.trim_start_matches("> ").trim().to_owned())
     };
-    let line = quoted("## Latest prompt")
+    let doing = section(note, "## Todo list")
+        .find_map(|l| l.strip_prefix("- [~] "))
+        .map(|t| t.trim().trim_matches('`').to_owned());
+    let latest = quoted("## Latest prompt").filter(|p| !is_bare_follow_up(p));
+    let line = doing
+        .or(latest)
         .or_else(|| quoted("## Task"))
-        .unwrap_or("");
+        .unwrap_or_default();
     let one: String = line.chars().filter(|c| !c.is_control()).take(120).collect();
     if one.is_empty() {
         "keep the task, todos and changed files".into()
     } else {
         format!("keep: {one}")
     }
+}
+
+/// A prompt that only moves the session along ("continue", "yes, go on"):
+/// it says nothing of the task.
+fn is_bare_follow_up(prompt: &str) -> bool {
+    const BARE: &[&str] = &[
+        "continue",
+        "go on",
+        "keep going",
+        "go ahead",
+        "proceed",
+        "next",
+        "yes",
+        "y",
+        "ok",
+        "okay",
+        "sure",
+        "do it",
+        "please continue",
+        "continue please",
+        "carry on",
+        "resume",
+        "go",
+        "sounds good",
+        "thanks",
+        "thank you",
+        "yes please",
+        "yes, go on",
+        "yep",
+        "lgtm",
+    ];
+    let p: String = prompt
+        .trim()
+        .trim_end_matches(['.', '!', '?'])
+        .to_lowercase();
+    BARE.contains(&p.as_str())
 }
 
 /// True for the name tmux gives the agent as a pane's foreground program:
@@ -726,6 +771,47 @@ mod tests {
         );
         assert_eq!(note(Some("Ship it"), None), "keep: Ship it");
         assert_eq!(note(None, None), "keep the task, todos and changed files");
+        // A bare follow-up says nothing of the task: the task is the focus.
+        for bare in ["continue", "Continue.", "yes", "go on", "OK!", "keep going"] {
+            assert_eq!(
+                note(Some("Port the cache to the new store"), Some(bare)),
+                "keep: Port the cache to the new store",
+                "{bare}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_focus_is_the_todo_in_progress_first() {
+        let d = crate::digest::Digest {
+            first_prompt: Some("Ship it".into()),
+            latest_prompt: Some("continue".into()),
+            todos: vec![
+                crate::digest::Todo {
+                    content: "Write the tests".into(),
+                    status: "completed".into(),
+                },
+                crate::digest::Todo {
+                    content: "Add retry with backoff".into(),
+                    status: "in_progress".into(),
+                },
+            ],
+            ..Default::default()
+        };
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        let t = intermem::Trigger {
+            name: "t".into(),
+            context_usable: None,
+            id: None,
+            again: false,
+        };
+        assert_eq!(
+            focus(&intermem::render(&info, &t, &d, &[], 8192)),
+            "keep: Add retry with backoff"
+        );
     }
 
     #[test]
