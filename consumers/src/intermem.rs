@@ -214,10 +214,15 @@ pub struct Written {
 /// used only when it is `ref: refs/heads/<branch>` or a commit hash — never
 /// whatever else a planted file holds.
 fn branch(d: &Digest, cwd: Option<&Path>) -> Option<String> {
-    d.git_branch.clone().filter(|b| !b.is_empty()).or_else(|| {
-        let head = interband::fsio::read_capped(&cwd?.join(".git/HEAD"), 512).ok()?;
-        git_head(std::str::from_utf8(&head).ok()?)
-    })
+    // `HEAD` is what a host records outside a repository (or detached):
+    // no branch. A detached checkout's `.git/HEAD` names its commit.
+    d.git_branch
+        .clone()
+        .filter(|b| !b.is_empty() && b != "HEAD")
+        .or_else(|| {
+            let head = interband::fsio::read_capped(&cwd?.join(".git/HEAD"), 512).ok()?;
+            git_head(std::str::from_utf8(&head).ok()?)
+        })
 }
 
 /// The branch (or commit) a `.git/HEAD` names, when it is one.
@@ -619,7 +624,7 @@ pub fn claude_memory(
     let short = safe_key(&session.chars().take(8).collect::<String>());
     let name = format!("interband-note-{}.md", safe_key(&short));
     let description =
-        format!("Context checkpoint of session {short}: task, todos, changed files and next steps");
+        format!("Context checkpoint of session {short}: task, todos, changed files and commands");
     let body = format!(
         "---\nname: interband-note-{short}\ndescription: {description}\ntype: project\n---\n\n{note}"
     );
@@ -856,6 +861,25 @@ impl Consumer for Intermem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn head_outside_a_repository_is_no_branch() {
+        let d = |b: &str| Digest {
+            git_branch: Some(b.into()),
+            ..Default::default()
+        };
+        let nowhere = tempfile::tempdir().unwrap();
+        assert_eq!(branch(&d("HEAD"), Some(nowhere.path())), None);
+        assert_eq!(
+            branch(&d("main"), Some(nowhere.path())).as_deref(),
+            Some("main")
+        );
+        // Detached in a real checkout: its commit.
+        std::fs::create_dir(nowhere.path().join(".git")).unwrap();
+        let commit = "ab".repeat(20);
+        std::fs::write(nowhere.path().join(".git/HEAD"), &commit).unwrap();
+        assert_eq!(branch(&d("HEAD"), Some(nowhere.path())), Some(commit));
+    }
 
     #[test]
     fn the_summary_keeps_its_body_and_drops_the_hosts_framing() {
