@@ -604,8 +604,9 @@ pub fn check_message(value: &Value) -> std::result::Result<(), String> {
 /// in place: truncating would make ext4 flush); when the lock file is new or
 /// was removed, the current message file says (0 for a v1 writer's file).
 /// A count past any real one ([`crate::envelope::MAX_PLAUSIBLE_SEQ`], a
-/// planted lock or file) is not believed: the key starts again from 0, so
-/// its seq keeps counting instead of sticking at `u64::MAX`.
+/// planted lock or file) is not believed: the next source is asked, and
+/// when none is believable the key starts again from 0, so its seq keeps
+/// counting instead of sticking at `u64::MAX`.
 fn last_seq(dir: &Dir, file: &str, lock: &File) -> u64 {
     use std::os::unix::fs::FileExt;
     let plausible = |n: &u64| *n <= crate::envelope::MAX_PLAUSIBLE_SEQ;
@@ -615,8 +616,13 @@ fn last_seq(dir: &Dir, file: &str, lock: &File) -> u64 {
         .ok()
         .and_then(|_| std::str::from_utf8(&buf).ok()?.trim().parse::<u64>().ok());
     remembered
-        .or_else(|| read_in(dir, file).ok().map(|m| m.envelope.seq))
         .filter(plausible)
+        .or_else(|| {
+            read_in(dir, file)
+                .ok()
+                .map(|m| m.envelope.seq)
+                .filter(plausible)
+        })
         .unwrap_or(0)
 }
 
@@ -780,6 +786,24 @@ mod tests {
         assert_eq!(
             bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
             3
+        );
+        // A planted lock past any real count: the file's seq goes on.
+        let lock = crate::lock::lock_path_for(&p.path);
+        std::fs::write(&lock, format!("{:020}", u64::MAX)).unwrap();
+        assert_eq!(
+            bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
+            4
+        );
+        // Both past it: the key counts again from 1.
+        std::fs::write(&lock, format!("{:020}", u64::MAX)).unwrap();
+        let v = format!(
+            r#"{{"version":"1.0.0","namespace":"n","type":"t","session_id":"","timestamp":"x","seq":{},"payload":{{}}}}"#,
+            u64::MAX
+        );
+        std::fs::write(&p.path, v).unwrap();
+        assert_eq!(
+            bus.publish("n", "c", "k", "t", "", json!({})).unwrap().seq,
+            1
         );
     }
 

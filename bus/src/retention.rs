@@ -231,18 +231,18 @@ pub fn prune_dir_keeping(
         } else if meta.kind == Kind::File && name.ends_with(".json") {
             // Every `*.json` file counts, as for both v1 pruners: a v1
             // writer's `.hidden.json` too (none of the bus's own files here
-            // ends in `.json`). A live session's value is never removed.
-            if live(name.trim_end_matches(".json")) {
-                continue;
-            }
-            if meta.age(now) > retention {
-                if remove_if(dir, name, |m| m.age(now) > retention) {
-                    report.removed.push(dir.join(name));
-                }
-            } else {
+            // ends in `.json`). A live session's value is never removed,
+            // nor counted: asked only of a value that would go.
+            let key = name.trim_end_matches(".json");
+            if meta.age(now) <= retention {
                 kept.push((meta.age(now), meta.mtime, name.to_owned()));
+            } else if !live(key) && remove_if(dir, name, |m| m.age(now) > retention) {
+                report.removed.push(dir.join(name));
             }
         }
+    }
+    if max_files.is_some_and(|max| kept.len() > max) {
+        kept.retain(|(_, _, name)| !live(name.trim_end_matches(".json")));
     }
     if let Some(max) = max_files.filter(|max| kept.len() > *max) {
         // Newest first; ties by name, descending, as v1.
