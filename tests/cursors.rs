@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const SESSION: &str = "7b1f3c55-2f7e-4c1e-9a43-0d5b8e1c2a90";
 
@@ -37,20 +37,13 @@ fn transcript(w: &World) -> (String, String) {
 fn checkpoint(w: &World, n: u64, t: &(String, String)) -> u64 {
     let payload = json!({"trigger": "orange_pressure", "ts": 1796000000 + n,
         "context_usable": 30 - n, "transcript_path": t.0, "cwd": t.1});
-    let o = w.run(&[
-        "publish",
+    let v = w.publish(
         "interpulse",
         "checkpoint",
         SESSION,
-        "--type",
         "checkpoint_needed",
-        "--session",
-        SESSION,
-        "--payload",
-        &payload.to_string(),
-    ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        &payload,
+    );
     v["seq"].as_u64().unwrap()
 }
 

@@ -266,19 +266,7 @@ fn a_scripted_session_runs_the_whole_loop() {
     // An hour later it drops out of the default view (--all still shows it).
     let mut old = p.envelope.payload.clone();
     old["ended_at"] = json!(1_700_000_000u64);
-    let o = w.run(&[
-        "publish",
-        "interpulse",
-        "pressure",
-        SESSION,
-        "--type",
-        "context_pressure",
-        "--session",
-        SESSION,
-        "--payload",
-        &old.to_string(),
-    ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    w.publish("interpulse", "pressure", SESSION, "context_pressure", &old);
     assert!(!stdout(&w.run(&["top", "--once"])).contains("ENDED"));
     assert!(stdout(&w.run(&["top", "--once", "--all"])).contains("ENDED"));
     let o = w.run(&["validate", w.root().to_str().unwrap()]);
@@ -316,19 +304,13 @@ fn watch_mode_writes_one_note_and_a_later_drain_writes_none() {
         "{first}"
     );
     let payload = json!({"trigger": "orange_pressure", "ts": 1796000000, "transcript_path": t.path, "cwd": t.cwd});
-    let o = w.run(&[
-        "publish",
+    w.publish(
         "interpulse",
         "checkpoint",
         SESSION,
-        "--type",
         "checkpoint_needed",
-        "--session",
-        SESSION,
-        "--payload",
-        &payload.to_string(),
-    ]);
-    assert_eq!(code(&o), 0);
+        &payload,
+    );
     let note = poll(20, "a note from the watcher", || {
         w.bus().read("intermem", "note", SESSION).ok()
     });

@@ -54,17 +54,7 @@ fn values(dir: &Path) -> Vec<String> {
 }
 
 fn publish(w: &World, ns: &str, ch: &str, key: &str) {
-    let o = w.run(&[
-        "publish",
-        ns,
-        ch,
-        key,
-        "--type",
-        "status",
-        "--payload",
-        "{}",
-    ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    w.publish(ns, ch, key, "status", &serde_json::json!({}));
 }
 
 #[test]

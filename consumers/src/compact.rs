@@ -745,25 +745,29 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&runs).unwrap(), "x\n");
     }
 
+    /// The focus of the note written from `d`.
+    fn focus_of(d: &crate::digest::Digest) -> String {
+        let info = SessionInfo {
+            session: "s".into(),
+            ..Default::default()
+        };
+        let t = intermem::Trigger {
+            name: "t".into(),
+            context_usable: None,
+            id: None,
+            again: false,
+        };
+        focus(&intermem::render(&info, &t, d, &[], 8192))
+    }
+
     #[test]
     fn the_focus_is_the_notes_latest_prompt_else_its_first() {
         let note = |first: Option<&str>, latest: Option<&str>| {
-            let d = crate::digest::Digest {
+            focus_of(&crate::digest::Digest {
                 first_prompt: first.map(str::to_owned),
                 latest_prompt: latest.map(str::to_owned),
                 ..Default::default()
-            };
-            let info = SessionInfo {
-                session: "s".into(),
-                ..Default::default()
-            };
-            let t = intermem::Trigger {
-                name: "t".into(),
-                context_usable: None,
-                id: None,
-                again: false,
-            };
-            focus(&intermem::render(&info, &t, &d, &[], 8192))
+            })
         };
         assert_eq!(
             note(Some("Ship it"), Some("Add jitter")),
@@ -798,20 +802,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let info = SessionInfo {
-            session: "s".into(),
-            ..Default::default()
-        };
-        let t = intermem::Trigger {
-            name: "t".into(),
-            context_usable: None,
-            id: None,
-            again: false,
-        };
-        assert_eq!(
-            focus(&intermem::render(&info, &t, &d, &[], 8192)),
-            "keep: Add retry with backoff"
-        );
+        assert_eq!(focus_of(&d), "keep: Add retry with backoff");
     }
 
     #[test]

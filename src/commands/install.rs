@@ -1041,16 +1041,8 @@ impl Files {
     /// named after the file's path.
     fn new(path: &Path, project: bool) -> Self {
         let base = if project {
-            let state = std::env::var_os("XDG_STATE_HOME")
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME")
-                        .filter(|h| !h.is_empty())
-                        .map(|h| PathBuf::from(h).join(".local/state"))
-                });
             let name = interband_consumers::intermem::slug(path);
-            match state {
+            match state_home() {
                 Some(s) => s.join("interband/installs").join(name),
                 None => path.to_owned(),
             }
@@ -1084,6 +1076,18 @@ impl Files {
             interband::fsio::sweep_temps_beside(p, age);
         }
     }
+}
+
+/// The user's state folder: `$XDG_STATE_HOME`, else `~/.local/state`.
+fn state_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
 }
 
 /// A settings file as read: its bytes, its JSON and its permission bits.

@@ -43,6 +43,31 @@ impl World {
     pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
         with_stdin(&mut self.cmd(args), stdin)
     }
+    /// `interband publish NS CH KEY --type TY --session KEY --payload ...`,
+    /// as a plugin would; it must succeed. Returns what it printed (path, seq).
+    pub fn publish(
+        &self,
+        ns: &str,
+        ch: &str,
+        key: &str,
+        ty: &str,
+        payload: &serde_json::Value,
+    ) -> serde_json::Value {
+        let o = self.run(&[
+            "publish",
+            ns,
+            ch,
+            key,
+            "--type",
+            ty,
+            "--session",
+            key,
+            "--payload",
+            &payload.to_string(),
+        ]);
+        assert_eq!(code(&o), 0, "publish {ns}/{ch}/{key}: {}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap_or_default()
+    }
     pub fn bus(&self) -> interband::Bus {
         interband::Bus::new(self.root())
     }

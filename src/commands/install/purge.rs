@@ -23,31 +23,22 @@ const OURS: &[&str] = &[
 ];
 
 /// What a purge removes here, existing only.
-fn targets() -> Result<Vec<PathBuf>> {
+fn targets() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(root) = interband::paths::root_from_env() {
         out.extend(OURS.iter().map(|n| root.join(n)));
         out.push(root.join(interband::retention::SWEEP_STAMP));
     }
-    let env = interband::settings::ProcessEnv;
-    out.extend(interband::trust::store_path(&env));
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        });
-    out.extend(state.map(|s| s.join("interband")));
-    Ok(out
-        .into_iter()
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .collect())
+    out.extend(interband::trust::store_path(
+        &interband::settings::ProcessEnv,
+    ));
+    out.extend(super::state_home().map(|s| s.join("interband")));
+    out.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    out
 }
 
 pub fn purge(yes: bool) -> Result<()> {
-    let targets = targets()?;
+    let targets = targets();
     if targets.is_empty() {
         say!("nothing of interband's data to remove");
         return Ok(());
