@@ -109,3 +109,27 @@ fn a_stale_codex_trust_hash_is_found_with_its_fix() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn the_end_of_a_long_log_is_shown() {
+    let w = World::new();
+    let log = w.dir.path().join("interband.log");
+    let mut text = "old line\n".repeat(300_000); // 2.7 MB
+    text.push_str("hook Stop s1: the last thing logged\n");
+    std::fs::write(&log, text).unwrap();
+    let o = w
+        .cmd(&["doctor", "--json"])
+        .env("INTERBAND_LOG", &log)
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    let found: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        found.iter().any(|f| f["check"] == "log"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("the last thing logged")),
+        "{found:#?}"
+    );
+}

@@ -430,8 +430,7 @@ fn check_root(found: &mut Vec<Finding>) {
         ),
     });
     if let Some(log) = std::env::var_os("INTERBAND_LOG").filter(|l| !l.is_empty()) {
-        let text = interband::fsio::read_regular(Path::new(&log), 1 << 20).unwrap_or_default();
-        let text = String::from_utf8_lossy(&text);
+        let text = log_end(Path::new(&log)).unwrap_or_default();
         let last: Vec<&str> = text.lines().rev().take(3).collect();
         if !last.is_empty() {
             found.push(info(
@@ -474,6 +473,19 @@ fn check_settings(found: &mut Vec<Finding>) {
                 .into(),
         ));
     }
+}
+
+/// The last 16 KiB of a log, however long it grew (a regular file only,
+/// opened without blocking).
+fn log_end(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (mut f, meta) =
+        interband::fsio::open_regular_meta(path, interband::fsio::Links::Follow).ok()?;
+    f.seek(SeekFrom::Start(meta.len.saturating_sub(16 << 10)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    f.take(16 << 10).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A path for a person: terminal-safe.
