@@ -64,20 +64,23 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         }
         reply.problems.iter().for_each(|p| log_problem(p));
         let mut said = reply.said;
-        if let Some(level) = reply.warned.filter(|_| !input.in_subagent()) {
-            // Only a strategy that runs one makes "a compaction follows" true.
-            let follows = with_consumers(o, &input, None, &log_problem, |ctx| {
-                Ok(ctx.settings.compact.value.compaction_follows(level))
+        let warned = reply.warned.filter(|_| !input.in_subagent());
+        if warned.is_some() || reply.checkpoint {
+            // The consumers' settings, loaded once for both: whether a
+            // compaction follows (only a strategy that runs one makes it
+            // true), and the note a checkpoint asks for, in this very call
+            // (unless a running watch writes it): what the agent is told is true.
+            let ci = if reply.checkpoint {
+                Some(consumer_input()?)
+            } else {
+                None
+            };
+            let (follows, notes) = with_consumers(o, &input, None, &log_problem, |ctx| {
+                let follows = warned.and_then(|l| ctx.settings.compact.value.compaction_follows(l));
+                let notes = ci.map_or(Notes::None, |ci| hooks::checkpoint_notes(ctx, ci));
+                Ok((follows, notes))
             })?;
             said.extend(follows);
-        }
-        if reply.checkpoint {
-            // The note a checkpoint asks for, in this very call (unless a
-            // running watch writes it): what the agent is told is true.
-            let ci = consumer_input()?;
-            let notes = with_consumers(o, &input, None, &log_problem, |ctx| {
-                Ok(hooks::checkpoint_notes(ctx, ci))
-            })?;
             match notes {
                 Notes::Written(path) => said.push(format!(
                     "interband saved a memory note of this session ({}); it comes back after the compaction.",
