@@ -8,8 +8,8 @@
 //!
 //! It proves from what the mock receives and what interband publishes that the hook reads
 //! Codex's real figure from its rollout (within 1% of what Codex recorded, against its
-//! effective window), that the warning reaches the model, that the Stop hook's advice reaches
-//! it too, that a low-usage run warns of nothing and writes no checkpoint note, and that
+//! effective window), that the warning reaches the model, that at red the Stop hook of a
+//! headless `codex exec` writes the note and makes no model request, that a low-usage run warns of nothing and writes no checkpoint note, and that
 //! SessionEnd writes the session's final note.
 
 mod common;
@@ -204,7 +204,12 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
     // Two calls: from 0.132 to 0.152 Codex writes a response's usage after
     // its tool ran, so the first call's hook reads no figure yet.
     let before = mock.requests().len();
-    mock.script([command(175_000), command(175_500), text(176_000, "Done.")]);
+    mock.script([
+        command(175_000),
+        command(175_500),
+        text(176_000, "Done."),
+        text(176_500, "Noted."),
+    ]);
     codex.exec("run echo twice");
     let run = mock.requests().split_off(before);
     let session = sessions(&w)
@@ -237,10 +242,20 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
             )
         });
     assert!(warned >= 1, "after the tool call");
+    // `codex exec` is headless: Stop told the person, and made no model
+    // request (the "Noted." turn is never asked for).
     assert!(
-        main.iter()
-            .any(|r| r.body.contains("Context is nearly full") && r.body.contains("/compact")),
-        "the Stop hook's advice reached the model"
+        !main
+            .iter()
+            .any(|r| r.total == 176_500 || r.body.contains("Context is nearly full")),
+        "Stop blocked a headless run: {} main requests",
+        main.len()
+    );
+    // (SessionEnd took the announcement back: the session is over.)
+    let log = std::fs::read_to_string(w.dir.path().join("interband.log")).unwrap_or_default();
+    assert!(
+        log.contains("not blocking the stop of a headless run"),
+        "the log says why: {log}"
     );
     let all = notes(&w);
     assert!(

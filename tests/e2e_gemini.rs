@@ -10,7 +10,8 @@
 //! Gemini's real figure from its chat recording against its real limit and compression point,
 //! that the warning reaches the model inside the tool's result, that a run of several turns at
 //! low usage (a PreCompress before each) writes no note, and that AfterAgent, the end of
-//! Gemini's turn, writes the note and its advice to `/compress` reaches the model.
+//! Gemini's turn, writes the note of a red session and, `gemini -p` being headless, makes
+//! no model request: the advice to `/compress` goes to the person, not the model.
 
 mod common;
 mod e2e;
@@ -37,7 +38,8 @@ fn gemini_bin() -> Option<PathBuf> {
     )
 }
 
-fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) {
+/// Runs `gemini -p PROMPT`; what it printed on stderr.
+fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) -> String {
     let interband_dir = Path::new(BIN).parent().unwrap();
     let mut path = std::ffi::OsString::from(interband_dir);
     if let Some(p) = std::env::var_os("PATH") {
@@ -66,6 +68,7 @@ fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) {
         .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
     assert!(status.success(), "{status}: {why}");
     println!("e2e: gemini -p took {:.1} s", ran.took.as_secs_f64());
+    ran.stderr
 }
 
 /// Whether a request carries one of interband's warnings.
@@ -153,7 +156,7 @@ fn the_real_gemini_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
         text(501_000, "Done."),
         text(501_500, "Noted."),
     ]);
-    run(&bin, &w, &mock, &project, "run echo twice");
+    let printed = run(&bin, &w, &mock, &project, "run echo twice");
     let run2: Vec<_> = mock
         .requests()
         .split_off(before)
@@ -191,10 +194,25 @@ fn the_real_gemini_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
                 .map(|i| &r.body[i.saturating_sub(200)..(i + 40).min(r.body.len())]))
             .collect::<Vec<_>>()
     );
+    // A headless run: AfterAgent told the person, and made no model request
+    // (the "Noted." turn is never asked for).
     assert!(
-        run2.iter()
-            .any(|r| r.body.contains("Context is nearly full") && r.body.contains("/compress")),
-        "AfterAgent's advice reached the model"
+        !run2
+            .iter()
+            .any(|r| r.prompt == 501_500 || r.body.contains("Context is nearly full")),
+        "AfterAgent blocked a headless run: {} main requests",
+        run2.len()
+    );
+    // (SessionEnd took the announcement back: the session is over.)
+    let log = std::fs::read_to_string(w.dir.path().join("interband.log")).unwrap_or_default();
+    assert!(
+        log.contains("not blocking the stop of a headless run"),
+        "the log says why: {log}"
+    );
+    // Gemini prints a hook's systemMessage on its stderr: the person reads it.
+    assert!(
+        printed.contains("interband: session") && printed.contains("/compress"),
+        "the advice reached the person: {printed}"
     );
     let all = notes(&w);
     assert!(

@@ -46,6 +46,12 @@ pub struct Settings {
     /// For `command`: seconds it may run (from `interband watch`; a `Stop`
     /// hook waits at most [`STOP_WAIT`] and leaves it running after that).
     pub command_timeout_secs: f64,
+    /// Also advise by blocking the stop of a headless run (`claude -p`,
+    /// `codex exec`, `gemini -p`): the agent's last answer then relays the
+    /// advice, at the cost of one more model round. Off by default: nobody
+    /// is there to type the command, so the note is written and the advice
+    /// goes to whoever ran the session, at no model cost.
+    pub advise_headless: bool,
 }
 
 impl Settings {
@@ -84,6 +90,7 @@ impl Default for Settings {
             used_pct: 0.0,
             command: vec![],
             command_timeout_secs: 30.0,
+            advise_headless: false,
         }
     }
 }
@@ -171,12 +178,68 @@ pub fn due(bus: &Bus, session: &str, settings: &Settings) -> bool {
 pub enum Acted {
     /// Not due, already fired, or off.
     Nothing,
-    /// Tell the host to block the stop with this reason.
-    Block(String),
+    /// Advise compacting: the host blocks the stop with [`Advice::agent`],
+    /// or, where nobody is at the keyboard, the person who ran the session
+    /// reads [`Advice::person`].
+    Advise(Advice),
     /// Sent `/compact` to a tmux pane.
     Tmux(String),
     /// Ran the command.
     Command,
+}
+
+/// Advice to compact, in the words of whoever relays it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advice {
+    /// For the agent, to tell the user (the reason of a blocked stop).
+    pub agent: String,
+    /// For the person who ran a headless session, directly.
+    pub person: String,
+}
+
+impl Advice {
+    /// The advice for a session at `info`, naming what went wrong on the
+    /// way (`why`: " and typing … failed", or empty), the note saved (or why
+    /// none could be), and the command with its focus.
+    fn new(info: &SessionInfo, why: &str, note: Result<&str, &Error>, focus: &str) -> Advice {
+        let profile = info.host.profile();
+        let command = profile.compact_command;
+        let with_focus = if focus.is_empty() {
+            command.to_owned()
+        } else {
+            format!("{command} {focus}")
+        };
+        // Plain text, for a terminal: the command as a shell reads it (the
+        // focus is the user's words, quoted so they are never run).
+        let how = match profile.headless_compact {
+            Some(t) => format!(
+                "{} (or {with_focus} in the session)",
+                t.replace("{session}", &shell_words::quote(&info.session))
+                    .replace("{command}", &shell_words::quote(&with_focus))
+            ),
+            None => format!("resume the session and run {with_focus}"),
+        };
+        match note {
+            Ok(path) => Advice {
+                agent: format!(
+                    "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `{with_focus}` now (the note will be brought back after the compaction), and do not start new work."
+                ),
+                person: format!(
+                    "interband: session {}'s context is nearly full{why}. A memory note of it was saved to {path}; compact it before its next turn: {how}.",
+                    info.session
+                ),
+            },
+            Err(e) => Advice {
+                agent: format!(
+                    "Context is nearly full, and interband could not save a memory note of this session ({e}). Tell the user to run `{command}` now, and do not start new work."
+                ),
+                person: format!(
+                    "interband: session {}'s context is nearly full, and no memory note of it could be saved ({e}); compact it before its next turn: {how}.",
+                    info.session
+                ),
+            },
+        }
+    }
 }
 
 /// The longest a `Stop` hook waits for the compaction command (the hook's
@@ -263,9 +326,7 @@ pub fn act(
         Ok(note) => note,
         Err(e) if at_stop => {
             problem(&e.to_string());
-            let acted = Acted::Block(format!(
-                "Context is nearly full, and interband could not save a memory note of this session ({e}). Tell the user to run `{command}` now, and do not start new work."
-            ));
+            let acted = Acted::Advise(Advice::new(info, "", Err(&e), ""));
             // (Nothing is announced: an announcement names its note.)
             return Ok(acted);
         }
@@ -277,11 +338,7 @@ pub fn act(
     };
     let focus = focus(&note.1);
     let path = &note.0.path;
-    let advise = |why: &str| {
-        Acted::Block(format!(
-            "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `{command} {focus}` now (the note will be brought back after the compaction), and do not start new work."
-        ))
-    };
+    let advise = |why: &str| Acted::Advise(Advice::new(info, why, Ok(path), &focus));
     let failed = |e: Error, why: String| match at {
         At::Stop { .. } => Ok(advise(&why)),
         At::Watch => {
@@ -682,6 +739,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use interband_hosts::Host;
 
     fn red_session(dir: &Path) -> (Bus, SessionInfo) {
         let bus = Bus::new(dir.join("bus"));
@@ -696,6 +754,45 @@ mod tests {
             ..Default::default()
         };
         (bus, info)
+    }
+
+    #[test]
+    fn the_persons_command_is_quoted_for_the_shell_and_names_the_hosts_way() {
+        let info = |host| SessionInfo {
+            session: "s 1".into(),
+            host,
+            ..Default::default()
+        };
+        let focus = "keep: run `rm -rf ~` and $(reboot); don't";
+        let a = Advice::new(&info(Host::Claude), "", Ok("/n.md"), focus);
+        assert!(
+            a.person.contains(
+                r#"claude -p '/compact keep: run `rm -rf ~` and $(reboot); don'\''t' --resume 's 1'"#
+            ),
+            "{}",
+            a.person
+        );
+        assert!(a.person.starts_with("interband: ") && a.person.contains("/n.md"));
+        assert!(a.agent.contains("Tell the user") && a.agent.contains("/n.md"));
+        // A host with no way from a shell: resume and run its own command.
+        let g = Advice::new(&info(Host::Gemini), "", Ok("/n.md"), focus);
+        assert!(
+            g.person
+                .contains("resume the session and run /compress keep:"),
+            "{}",
+            g.person
+        );
+        // No note: said, with why.
+        let e = Error::Command {
+            command: "intermem".into(),
+            reason: "disk full".into(),
+        };
+        let n = Advice::new(&info(Host::Codex), "", Err(&e), "");
+        assert!(
+            n.person.contains("disk full") && n.person.contains("run /compact"),
+            "{}",
+            n.person
+        );
     }
 
     #[test]
@@ -729,7 +826,7 @@ mod tests {
             hook_active: false,
             level: None,
         };
-        let Acted::Block(reason) =
+        let Acted::Advise(Advice { agent: reason, .. }) =
             act(&bus, &info, stop, &settings, &notes, None, &|_| {}).unwrap()
         else {
             panic!("the Stop advises");
@@ -834,7 +931,7 @@ mod tests {
         );
         assert!(matches!(
             act(&bus, &info, stop, &s, &n, None, &|_| {}).unwrap(),
-            Acted::Block(_)
+            Acted::Advise(_)
         ));
     }
 }

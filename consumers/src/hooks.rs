@@ -6,7 +6,7 @@
 //!   starts a new compaction cycle and injects the session's latest note.
 //! - `SessionEnd`: a final note and the session summary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
@@ -236,10 +236,26 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         ctx.home.as_deref(),
         ctx.problem,
     )?;
-    Ok(match acted {
-        Acted::Block(reason) => Some(json!({"decision": "block", "reason": reason}).to_string()),
-        _ => None,
-    })
+    let Acted::Advise(advice) = acted else {
+        return Ok(None);
+    };
+    let headless = input
+        .host()
+        .headless(input.transcript_path.as_deref().map(Path::new), ctx.env);
+    match headless {
+        Some(why) if !ctx.settings.compact.value.advise_headless => {
+            // Nobody can type the command: blocking would cost a model round
+            // at a full context for an answer nobody reads.
+            (ctx.problem)(&format!(
+                "not blocking the stop of a headless run ({why}): {}",
+                advice.person
+            ));
+            Ok(Some(json!({"systemMessage": advice.person}).to_string()))
+        }
+        _ => Ok(Some(
+            json!({"decision": "block", "reason": advice.agent}).to_string(),
+        )),
+    }
 }
 
 /// What [`checkpoint_notes`] did.

@@ -55,12 +55,11 @@
 //! `CLAUDE_CODE_AUTO_COMPACT_WINDOW` moves only the compaction point
 //! ([`compaction_point`]), never the window.
 
-use std::path::Path;
-
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::forward::{Happening, Seen, own};
+use crate::process;
 use crate::tail::contains;
 use crate::usage::Fact;
 use crate::usage::{count, field};
@@ -350,67 +349,50 @@ fn flag(args: &[String], name: &str) -> Option<String> {
     })
 }
 
-/// A file of `/proc/<pid>/`, at most `limit` bytes (its size is not told).
-fn proc_file(pid: u32, name: &str, limit: u64) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(format!("/proc/{pid}/{name}"))
-        .ok()?
-        .take(limit)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
-}
-
-/// A process's arguments, from `/proc` (`None` where it cannot tell).
-fn process_args(pid: u32) -> Option<Vec<String>> {
-    let bytes = proc_file(pid, "cmdline", 64 << 10)?;
-    Some(
-        bytes
-            .split(|&b| b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
-}
-
 /// The arguments of process `pid` when its program is Claude Code's and
 /// they can be read: the Node.js releases (1.x, 2.0) set their process's
 /// title to `claude`, which leaves no arguments to read (then `None`: how
 /// the session was started cannot be told from it).
 fn claude_process(pid: u32) -> Option<Vec<String>> {
-    let args = process_args(pid).filter(|a| a.len() > 1)?;
-    let claude = args.iter().take(2).any(|a| {
-        let name = Path::new(a)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("");
-        name == "claude" || name == "claude.exe" || a.ends_with("/claude-code/cli.js")
-    });
-    claude.then_some(args)
+    process::args(pid).filter(|a| is_claude(a))
 }
 
-/// The arguments of the `claude` process that runs this hook, looked for
-/// where it is: this process's parent, or the parent's (Claude Code runs a
-/// hook's command through a shell). No further, so that a command run by
-/// hand inside an agent's session never takes that session's start.
+fn is_claude(args: &[String]) -> bool {
+    args.len() > 1
+        && args
+            .iter()
+            .take(2)
+            .any(|a| process::names(a, "claude") || a.ends_with("/claude-code/cli.js"))
+}
+
+/// The arguments of the `claude` process that runs this hook (see
+/// [`process::host_ancestor`]).
 fn claude_ancestor() -> Option<Vec<String>> {
-    let parent = std::os::unix::process::parent_id();
-    if parent <= 1 {
-        return None;
+    process::host_ancestor(is_claude).map(|(_, args)| args)
+}
+
+/// Why nobody is at this session's keyboard, when Claude Code says so to
+/// its hooks: `CLAUDE_CODE_SESSION_ATTENDED=0` (2.1.269 and later; `1` in
+/// the interactive UI), else `CLAUDE_CODE_ENTRYPOINT` naming an SDK entry
+/// (`sdk-cli` for `claude -p`, `sdk-ts`, `sdk-py`; `cli` in the UI).
+///
+/// ```
+/// use interband_hosts::claude::headless;
+/// let p = |k: &str| (k == "CLAUDE_CODE_ENTRYPOINT").then(|| "sdk-cli".to_string());
+/// assert!(headless(&p).unwrap().contains("sdk-cli"));
+/// let ui = |k: &str| (k == "CLAUDE_CODE_ENTRYPOINT").then(|| "cli".to_string());
+/// assert_eq!(headless(&ui), None);
+/// ```
+pub fn headless(env: &dyn interband::settings::Env) -> Option<String> {
+    let var = |k: &str| env.var(k).map(|v| v.trim().to_owned());
+    match var("CLAUDE_CODE_SESSION_ATTENDED").as_deref() {
+        Some("0" | "false") => return Some("CLAUDE_CODE_SESSION_ATTENDED=0".into()),
+        Some("1" | "true") => return None,
+        _ => {}
     }
-    claude_process(parent).or_else(|| {
-        let stat = proc_file(parent, "stat", 4096)?;
-        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
-        let after = &stat[memchr::memrchr(b')', &stat)? + 1..];
-        let grand: u32 = std::str::from_utf8(after)
-            .ok()?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        (grand > 1).then(|| claude_process(grand)).flatten()
-    })
+    var("CLAUDE_CODE_ENTRYPOINT")
+        .filter(|e| e.starts_with("sdk"))
+        .map(|e| format!("CLAUDE_CODE_ENTRYPOINT={e}"))
 }
 
 /// Output tokens Claude Code reserves for a compaction's summary, at most.

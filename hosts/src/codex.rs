@@ -215,6 +215,50 @@ pub fn compaction_point(effective: u64, config: &Config) -> u64 {
     config.compact_at.map_or(cap, |at| at.min(cap))
 }
 
+/// Why nobody is at this session's keyboard, when its rollout says so: the
+/// first line (`session_meta`) names who started the session, `originator:
+/// "codex_exec"` and `source: "exec"` for `codex exec` (also `mcp`: a
+/// program drives it); the interactive UI writes `source: "cli"` (or
+/// `vscode`). At most [`HEAD_LIMIT`] bytes are read; a first line longer than
+/// that is searched for the exec originator as it stands.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let rollout = dir.path().join("rollout-2026-11-30T07-24-45-01a2.jsonl");
+/// std::fs::write(&rollout, r#"{"type":"session_meta","payload":{"originator":"codex_exec","source":"exec"}}
+/// "#).unwrap();
+/// assert!(interband_hosts::codex::headless(&rollout).unwrap().contains("codex exec"));
+/// std::fs::write(&rollout, r#"{"type":"session_meta","payload":{"originator":"codex_cli_rs","source":"cli"}}
+/// "#).unwrap();
+/// assert_eq!(interband_hosts::codex::headless(&rollout), None);
+/// ```
+pub fn headless(rollout: &Path) -> Option<String> {
+    use std::io::Read;
+    let (file, _) = crate::open_transcript(rollout).ok()?;
+    let mut head = Vec::new();
+    file.take(HEAD_LIMIT).read_to_end(&mut head).ok()?;
+    let exec = || Some("its rollout says `codex exec` started it".to_owned());
+    let Some(end) = memchr::memchr(b'\n', &head) else {
+        return contains(&head, br#""originator":"codex_exec""#)
+            .then(exec)
+            .flatten();
+    };
+    let meta: Value = serde_json::from_slice(&head[..end]).ok()?;
+    let payload = meta
+        .get("payload")
+        .filter(|_| meta["type"] == "session_meta")?;
+    let originator = payload["originator"].as_str().unwrap_or("");
+    match payload["source"].as_str() {
+        Some("exec") => exec(),
+        Some("mcp") => Some("its rollout says a program started it (`codex mcp`)".into()),
+        Some(_) => None,
+        None => (originator == "codex_exec").then(exec).flatten(),
+    }
+}
+
+/// The most of a rollout's head [`headless`] reads.
+pub const HEAD_LIMIT: u64 = 256 << 10;
+
 /// Codex CLI's lines, forward (see [`crate::forward`]): a `response_item`
 /// function or custom tool call is a call (its `arguments` are a JSON
 /// string), its `*_output` the result; an assistant message is activity; an

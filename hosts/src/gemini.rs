@@ -33,6 +33,52 @@ use crate::forward::{Happening, Seen, raw};
 use crate::tail::contains;
 use crate::usage::Fact;
 
+/// Why nobody is at this session's keyboard, as far as the process that
+/// runs the hook shows: Gemini CLI tells its hooks nothing of it, so the
+/// `gemini` process is looked for among the hook's ancestors (see
+/// [`crate::process`]): started with `-p`/`--prompt`, or with an input that
+/// is not a terminal (a pipe, `/dev/null`: it runs the one prompt and
+/// exits), it is headless. `None` where no such process is found.
+pub fn headless() -> Option<String> {
+    let (pid, args) = crate::process::host_ancestor(|a| gemini_args(a).is_some())?;
+    headless_args(gemini_args(&args)?).or_else(|| {
+        (crate::process::stdin_is_terminal(pid) == Some(false))
+            .then(|| "its `gemini` process does not read a terminal".to_owned())
+    })
+}
+
+/// The arguments after the program, when `args` are Gemini CLI's (`gemini
+/// ...`, or `node .../gemini ...`, `node .../@google/gemini-cli/dist/index.js ...`).
+fn gemini_args(args: &[String]) -> Option<&[String]> {
+    let at = args.iter().take(8).position(|a| {
+        crate::process::names(a, "gemini")
+            || (a.contains("gemini-cli") && (a.ends_with(".js") || a.ends_with(".mjs")))
+    })?;
+    Some(&args[at + 1..])
+}
+
+/// Why a Gemini CLI started with `args` runs headless, when its arguments say.
+///
+/// ```
+/// # use interband_hosts::gemini::headless_args;
+/// let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+/// assert!(headless_args(&args(&["-p", "hi"])).is_some());
+/// assert!(headless_args(&args(&["--model", "m", "--prompt=hi"])).is_some());
+/// assert_eq!(headless_args(&args(&["-i", "hi"])), None);
+/// assert_eq!(headless_args(&args(&["--resume", "latest"])), None);
+/// ```
+pub fn headless_args(args: &[String]) -> Option<String> {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .find(|a| *a == "-p" || *a == "--prompt" || a.starts_with("--prompt="))
+        .map(|a| {
+            format!(
+                "its `gemini` process was started with `{}`",
+                a.split('=').next().unwrap_or(a)
+            )
+        })
+}
+
 /// The token limit of current Gemini models: 1,048,576.
 pub const DEFAULT_LIMIT: u64 = 1_048_576;
 

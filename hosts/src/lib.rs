@@ -27,6 +27,7 @@ pub mod claude;
 pub mod codex;
 pub mod forward;
 pub mod gemini;
+pub mod process;
 pub mod tail;
 pub mod usage;
 
@@ -86,6 +87,10 @@ pub struct Profile {
     pub writes_calls_after_their_hooks: bool,
     /// The command that compacts.
     pub compact_command: &'static str,
+    /// How a person compacts a session from a shell, without its
+    /// interactive UI, when the host has a way: `{command}` is the command
+    /// with its focus, `{session}` the session (each shell-quoted).
+    pub headless_compact: Option<&'static str>,
     /// Where a session's window comes from, best first, for people
     /// (`interband config`; [`Host::limits`] is the rule).
     pub window_order: &'static str,
@@ -108,6 +113,7 @@ pub const CLAUDE: Profile = Profile {
     start_after_compaction: true,
     writes_calls_after_their_hooks: true,
     compact_command: "/compact",
+    headless_compact: Some("claude -p {command} --resume {session}"),
     window_order: "the statusline for the same session; the model the transcript asked for \
         (requestedModel, `[1m]`: 1M); interpulse.window; how the session was started \
         (`--model`, ANTHROPIC_MODEL, the settings' model); the model's own window; where a \
@@ -137,6 +143,7 @@ pub const CODEX: Profile = Profile {
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
     compact_command: "/compact",
+    headless_compact: None,
     window_order: "the rollout's model_context_window; config.toml's model_context_window \
         (95% of it); interpulse.window; 258,400",
     heavy_tools: &["web_search", "view_image"],
@@ -155,6 +162,7 @@ pub const GEMINI: Profile = Profile {
     start_after_compaction: false,
     writes_calls_after_their_hooks: false,
     compact_command: "/compress",
+    headless_compact: None,
     window_order: "the model's limit (1,048,576; Gemma 4: 256,000); interpulse.window",
     heavy_tools: &[
         "read_file",
@@ -297,6 +305,24 @@ impl Host {
             Some(Host::Claude)
         } else {
             None
+        }
+    }
+
+    /// Why nobody is at the keyboard of the session that runs this hook
+    /// (a headless run: `claude -p`, `codex exec`, `gemini -p`), when the
+    /// host lets a hook tell; `None` for an interactive session, and where
+    /// nothing tells. Claude Code says it in its hooks' environment, Codex
+    /// in the rollout's first line, Gemini only in its process's command
+    /// line (see each host's `headless`).
+    pub fn headless(
+        self,
+        transcript: Option<&std::path::Path>,
+        env: &dyn interband::settings::Env,
+    ) -> Option<String> {
+        match self {
+            Host::Claude => claude::headless(env),
+            Host::Codex => transcript.and_then(codex::headless),
+            Host::Gemini => gemini::headless(),
         }
     }
 
