@@ -49,9 +49,12 @@ pub struct Command {
     /// The command line (`input.command` of a `Bash` tool call, truncated to
     /// [`Limits::text`] characters).
     pub command: String,
-    /// Whether its tool result has `is_error: true`. A command whose result
-    /// is not in the window read (or not written yet) counts as not failed.
+    /// Whether its latest run's tool result has `is_error: true`. A command
+    /// whose result is not in the window read (or not written yet) counts as
+    /// not failed.
     pub failed: bool,
+    /// How many times it ran (the same command line, in the window read).
+    pub runs: usize,
 }
 
 /// A tool call that failed.
@@ -73,13 +76,18 @@ pub struct Digest {
     /// The last real user prompt in the tail; failing one, the tail's last
     /// `last-prompt` record (the client's own note of the latest prompt).
     pub latest_prompt: Option<String>,
+    /// The real user prompts since the last compaction (the requests the
+    /// context being replaced holds), chronological, the last
+    /// [`Limits::prompts`], each truncated to [`Limits::text`] characters.
+    pub prompts: Vec<String>,
     /// The current todo list: the last TodoWrite call's `todos` (empty when
     /// there is none in the tail, or when it cleared the list).
     pub todos: Vec<Todo>,
     /// Files written by `Edit`, `Write`, `MultiEdit` and `NotebookEdit`: most
     /// recent first, each path once, at most [`Limits::files`].
     pub files_changed: Vec<String>,
-    /// `Bash` commands: chronological, the last [`Limits::commands`].
+    /// `Bash` commands: each command line once, at its latest run,
+    /// chronological, the last [`Limits::commands`].
     pub commands: Vec<Command>,
     /// Tool results with `is_error: true`: chronological, the last
     /// [`Limits::errors`].
@@ -109,6 +117,8 @@ pub struct Limits {
     pub files: usize,
     /// Most commands kept in [`Digest::commands`].
     pub commands: usize,
+    /// Most prompts kept in [`Digest::prompts`].
+    pub prompts: usize,
     /// Most errors kept in [`Digest::tool_errors`].
     pub errors: usize,
     /// Most characters kept of each prompt, assistant message, todo, command
@@ -118,14 +128,15 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// Head 256 KiB, tail 4 MiB, 20 files, 12 commands, 8 errors, 600
-    /// characters of text.
+    /// Head 256 KiB, tail 4 MiB, 20 files, 100 commands, 40 prompts, 8
+    /// errors, 600 characters of text.
     fn default() -> Self {
         Limits {
             head_cap: 256 * 1024,
             tail_cap: 4 * 1024 * 1024,
             files: 20,
-            commands: 12,
+            commands: 100,
+            prompts: 40,
             errors: 8,
             text: 600,
         }
@@ -418,6 +429,11 @@ struct Scan<'a> {
     first_prompt: Option<String>,
     latest_prompt: Option<String>,
     last_prompt_record: Option<String>,
+    /// Prompts since the last compaction summary this scan saw (all of
+    /// them when it saw none), chronological.
+    prompts: Vec<String>,
+    /// Whether this scan saw a compaction summary.
+    compacted: bool,
     todos: Option<Vec<Todo>>,
     /// Changed paths, chronological, repeats included.
     files: Vec<String>,
@@ -443,6 +459,8 @@ impl<'a> Scan<'a> {
             first_prompt: None,
             latest_prompt: None,
             last_prompt_record: None,
+            prompts: Vec::new(),
+            compacted: false,
             todos: None,
             files: Vec::new(),
             commands: Vec::new(),
@@ -504,6 +522,7 @@ impl<'a> Scan<'a> {
             Some("compacted") => {
                 if let Some(summary) = text("message") {
                     self.compaction_summary = Some(summary.to_owned());
+                    self.compacted();
                 }
             }
             Some("response_item") => match text("type") {
@@ -522,9 +541,7 @@ impl<'a> Scan<'a> {
                             if let Some(prompt) = prompt_from_str(&joined)
                                 .filter(|t| !t.starts_with('<') && !t.starts_with("# AGENTS.md"))
                             {
-                                let prompt = self.cut(prompt);
-                                self.first_prompt.get_or_insert_with(|| prompt.clone());
-                                self.latest_prompt = Some(prompt);
+                                self.prompt(prompt);
                             }
                         }
                         Some("assistant") if !joined.trim().is_empty() => {
@@ -649,6 +666,7 @@ impl<'a> Scan<'a> {
                     .find(|t| t.trim_start().starts_with("<state_snapshot>"));
                 if let Some(t) = text {
                     self.compaction_summary = Some(t.to_owned());
+                    self.compacted();
                 }
             }
             return;
@@ -673,9 +691,7 @@ impl<'a> Scan<'a> {
                     } else if let Some(text) = part.get("text").and_then(Value::as_str)
                         && let Some(prompt) = prompt_from_str(text).filter(|t| !t.starts_with('<'))
                     {
-                        let prompt = self.cut(prompt);
-                        self.first_prompt.get_or_insert_with(|| prompt.clone());
-                        self.latest_prompt = Some(prompt);
+                        self.prompt(prompt);
                     }
                 }
             }
@@ -773,6 +789,7 @@ impl<'a> Scan<'a> {
         if flag("isCompactSummary") {
             if let Some(text) = content.and_then(content_text) {
                 self.compaction_summary = Some(text);
+                self.compacted();
             }
             return;
         }
@@ -785,11 +802,7 @@ impl<'a> Scan<'a> {
             return;
         }
         if let Some(prompt) = content.and_then(prompt_text) {
-            let prompt = self.cut(&prompt);
-            if self.first_prompt.is_none() {
-                self.first_prompt = Some(prompt.clone());
-            }
-            self.latest_prompt = Some(prompt);
+            self.prompt(&prompt);
         }
     }
 
@@ -896,6 +909,8 @@ impl<'a> Scan<'a> {
             first_prompt,
             latest_prompt,
             last_prompt_record,
+            prompts,
+            compacted,
             todos,
             files,
             commands,
@@ -910,6 +925,12 @@ impl<'a> Scan<'a> {
         self.first_prompt = self.first_prompt.or(first_prompt);
         self.latest_prompt = latest_prompt.or(self.latest_prompt);
         self.last_prompt_record = last_prompt_record.or(self.last_prompt_record);
+        if compacted {
+            self.prompts = prompts;
+            self.compacted = true;
+        } else {
+            self.prompts.extend(prompts);
+        }
         self.todos = todos.or(self.todos);
         self.files.extend(files);
         self.commands.extend(commands);
@@ -921,6 +942,24 @@ impl<'a> Scan<'a> {
         self.cwd = cwd.or(self.cwd);
         self.git_branch = git_branch.or(self.git_branch);
         self
+    }
+
+    /// A real user prompt.
+    fn prompt(&mut self, text: &str) {
+        let prompt = self.cut(text);
+        self.first_prompt.get_or_insert_with(|| prompt.clone());
+        // (Bounded as it goes: only the last ones are kept.)
+        if self.prompts.len() >= self.limits.prompts.max(1) * 2 {
+            self.prompts.drain(..self.limits.prompts);
+        }
+        self.prompts.push(prompt.clone());
+        self.latest_prompt = Some(prompt);
+    }
+
+    /// A compaction summary: the prompts before it are in it.
+    fn compacted(&mut self) {
+        self.prompts.clear();
+        self.compacted = true;
     }
 
     /// `text` trimmed and truncated to the text limit.
@@ -941,15 +980,27 @@ impl<'a> Scan<'a> {
             .take(limits.files)
             .collect();
 
-        let skip = self.commands.len().saturating_sub(limits.commands);
+        // Each command line once, where it last ran, with its count.
         let failed_ids = &self.failed_ids;
-        let commands = self
-            .commands
+        let mut runs: HashMap<&str, (usize, usize, bool)> = HashMap::new();
+        for (i, (id, command)) in self.commands.iter().enumerate() {
+            let failed = id.as_ref().is_some_and(|id| failed_ids.contains(id));
+            let e = runs.entry(command.as_str()).or_insert((i, 0, failed));
+            *e = (i, e.1 + 1, failed);
+        }
+        let mut latest: Vec<(usize, usize, bool, &str)> = runs
+            .into_iter()
+            .map(|(c, (at, n, failed))| (at, n, failed, c))
+            .collect();
+        latest.sort_unstable();
+        let skip = latest.len().saturating_sub(limits.commands);
+        let commands = latest
             .into_iter()
             .skip(skip)
-            .map(|(id, command)| Command {
-                failed: id.is_some_and(|id| failed_ids.contains(&id)),
-                command,
+            .map(|(_, runs, failed, command)| Command {
+                command: command.to_owned(),
+                failed,
+                runs,
             })
             .collect();
 
@@ -967,8 +1018,12 @@ impl<'a> Scan<'a> {
             })
             .collect();
 
+        let skip = self.prompts.len().saturating_sub(limits.prompts);
+        let prompts = self.prompts.into_iter().skip(skip).collect();
+
         Digest {
             first_prompt,
+            prompts,
             latest_prompt: self.latest_prompt.or(self.last_prompt_record),
             todos: self.todos.unwrap_or_default(),
             files_changed,
@@ -1169,7 +1224,8 @@ mod tests {
             d.commands,
             vec![Command {
                 command: "echo hello".into(),
-                failed: false
+                failed: false,
+                runs: 1,
             }]
         );
         let summary = d.compaction_summary.as_deref().expect("compaction summary");
@@ -1537,15 +1593,18 @@ mod tests {
             vec![
                 Command {
                     command: "cargo build".into(),
-                    failed: false
+                    failed: false,
+                    runs: 1,
                 },
                 Command {
                     command: "cargo test".into(),
-                    failed: true
+                    failed: true,
+                    runs: 1,
                 },
                 Command {
                     command: "ls".into(),
-                    failed: false
+                    failed: false,
+                    runs: 1,
                 },
             ]
         );
@@ -1618,6 +1677,60 @@ mod tests {
         assert_eq!(d.compaction_summary.as_deref(), Some("second summary"));
         assert_eq!(d.first_prompt.as_deref(), Some("first ask"));
         assert_eq!(d.latest_prompt.as_deref(), Some("after compaction"));
+    }
+
+    #[test]
+    fn the_requests_are_those_since_the_last_compaction_and_each_command_comes_once() {
+        let bash = |id: &str, c: &str| tool_use(id, "Bash", json!({"command": c}));
+        let lines = vec![
+            user(json!("old ask")),
+            with(user(json!("summary")), "isCompactSummary", json!(true)),
+            user(json!("port the cache")),
+            bash("t1", "cargo test"),
+            tool_result("t1", true, json!("1 failed")),
+            user(json!("also log each retry")),
+            bash("t2", "cargo build"),
+            bash("t3", "cargo test"),
+            tool_result("t3", false, json!("ok")),
+            user(json!("continue")),
+        ];
+        let bytes = jsonl(&lines);
+        let d = digest(&bytes, &Limits::default());
+        assert_eq!(
+            d.prompts,
+            vec!["port the cache", "also log each retry", "continue"]
+        );
+        assert_eq!(
+            d.commands,
+            vec![
+                Command {
+                    command: "cargo build".into(),
+                    failed: false,
+                    runs: 1,
+                },
+                Command {
+                    command: "cargo test".into(),
+                    failed: false,
+                    runs: 2,
+                },
+            ],
+            "at its latest run, which passed"
+        );
+        // Read in two halves side by side, the same (the summary in the first).
+        let halves = digest_source(
+            &bytes[..],
+            bytes.len() as u64,
+            &Limits::default(),
+            Host::Claude,
+            Reading { chunk: 7, split: 2 },
+        )
+        .unwrap();
+        assert_eq!(halves, d);
+        let few = Limits {
+            prompts: 1,
+            ..Limits::default()
+        };
+        assert_eq!(digest(&bytes, &few).prompts, vec!["continue"]);
     }
 
     #[test]
@@ -1794,6 +1907,7 @@ mod tests {
                     tail_cap,
                     files,
                     commands,
+                    prompts: commands,
                     errors,
                     text,
                 },
@@ -1803,6 +1917,12 @@ mod tests {
     fn check_invariants(d: &Digest, limits: &Limits) {
         assert!(d.files_changed.len() <= limits.files);
         assert!(d.commands.len() <= limits.commands);
+        assert!(d.prompts.len() <= limits.prompts);
+        let mut lines: Vec<&str> = d.commands.iter().map(|c| c.command.as_str()).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len(), d.commands.len(), "each command once");
+        assert!(d.commands.iter().all(|c| c.runs >= 1));
         assert!(d.tool_errors.len() <= limits.errors);
         let unique: HashSet<&String> = d.files_changed.iter().collect();
         assert_eq!(unique.len(), d.files_changed.len());

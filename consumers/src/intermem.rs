@@ -42,9 +42,9 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             enabled: true,
-            max_bytes: 8192,
+            max_bytes: 16384,
             claude_memory: false,
-            inject_max_bytes: 6000,
+            inject_max_bytes: 16384,
         }
     }
 }
@@ -398,6 +398,16 @@ pub fn render(
             .map(|p| quote(p))
             .unwrap_or_default(),
     ));
+    // The other requests of the context, newest first (a request is what
+    // a compaction's summary loses most often after the commands).
+    let others: String = d
+        .prompts
+        .iter()
+        .rev()
+        .filter(|p| Some(*p) != d.first_prompt.as_ref() && Some(*p) != d.latest_prompt.as_ref())
+        .map(|p| format!("- {}\n", inline(&truncate(p, 300))))
+        .collect();
+    sections.push(("Earlier requests (newest first)".into(), others));
     let todos: String = d
         .todos
         .iter()
@@ -419,13 +429,18 @@ pub fn render(
             .collect(),
     ));
     sections.push((
-        "Recent commands".into(),
+        "Commands run (each once, at its latest run)".into(),
         d.commands
             .iter()
             .map(|c| {
                 format!(
-                    "- {}{}\n",
-                    code(&c.command),
+                    "- {}{}{}\n",
+                    code(&truncate(&first_line(&c.command), 200)),
+                    if c.runs > 1 {
+                        format!(" (×{})", c.runs)
+                    } else {
+                        String::new()
+                    },
                     if c.failed { " — FAILED" } else { "" }
                 )
             })
@@ -930,6 +945,7 @@ mod tests {
             commands: vec![Command {
                 command: "cat > notes.md <<'EOF'\n## Task\nEOF".into(),
                 failed: true,
+                runs: 1,
             }],
             tool_errors: vec![ToolError {
                 tool: "Bash".into(),
@@ -949,7 +965,7 @@ mod tests {
             "## Task",
             "## Todo list",
             "## Files changed",
-            "## Recent commands",
+            "## Commands run (each once, at its latest run)",
             "## Recent tool errors",
             "## Last assistant message",
         ] {
@@ -966,6 +982,43 @@ mod tests {
         );
         assert!(note.contains("more bytes]"), "the todo list is cut visibly");
         assert!(!note.contains("note truncated"), "{note}");
+    }
+
+    #[test]
+    fn the_note_lists_the_other_requests_newest_first_and_each_command_with_its_runs() {
+        use crate::digest::Command;
+        let (info, trigger) = session_s();
+        let d = Digest {
+            first_prompt: Some("Port the cache".into()),
+            latest_prompt: Some("continue".into()),
+            prompts: vec![
+                "Port the cache".into(),
+                "Also log each retry".into(),
+                "# not a heading\nsecond line".into(),
+                "continue".into(),
+            ],
+            commands: vec![Command {
+                command: "cargo test".into(),
+                failed: true,
+                runs: 3,
+            }],
+            ..Default::default()
+        };
+        let note = render(&info, &trigger, &d, &[], 16384);
+        let section = note
+            .split("## Earlier requests (newest first)\n\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{note}"));
+        let items: Vec<&str> = section
+            .lines()
+            .take_while(|l| l.starts_with("- "))
+            .collect();
+        assert_eq!(
+            items,
+            vec!["- \\# not a heading second line", "- Also log each retry"],
+            "the first and latest prompts have their own sections: {note}"
+        );
+        assert!(note.contains("- `cargo test` (×3) — FAILED"), "{note}");
     }
 
     #[test]
