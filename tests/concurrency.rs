@@ -175,16 +175,26 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
         }
         // SAFETY: signals to our own child, waited for below.
         unsafe { libc::kill(pid, libc::SIGSTOP) };
-        let writing = temps() > left && child.try_wait().ok().flatten().is_none();
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        let status = child.wait().unwrap();
+        // A signal is delivered when the child next runs, maybe on another
+        // core, a little later: wait until it is stopped (or gone) indeed.
+        let mut wstatus = 0;
+        let waited = unsafe { libc::waitpid(pid, &mut wstatus, libc::WUNTRACED) } == pid;
+        let stopped = waited && libc::WIFSTOPPED(wstatus);
+        let writing = stopped && temps() > left;
+        // Exited (and reaped) before the stop landed: nothing to kill.
+        let succeeded = if waited && !stopped {
+            libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0
+        } else {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            child.wait().unwrap().success()
+        };
         let now = interband::read_path(&path).unwrap();
         assert_eq!(
             now.envelope.payload["blob"].as_str().unwrap().len(),
             blob.len(),
             "attempt {attempt}: a whole value"
         );
-        if writing && !status.success() {
+        if writing && !succeeded {
             mid_write += 1;
             assert_eq!(now.envelope.payload["i"], before, "the old value stays");
             assert!(temps() > left, "a kill mid-write leaves its temp file");

@@ -394,10 +394,21 @@ fn codex_session_end_writes_the_final_note() {
     let session = input["session_id"].as_str().unwrap().to_owned();
     input["transcript_path"] = json!(codex_rollout(w.dir.path(), &session, 50_000, 190_000));
     input["cwd"] = json!(w.dir.path());
+    let mut tool = capture_of("codex-0.171.0", "PostToolUse.input.json");
+    for k in ["session_id", "transcript_path", "cwd"] {
+        tool[k] = input[k].clone();
+    }
+    hook(&w, &tool);
     assert_eq!(hook(&w, &input), Value::Null);
     let notes = notes(&w);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].ends_with("session_end.md"), "{notes:?}");
+    // With the session's last figure, as a checkpoint's note has its own.
+    let body = std::fs::read_to_string(w.root().join("intermem/notes").join(&notes[0])).unwrap();
+    assert!(
+        body.contains("(trigger: session_end, ") && body.contains("of the usable room left"),
+        "{body}"
+    );
 }
 
 #[test]

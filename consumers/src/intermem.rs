@@ -744,9 +744,14 @@ pub fn finalize(
     settings: &Settings,
     home: Option<&Path>,
 ) -> Result<Written, Error> {
+    // The session's last figure, as a checkpoint's note has its own.
+    let usable = bus
+        .read_typed::<Pressure>(&info.session)
+        .ok()
+        .and_then(|p| p.payload.context_usable);
     let trigger = Trigger {
         name: "session_end".into(),
-        context_usable: None,
+        context_usable: usable,
         id: None,
         again: false,
     };
