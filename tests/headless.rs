@@ -214,7 +214,7 @@ fn codex_exec_is_told_not_blocked_and_its_interactive_ui_is_advised() {
     let out = codex_red_stop(&w, &exec);
     told_the_person(&w, &out, "/compact");
 
-    for (source, originator) in [("cli", "codex_cli_rs"), ("vscode", "codex_vscode")] {
+    for (source, originator) in [("cli", "codex-tui"), ("vscode", "codex_vscode")] {
         let w = World::new();
         let ui = codex_rollout(w.dir.path(), source, originator);
         blocked(&codex_red_stop(&w, &ui), "/compact");

@@ -224,22 +224,28 @@ impl Advice {
                 agent: format!(
                     "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `{with_focus}` now (the note will be brought back after the compaction), and do not start new work."
                 ),
-                person: format!(
+                person: for_terminal(format!(
                     "interband: session {}'s context is nearly full{why}. A memory note of it was saved to {path}; compact it before its next turn: {how}.",
                     info.session
-                ),
+                )),
             },
             Err(e) => Advice {
                 agent: format!(
                     "Context is nearly full, and interband could not save a memory note of this session ({e}). Tell the user to run `{command}` now, and do not start new work."
                 ),
-                person: format!(
+                person: for_terminal(format!(
                     "interband: session {}'s context is nearly full, and no memory note of it could be saved ({e}); compact it before its next turn: {how}.",
                     info.session
-                ),
+                )),
             },
         }
     }
+}
+
+/// Text a host prints to a terminal as it is (Gemini on stderr): the
+/// session's words in it (its id, the focus) never carry a control character.
+fn for_terminal(text: String) -> String {
+    interband::text::terminal(&text).into_owned()
 }
 
 /// The longest a `Stop` hook waits for the compaction command (the hook's
@@ -764,6 +770,12 @@ mod tests {
             ..Default::default()
         };
         let focus = "keep: run `rm -rf ~` and $(reboot); don't";
+        let raw = Advice::new(&info(Host::Claude), "", Ok("/n.md"), "keep: a\x1b[2Jb\nc");
+        assert!(
+            !raw.person.chars().any(|c| c.is_control()),
+            "{:?}",
+            raw.person
+        );
         let a = Advice::new(&info(Host::Claude), "", Ok("/n.md"), focus);
         assert!(
             a.person.contains(

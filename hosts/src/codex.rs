@@ -218,8 +218,8 @@ pub fn compaction_point(effective: u64, config: &Config) -> u64 {
 /// Why nobody is at this session's keyboard, when its rollout says so: the
 /// first line (`session_meta`) names who started the session, `originator:
 /// "codex_exec"` and `source: "exec"` for `codex exec` (also `mcp`: a
-/// program drives it); the interactive UI writes `source: "cli"` (or
-/// `vscode`). At most [`HEAD_LIMIT`] bytes are read; a first line longer than
+/// program drives it); the interactive UI writes `originator: "codex-tui"`,
+/// `source: "cli"` (captured: `tests/fixtures/headless/`). At most [`HEAD_LIMIT`] bytes are read; a first line longer than
 /// that is searched for the exec originator as it stands.
 ///
 /// ```
@@ -228,7 +228,7 @@ pub fn compaction_point(effective: u64, config: &Config) -> u64 {
 /// std::fs::write(&rollout, r#"{"type":"session_meta","payload":{"originator":"codex_exec","source":"exec"}}
 /// "#).unwrap();
 /// assert!(interband_hosts::codex::headless(&rollout).unwrap().contains("codex exec"));
-/// std::fs::write(&rollout, r#"{"type":"session_meta","payload":{"originator":"codex_cli_rs","source":"cli"}}
+/// std::fs::write(&rollout, r#"{"type":"session_meta","payload":{"originator":"codex-tui","source":"cli"}}
 /// "#).unwrap();
 /// assert_eq!(interband_hosts::codex::headless(&rollout), None);
 /// ```
@@ -237,11 +237,9 @@ pub fn headless(rollout: &Path) -> Option<String> {
     let (file, _) = crate::open_transcript(rollout).ok()?;
     let mut head = Vec::new();
     file.take(HEAD_LIMIT).read_to_end(&mut head).ok()?;
-    let exec = || Some("its rollout says `codex exec` started it".to_owned());
+    let exec = || "its rollout says `codex exec` started it".to_owned();
     let Some(end) = memchr::memchr(b'\n', &head) else {
-        return contains(&head, br#""originator":"codex_exec""#)
-            .then(exec)
-            .flatten();
+        return contains(&head, br#""originator":"codex_exec""#).then(exec);
     };
     let meta: Value = serde_json::from_slice(&head[..end]).ok()?;
     let payload = meta
@@ -249,10 +247,10 @@ pub fn headless(rollout: &Path) -> Option<String> {
         .filter(|_| meta["type"] == "session_meta")?;
     let originator = payload["originator"].as_str().unwrap_or("");
     match payload["source"].as_str() {
-        Some("exec") => exec(),
+        Some("exec") => Some(exec()),
         Some("mcp") => Some("its rollout says a program started it (`codex mcp`)".into()),
         Some(_) => None,
-        None => (originator == "codex_exec").then(exec).flatten(),
+        None => (originator == "codex_exec").then(exec),
     }
 }
 

@@ -41,7 +41,7 @@ use crate::usage::Fact;
 /// exits), it is headless. `None` where no such process is found.
 pub fn headless() -> Option<String> {
     let (pid, args) = crate::process::host_ancestor(|a| gemini_args(a).is_some())?;
-    headless_args(gemini_args(&args)?).or_else(|| {
+    headless_args(&args).or_else(|| {
         (crate::process::stdin_is_terminal(pid) == Some(false))
             .then(|| "its `gemini` process does not read a terminal".to_owned())
     })
@@ -57,18 +57,21 @@ fn gemini_args(args: &[String]) -> Option<&[String]> {
     Some(&args[at + 1..])
 }
 
-/// Why a Gemini CLI started with `args` runs headless, when its arguments say.
+/// Why a process with the command line `args` is a headless Gemini CLI,
+/// when its arguments say (`-p`, `--prompt`); `None` for any other process.
 ///
 /// ```
 /// # use interband_hosts::gemini::headless_args;
-/// let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-/// assert!(headless_args(&args(&["-p", "hi"])).is_some());
-/// assert!(headless_args(&args(&["--model", "m", "--prompt=hi"])).is_some());
-/// assert_eq!(headless_args(&args(&["-i", "hi"])), None);
-/// assert_eq!(headless_args(&args(&["--resume", "latest"])), None);
+/// let args = |a: &str| a.split(' ').map(str::to_owned).collect::<Vec<_>>();
+/// assert!(headless_args(&args("/usr/bin/node --max-old-space-size=8 /x/bin/gemini -p hi")).is_some());
+/// assert!(headless_args(&args("gemini --model m --prompt=hi")).is_some());
+/// assert_eq!(headless_args(&args("gemini -i hi")), None);
+/// assert_eq!(headless_args(&args("gemini --resume latest")), None);
+/// assert_eq!(headless_args(&args("node -p 1")), None);
 /// ```
 pub fn headless_args(args: &[String]) -> Option<String> {
-    args.iter()
+    gemini_args(args)?
+        .iter()
         .take_while(|a| *a != "--")
         .find(|a| *a == "-p" || *a == "--prompt" || a.starts_with("--prompt="))
         .map(|a| {
