@@ -308,3 +308,54 @@ fn gemini_prompt_mode_is_told_not_blocked() {
         told_the_person(&w, &out, "/compress");
     }
 }
+
+/// A session's start from interband's Claude Code plugin, with `env`.
+fn plugin_start(w: &World, env: &[(&str, &str)]) -> Value {
+    let mut v = capture_of("claude-code-2.1.332", "SessionStart.startup.input.json");
+    v["session_id"] = json!(SESSION);
+    v["cwd"] = json!(w.dir.path());
+    let mut all = vec![("CLAUDE_PLUGIN_ROOT", "/opt/plugins/interband")];
+    all.extend_from_slice(env);
+    hook(w, &all, &serde_json::to_vec(&v).unwrap())
+}
+
+fn hinted(out: &Value) -> bool {
+    out["systemMessage"]
+        .as_str()
+        .is_some_and(|m| m.contains("interband install --statusline-only"))
+}
+
+#[test]
+fn the_plugins_first_interactive_session_says_how_to_add_the_statusline_once() {
+    let ui = [("CLAUDE_CODE_ENTRYPOINT", "cli")];
+    let w = World::new();
+    // Headless: nobody sees it, so it is not spent.
+    assert_eq!(
+        plugin_start(&w, &[("CLAUDE_CODE_ENTRYPOINT", "sdk-cli")]),
+        Value::Null
+    );
+    let out = plugin_start(&w, &ui);
+    assert!(hinted(&out), "{out}");
+    assert_terminal_safe("the hint", out["systemMessage"].as_str().unwrap());
+    assert_eq!(plugin_start(&w, &ui), Value::Null, "once");
+
+    // Not from the plugin (hooks in the settings), or the statusline is there: nothing.
+    let w = World::new();
+    let mut v = capture_of("claude-code-2.1.332", "SessionStart.startup.input.json");
+    v["cwd"] = json!(w.dir.path());
+    assert_eq!(hook(&w, &ui, &serde_json::to_vec(&v).unwrap()), Value::Null);
+    std::fs::create_dir_all(w.home().join(".claude")).unwrap();
+    std::fs::write(
+        w.home().join(".claude/settings.json"),
+        r#"{"statusLine": {"type": "command", "command": "/usr/local/bin/interband statusline"}}"#,
+    )
+    .unwrap();
+    assert_eq!(plugin_start(&w, &ui), Value::Null);
+    // Someone else's statusline: said (it can be wrapped).
+    std::fs::write(
+        w.home().join(".claude/settings.json"),
+        r#"{"statusLine": {"type": "command", "command": "ccstatusline"}}"#,
+    )
+    .unwrap();
+    assert!(hinted(&plugin_start(&w, &ui)));
+}

@@ -1356,3 +1356,44 @@ fn uninstall_purge_removes_interbands_data_only_and_asks_first() {
     ok(&w.run(&["uninstall", "--purge", "--yes"]));
     assert!(!root.exists());
 }
+
+#[test]
+fn statusline_only_adds_the_statusline_alone_and_uninstall_takes_it_out() {
+    // For the plugin route: the plugin brings the hooks, and cannot bring a statusline.
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    let original = read(&path);
+    let o = w.run(&settings_args("install", &path, &["--statusline-only"]));
+    ok(&o);
+    assert!(stdout(&o).contains("installed interband"), "{}", stdout(&o));
+    let s = read(&path);
+    assert_eq!(s["hooks"], original["hooks"], "no hook added");
+    assert_eq!(
+        s["statusLine"]["command"],
+        format!(
+            "{} statusline --wrap sh -c '~/bin/my-status --short'",
+            program()
+        )
+    );
+    let o = w.run(&settings_args("install", &path, &["--statusline-only"]));
+    ok(&o);
+    assert!(stdout(&o).contains("already installed"), "{}", stdout(&o));
+    let o = w.run(&settings_args("uninstall", &path, &[]));
+    ok(&o);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), USER_SETTINGS);
+
+    // A host without a statusline: refused, nothing written.
+    let hooks = w.dir.path().join("hooks.json");
+    let o = w.run(&[
+        "install",
+        "--host",
+        "codex",
+        "--settings",
+        hooks.to_str().unwrap(),
+        "--statusline-only",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--statusline-only"), "{}", stderr(&o));
+    assert!(!hooks.exists());
+}

@@ -13,7 +13,7 @@ use interband::consumer::{self, Consumer, HandlerError};
 use interband::payloads::{Level, Payload, Pressure};
 use interband::settings::{Env, Files, Layered, load_from};
 use interband_hosts::{Host, tail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::compact::{self, Acted};
@@ -384,12 +384,62 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         Some("compact") => Fresh::Compacted,
         Some("resume") => Fresh::Resumed,
         Some("clear") => Fresh::Cleared,
-        _ => return Ok(None),
+        _ => {
+            return Ok(plugin_statusline_hint(ctx, input)
+                .map(|said| json!({"systemMessage": said}).to_string()));
+        }
     };
     Ok(after_compaction(ctx, input, how)?.map(|context| {
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
             .to_string()
     }))
+}
+
+/// What interband has told the user once, on this machine.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+struct Told {
+    /// That a plugin cannot add a statusline, and the command that does.
+    plugin_statusline: bool,
+}
+
+/// The first interactive session started with the hooks from interband's
+/// Claude Code plugin, while the user's settings run no interband
+/// statusline, tells the person (once) the one command that adds it: a
+/// plugin cannot.
+fn plugin_statusline_hint(ctx: &Ctx, input: &Input) -> Option<String> {
+    use interband_hosts::claude;
+    if input.host() != Host::Claude || !claude::from_plugin(ctx.env) {
+        return None;
+    }
+    let home = ctx.home.as_deref()?;
+    if claude::user_statusline(home).is_some_and(|c| c.contains("interband"))
+        || input
+            .host()
+            .headless(input.transcript_path.as_deref().map(Path::new), ctx.env)
+            .is_some()
+    {
+        return None;
+    }
+    let dir = ctx.bus.dir(&[".state", "interline"], true).ok()?;
+    let first = interband::lock::update_json(
+        &dir,
+        "told.json",
+        interband::lock::DEFAULT_WAIT,
+        |t: &mut Told| !std::mem::replace(&mut t.plugin_statusline, true),
+    );
+    match first {
+        Ok(true) => Some(
+            "interband: a plugin cannot add a statusline to Claude Code. `interband install --statusline-only` \
+             adds interband's (ctx 88% used ████▊ 21k to compact) to your own, once; `interband uninstall` takes it out."
+                .to_owned(),
+        ),
+        Ok(false) => None,
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            None
+        }
+    }
 }
 
 /// How a session's context came to be fresh.

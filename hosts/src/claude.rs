@@ -395,6 +395,26 @@ pub fn headless(env: &dyn interband::settings::Env) -> Option<String> {
         .map(|e| format!("CLAUDE_CODE_ENTRYPOINT={e}"))
 }
 
+/// Whether this hook runs from a Claude Code plugin: Claude Code sets
+/// `CLAUDE_PLUGIN_ROOT` for a plugin's hooks only.
+pub fn from_plugin(env: &dyn interband::settings::Env) -> bool {
+    env.var("CLAUDE_PLUGIN_ROOT")
+        .is_some_and(|r| !r.trim().is_empty())
+}
+
+/// The `statusLine` command of the user's settings (`~/.claude/settings.json`,
+/// read bounded, without blocking), if it has one. A plugin cannot add a
+/// statusline (Claude Code keeps only `agent` and `subagentStatusLine` of a
+/// plugin's settings, 2.0.76 to 2.1.332): only the user's own shows one.
+pub fn user_statusline(home: &std::path::Path) -> Option<String> {
+    let path = home.join(".claude/settings.json");
+    let bytes = interband::fsio::read_regular(&path, 1 << 20).ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    v.pointer("/statusLine/command")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// Output tokens Claude Code reserves for a compaction's summary, at most.
 const OUTPUT_RESERVE: u64 = 20_000;
 /// Claude Code's fixed buffer before the reserve.

@@ -38,6 +38,10 @@ pub fn next_step(level: Level) -> &'static str {
 /// let mine = interpulse::config::Warnings { orange: "{level}: {used}/{window}, {left} left. {next}".into(), ..Default::default() };
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
 /// assert!(text.starts_with("ORANGE: 140k/200k, 16% left. Bring the current step"), "{text}");
+/// // As everywhere, a share shows rounded down: 19.98% left is orange, and shows 19%.
+/// let f = Figures::new(133_700, 200_000, 167_000, Source::Transcript);
+/// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
+/// assert!(text.starts_with("ORANGE: 134k/200k, 19% left."), "{text}");
 /// ```
 pub fn warning(level: Level, figures: Option<&Figures>, s: &State, warnings: &Warnings) -> String {
     let name = level.as_str().to_uppercase();
@@ -47,7 +51,7 @@ pub fn warning(level: Level, figures: Option<&Figures>, s: &State, warnings: &Wa
             Some(f) => (
                 tokens(f.used_tokens),
                 tokens(f.window),
-                format!("{:.0}%", f.usable_remaining()),
+                interband::context::pct_text(f.usable_remaining()),
             ),
             None => (
                 format!("about {} (estimate)", tokens(s.est_tokens as u64)),

@@ -31,6 +31,11 @@ pub struct Install {
     /// trusted. Only when you ask for it.
     #[arg(long)]
     trust: bool,
+    /// Claude Code: only the statusline (its segment added to yours), for
+    /// those who have the hooks from interband's plugin: a plugin cannot
+    /// add a statusline.
+    #[arg(long, conflicts_with = "trust")]
+    statusline_only: bool,
 }
 
 /// `interband uninstall`
@@ -328,6 +333,11 @@ impl Ours {
 impl Install {
     pub fn run(self) -> Result<u8> {
         let t = &self.target;
+        anyhow::ensure!(
+            !self.statusline_only || t.host.has_statusline(),
+            "--statusline-only: {} has no statusline interband can add to",
+            t.host.name()
+        );
         let path = t.path()?;
         let ours = Ours::new(t.program()?);
         let files = Files::new(&path, t.project);
@@ -424,7 +434,12 @@ impl Install {
 
         // Add what is missing.
         let mut added_now = Vec::new();
-        for e in t.host.events() {
+        let events = if self.statusline_only {
+            &[][..]
+        } else {
+            t.host.events()
+        };
+        for e in events {
             if let Some(existing) = event_groups(&settings, e.name).and_then(|g| interband_hook(g))
             {
                 if existing != ours.hook {
