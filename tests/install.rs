@@ -808,6 +808,22 @@ fn the_plugin_files_are_valid() {
     assert!(plugin["description"].is_string());
     // hooks/hooks.json is loaded by convention; naming it in the manifest loads it twice.
     assert!(plugin.get("hooks").is_none());
+    // Only keys every release with plugins knows: Claude Code 2.0.76 refuses
+    // a manifest with one it does not (`icon`), and loads none of its hooks, silently.
+    let known = [
+        "name",
+        "version",
+        "description",
+        "author",
+        "license",
+        "keywords",
+    ];
+    for key in plugin.as_object().unwrap().keys() {
+        assert!(
+            known.contains(&key.as_str()),
+            "{key}: not known to Claude Code 2.0.76"
+        );
+    }
 
     let hooks: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("hooks/hooks.json")).unwrap())

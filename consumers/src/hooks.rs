@@ -430,8 +430,8 @@ fn plugin_statusline_hint(ctx: &Ctx, input: &Input) -> Option<String> {
     );
     match first {
         Ok(true) => Some(
-            "interband: a plugin cannot add a statusline to Claude Code. `interband install --statusline-only` \
-             adds interband's (ctx 88% used ████▊ 21k to compact) to your own, once; `interband uninstall` takes it out."
+            "interband: a plugin cannot add a statusline to Claude Code. Run `interband install --statusline-only` \
+             once to add interband's (ctx 70% used ███████░░░ 27k to compact ORANGE) to your own; `interband uninstall` takes it out."
                 .to_owned(),
         ),
         Ok(false) => None,
