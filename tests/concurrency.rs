@@ -148,14 +148,16 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
         }
     }
     // Kills known to land mid-write: the writer is stopped while its temp
-    // file is there (so before its rename: the temp file still there once it
-    // is stopped), then killed. The old value stays, whole.
+    // file is there, then killed. A temp file holds the new value before the
+    // switch, or (the switch swaps the two files, then removes the temp name)
+    // the old value after it: the file itself holds a whole value either
+    // way, the old one before the switch.
     let dir = path.parent().unwrap();
-    let temps = || {
+    let temps = || -> std::collections::BTreeSet<String> {
         files_under(dir)
             .into_iter()
             .filter(|f| f.starts_with(".interband-tmp."))
-            .count()
+            .collect()
     };
     let mut mid_write = 0;
     for attempt in 0..200 {
@@ -180,7 +182,15 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
         let mut wstatus = 0;
         let waited = unsafe { libc::waitpid(pid, &mut wstatus, libc::WUNTRACED) } == pid;
         let stopped = waited && libc::WIFSTOPPED(wstatus);
-        let writing = stopped && temps() > left;
+        // This writer's temp file, while it is stopped, and what it holds.
+        let own: Vec<String> = if stopped {
+            temps().difference(&left).cloned().collect()
+        } else {
+            Vec::new()
+        };
+        let held_old = own.iter().any(|t| {
+            interband::read_path(&dir.join(t)).is_ok_and(|m| m.envelope.payload["i"] == before)
+        });
         // Exited (and reaped) before the stop landed: nothing to kill.
         let succeeded = if waited && !stopped {
             libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0
@@ -194,10 +204,23 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
             blob.len(),
             "attempt {attempt}: a whole value"
         );
-        if writing && !succeeded {
+        if succeeded || own.is_empty() {
+            continue;
+        }
+        if held_old {
+            // Stopped after the switch: the new value is in place.
+            assert_eq!(
+                now.envelope.payload["i"],
+                1000 + attempt,
+                "the switch happened"
+            );
+        } else {
             mid_write += 1;
             assert_eq!(now.envelope.payload["i"], before, "the old value stays");
-            assert!(temps() > left, "a kill mid-write leaves its temp file");
+            assert!(
+                own.iter().all(|t| dir.join(t).exists()),
+                "a kill mid-write leaves its temp file"
+            );
         }
     }
     assert_eq!(mid_write, 5, "five kills landed mid-write");
@@ -216,7 +239,7 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
     }
     let o = w.run(&["prune", "killtest/blobs"]);
     assert_eq!(code(&o), 0);
-    assert_eq!(temps(), 0);
+    assert!(temps().is_empty(), "{:?}", temps());
     eprintln!(
         "{} of 40 killed publishes had completed first; {mid_write} kills landed mid-write",
         completed.len() - 1
