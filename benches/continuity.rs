@@ -347,6 +347,7 @@ fn note(before: &[u8], session: &str) -> (String, String) {
     let trigger = Trigger {
         name: "pre_compact_auto".into(),
         context_usable: None,
+        figure: None,
         id: None,
         again: false,
     };

@@ -406,7 +406,9 @@ fn codex_session_end_writes_the_final_note() {
     // With the session's last figure, as a checkpoint's note has its own.
     let body = std::fs::read_to_string(w.root().join("intermem/notes").join(&notes[0])).unwrap();
     assert!(
-        body.contains("(trigger: session_end, ") && body.contains("of the usable room left"),
+        body.contains("(trigger: session_end, ")
+            && body.contains("% used (")
+            && body.contains(" to compact)"),
         "{body}"
     );
 }

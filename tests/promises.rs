@@ -545,12 +545,14 @@ fn set_writable(dir: &Path, on: bool) {
 
 #[test]
 fn one_state_shows_one_figure_everywhere() {
-    // 155,377 of a 167k usable room: 6.96% left, shown as 6% everywhere.
+    // 155,377 of a 167k usable room: 6.96% left, shown as 6% wherever the
+    // usable room is shown; 78% used and 12k to compact wherever the figure
+    // is said in words (warning, note) and on the statusline.
     let mut s = Session::new();
     let out = s.call("Bash", json!({"command": "cargo test"}), 155_377);
     let said = Session::said(&out);
     assert!(
-        said.contains("155k of 200k tokens used, 6% of the usable room left"),
+        said.contains("78% used (155k of 200k tokens), 12k to compact"),
         "{said}"
     );
     let pressure = stdout(&s.w.run(&["pressure"]));
@@ -560,7 +562,10 @@ fn one_state_shows_one_figure_everywhere() {
         .first()
         .map(|n| std::fs::read_to_string(s.notes_dir().join(n)).unwrap())
         .unwrap();
-    assert!(note.contains("6% of the usable room left"), "{note}");
+    assert!(
+        note.contains("_pressure, 78% used (155k of 200k tokens), 12k to compact)"),
+        "{note}"
+    );
     assert!(note.contains("(6% usable left)"), "{note}");
     let mut line: Value = serde_json::from_slice(&capture("statusLine.input.json")).unwrap();
     line["session_id"] = json!(SESSION);

@@ -207,28 +207,33 @@ pub fn tokens_text(tokens: u64) -> String {
     }
 }
 
-/// The one sentence for a context figure: tokens used of the window, and
-/// the share of the usable room (up to where the host compacts) left.
+/// The one sentence for a context figure, in the statusline's words (a
+/// warning, a note, replay): the share of the window used, rounded as the
+/// hosts round their own; the tokens used of the window; and the tokens
+/// left before the host compacts.
 ///
 /// ```
+/// use interband::context::describe;
 /// assert_eq!(
-///     interband::context::describe(112_000, 200_000, 32.9),
-///     "112k of 200k tokens used, 32% of the usable room left"
+///     describe(140_000, 200_000, 167_000),
+///     "70% used (140k of 200k tokens), 27k to compact"
 /// );
+/// assert_eq!(describe(175_000, 200_000, 167_000), "88% used (175k of 200k tokens), 0 to compact");
 /// ```
-pub fn describe(used_tokens: u64, window: u64, usable_left_pct: f64) -> String {
+pub fn describe(used_tokens: u64, window: u64, compact_at: u64) -> String {
     format!(
-        "{} of {} tokens used, {} of the usable room left",
+        "{:.0}% used ({} of {} tokens), {} to compact",
+        pct(used_tokens, window),
         tokens_text(used_tokens),
         tokens_text(window),
-        pct_text(usable_left_pct)
+        tokens_text(compact_at.saturating_sub(used_tokens))
     )
 }
 
 impl Figures {
     /// [`describe`] for these figures.
     pub fn describe(&self) -> String {
-        describe(self.used_tokens, self.window, self.usable_remaining())
+        describe(self.used_tokens, self.window, self.autocompact_at)
     }
 }
 

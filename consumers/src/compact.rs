@@ -454,6 +454,7 @@ fn fresh_note(
     let trigger = Trigger {
         name: "compaction".into(),
         context_usable: None,
+        figure: None,
         id: None,
         again: false,
     };
@@ -863,6 +864,7 @@ mod tests {
         let t = intermem::Trigger {
             name: "t".into(),
             context_usable: None,
+            figure: None,
             id: None,
             again: false,
         };

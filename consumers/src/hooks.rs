@@ -328,6 +328,7 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
             input.trigger.as_deref().unwrap_or("manual")
         ),
         context_usable: usable,
+        figure: None,
         id: None,
         again: false,
     };

@@ -190,10 +190,24 @@ pub struct Trigger {
     pub name: String,
     /// Usable context left, percent, when known.
     pub context_usable: Option<f64>,
+    /// The session's context figure in words ([`interband::context::describe`]),
+    /// when known: [`write_note`] takes it from the session's pressure.
+    pub figure: Option<String>,
     /// A name for this trigger's note that a retry reuses (e.g. `checkpoint-cp7-1a2b3c4d` for checkpoint seq 7).
     pub id: Option<String>,
     /// An earlier attempt for this trigger ran (and may have written the note).
     pub again: bool,
+}
+
+/// The session's context figure in words, from its published pressure,
+/// when that has the figures.
+fn figure(bus: &Bus, session: &str) -> Option<String> {
+    let p = bus.read_typed::<Pressure>(session).ok()?.payload;
+    Some(interband::context::describe(
+        p.used_tokens?,
+        p.window?,
+        p.compact_at?,
+    ))
 }
 
 /// A note that was written.
@@ -265,6 +279,17 @@ pub fn write_note(
 ) -> Result<Written, Error> {
     let dir = open_notes(bus, info, true)?;
     let now = now_secs();
+    let figured;
+    let trigger = match trigger.figure {
+        Some(_) => trigger,
+        None => {
+            figured = Trigger {
+                figure: figure(bus, &info.session),
+                ..trigger.clone()
+            };
+            &figured
+        }
+    };
     let (written, text) = with_lock(&dir, ".note.lock", DEFAULT_WAIT, |_| {
         let name = match &trigger.id {
             Some(id) => format!("{}-{}.md", safe_key(id), safe_key(&trigger.name)),
@@ -369,9 +394,11 @@ pub fn render(
     if let Some(b) = branch(d, cwd) {
         s += &format!("- branch: {}\n", code(&b));
     }
-    let usable = trigger.context_usable.map_or(String::new(), |u| {
-        format!(", {} of the usable room left", pct_text(u))
-    });
+    let usable = match (&trigger.figure, trigger.context_usable) {
+        (Some(f), _) => format!(", {}", inline(f)),
+        (None, Some(u)) => format!(", {} of the usable room left", pct_text(u)),
+        (None, None) => String::new(),
+    };
     s += &format!(
         "- written: {} (trigger: {}{usable})\n",
         interband::envelope::now_timestamp(),
@@ -752,6 +779,7 @@ pub fn finalize(
     let trigger = Trigger {
         name: "session_end".into(),
         context_usable: usable,
+        figure: None,
         id: None,
         again: false,
     };
@@ -857,6 +885,7 @@ impl Consumer for Intermem {
         let trigger = Trigger {
             name: p["trigger"].as_str().unwrap_or("checkpoint").to_owned(),
             context_usable: p["context_usable"].as_f64(),
+            figure: None,
             // The seq names the note; the content tells apart values a v1
             // writer (seq 0) or a restarted key gave the same seq.
             id: Some(format!(
@@ -930,6 +959,7 @@ mod tests {
         let trigger = Trigger {
             name: "t".into(),
             context_usable: None,
+            figure: None,
             id: None,
             again: false,
         };

@@ -33,7 +33,7 @@ pub fn next_step(level: Level) -> &'static str {
 /// let f = Figures::new(140_000, 200_000, 167_000, Source::Transcript);
 /// let none = Default::default();
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &none);
-/// assert!(text.starts_with("Context ORANGE: 140k of 200k tokens used, 16% of the usable room left (from the transcript)."));
+/// assert!(text.starts_with("Context ORANGE: 70% used (140k of 200k tokens), 27k to compact (from the transcript)."), "{text}");
 /// assert!(!text.contains("commit"));
 /// let mine = interpulse::config::Warnings { orange: "{level}: {used}/{window}, {left} left. {next}".into(), ..Default::default() };
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
