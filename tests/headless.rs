@@ -121,6 +121,18 @@ fn blocked(out: &Value, command: &str) {
         reason.contains("Tell the user") && reason.contains(command),
         "{reason}"
     );
+    // Beside the block, interband's own word to the user at the keyboard
+    // (the UI frames a block's reason as a hook's feedback).
+    let said = out["systemMessage"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a message for the user beside the block: {out}"));
+    assert!(
+        said.starts_with("interband: the context is nearly full")
+            && said.contains(command)
+            && said.contains("stable point")
+            && !said.contains("Tell the user"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -545,9 +545,9 @@ fn set_writable(dir: &Path, on: bool) {
 
 #[test]
 fn one_state_shows_one_figure_everywhere() {
-    // 155,377 of a 167k usable room: 6.96% left, shown as 6% wherever the
-    // usable room is shown; 78% used and 12k to compact wherever the figure
-    // is said in words (warning, note) and on the statusline.
+    // 155,377 of a 200k window that compacts at 167k: 78% used and 12k to
+    // compact wherever the figure is shown (warning, note, its journal,
+    // `pressure`, `top`, the statusline); 6% usable only in the old view.
     let mut s = Session::new();
     let out = s.call("Bash", json!({"command": "cargo test"}), 155_377);
     let said = Session::said(&out);
@@ -556,7 +556,17 @@ fn one_state_shows_one_figure_everywhere() {
         "{said}"
     );
     let pressure = stdout(&s.w.run(&["pressure"]));
-    assert!(pressure.contains(" 6% "), "{pressure}");
+    assert!(
+        pressure.contains(" 78% used [")
+            && pressure.contains("155k/200k")
+            && pressure.contains("12k to compact"),
+        "{pressure}"
+    );
+    let top = stdout(&s.w.run(&["top", "--once"]));
+    assert!(
+        top.contains("TO COMPACT") && top.contains(" 78%") && top.contains("12k"),
+        "{top}"
+    );
     let note = s
         .notes()
         .first()
@@ -566,7 +576,8 @@ fn one_state_shows_one_figure_everywhere() {
         note.contains("_pressure, 78% used (155k of 200k tokens), 12k to compact)"),
         "{note}"
     );
-    assert!(note.contains("(6% usable left)"), "{note}");
+    assert!(note.contains("(78% used, 12k to compact)"), "{note}");
+    assert!(!note.contains("usable"), "{note}");
     let mut line: Value = serde_json::from_slice(&capture("statusLine.input.json")).unwrap();
     line["session_id"] = json!(SESSION);
     line["transcript_path"] = json!(s.path);

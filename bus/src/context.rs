@@ -222,10 +222,53 @@ pub fn tokens_text(tokens: u64) -> String {
 /// ```
 pub fn describe(used_tokens: u64, window: u64, compact_at: u64) -> String {
     format!(
-        "{:.0}% used ({} of {} tokens), {} to compact",
-        pct(used_tokens, window),
+        "{} ({} of {} tokens), {}",
+        used_text(used_tokens, window),
         tokens_text(used_tokens),
         tokens_text(window),
+        to_compact_text(used_tokens, compact_at)
+    )
+}
+
+/// [`describe`] without the tokens, where a line has little room (a journal
+/// entry, a table): `78% used, 12k to compact`.
+///
+/// ```
+/// assert_eq!(interband::context::brief(155_377, 200_000, 167_000), "78% used, 12k to compact");
+/// ```
+pub fn brief(used_tokens: u64, window: u64, compact_at: u64) -> String {
+    format!(
+        "{}, {}",
+        used_text(used_tokens, window),
+        to_compact_text(used_tokens, compact_at)
+    )
+}
+
+/// The share of the window used, rounded to a whole percent as the hosts
+/// round their own indicator: `78% used`.
+///
+/// ```
+/// assert_eq!(interband::context::used_text(155_377, 200_000), "78% used");
+/// assert_eq!(interband::context::used_text(1, 0), "100% used", "no window: nothing left");
+/// ```
+pub fn used_text(used_tokens: u64, window: u64) -> String {
+    format!("{:.0}% used", used_share(used_tokens, window))
+}
+
+/// The share of the window used, percent (0–100).
+pub fn used_share(used_tokens: u64, window: u64) -> f64 {
+    pct(used_tokens, window)
+}
+
+/// The tokens left before the host compacts: `12k to compact` (`0 to
+/// compact` past it).
+///
+/// ```
+/// assert_eq!(interband::context::to_compact_text(170_000, 167_000), "0 to compact");
+/// ```
+pub fn to_compact_text(used_tokens: u64, compact_at: u64) -> String {
+    format!(
+        "{} to compact",
         tokens_text(compact_at.saturating_sub(used_tokens))
     )
 }

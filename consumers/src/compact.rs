@@ -195,6 +195,10 @@ pub struct Advice {
     pub agent: String,
     /// For the person who ran a headless session, directly.
     pub person: String,
+    /// For the person at the keyboard of an interactive session, shown
+    /// beside the blocked stop: interband's own words, so the advice does
+    /// not read as a hook failing.
+    pub user: String,
 }
 
 impl Advice {
@@ -228,6 +232,9 @@ impl Advice {
                     "interband: session {}'s context is nearly full{why}. A memory note of it was saved to {path}; compact it before its next turn: {how}.",
                     info.session
                 )),
+                user: for_terminal(format!(
+                    "interband: the context is nearly full{why}. A memory note was saved to {path}; run {with_focus} when the work is at a stable point (the note is brought back after the compaction)."
+                )),
             },
             Err(e) => Advice {
                 agent: format!(
@@ -236,6 +243,9 @@ impl Advice {
                 person: for_terminal(format!(
                     "interband: session {}'s context is nearly full, and no memory note of it could be saved ({e}); compact it before its next turn: {how}.",
                     info.session
+                )),
+                user: for_terminal(format!(
+                    "interband: the context is nearly full, and no memory note could be saved ({e}); run {command} when the work is at a stable point."
                 )),
             },
         }

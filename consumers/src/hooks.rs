@@ -252,8 +252,12 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
             ));
             Ok(Some(json!({"systemMessage": advice.person}).to_string()))
         }
+        // The block makes the agent relay the advice; the message beside it
+        // is interband's own word to the user (the UI shows the block's
+        // reason as a hook's feedback, which reads as a fault).
         _ => Ok(Some(
-            json!({"decision": "block", "reason": advice.agent}).to_string(),
+            json!({"decision": "block", "reason": advice.agent, "systemMessage": advice.user})
+                .to_string(),
         )),
     }
 }

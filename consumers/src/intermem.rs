@@ -613,9 +613,13 @@ fn journal_lines(records: &[Record]) -> String {
         .iter()
         .map(|r| {
             let v = &r.value;
-            let usable = v["context_usable"]
-                .as_f64()
-                .map_or(String::new(), |u| format!(" ({} usable left)", pct_text(u)));
+            // The figure in the statusline's words; a record from before
+            // 0.2 has only the share of the usable room.
+            let usable = match (v["context"].as_str(), v["context_usable"].as_f64()) {
+                (Some(said), _) => format!(" ({})", inline(said)),
+                (None, Some(u)) => format!(" ({} usable left)", pct_text(u)),
+                _ => String::new(),
+            };
             let failed = if v["error"].as_bool() == Some(true) {
                 " — FAILED"
             } else {

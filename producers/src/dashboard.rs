@@ -1,8 +1,8 @@
-//! `interband pressure`: each session's level, usable context, tokens, source,
-//! calls and age, from the `interpulse/pressure` channel.
+//! `interband pressure`: each session's level, the share of its window used,
+//! tokens, the room left before compaction, source, calls and age, from the `interpulse/pressure` channel.
 
 use interband::Bus;
-use interband::context::{pct_text, tokens_text};
+use interband::context::tokens_text;
 use interband::payloads::{Payload, Pressure};
 use serde_json::{Value, json};
 
@@ -55,28 +55,35 @@ fn age(secs: f64) -> String {
     }
 }
 
-/// One line for a row.
+/// One line for a row: the share of the window used with a bar that fills as
+/// the context fills, tokens used of the window, and the tokens left before
+/// the host compacts (the statusline's words).
 ///
 /// ```
 /// use interband::payloads::{Level, Pressure};
 /// let p = Pressure { level: Level::Orange, context_usable: Some(16.0), used_tokens: Some(140_000),
-///     window: Some(200_000), source: Some("transcript".into()), calls: Some(42), heavy_calls: Some(12), ..Default::default() };
+///     window: Some(200_000), compact_at: Some(167_000), source: Some("transcript".into()),
+///     calls: Some(42), heavy_calls: Some(12), ..Default::default() };
 /// let row = interpulse::dashboard::Row { session: "abc".into(), pressure: p, age_secs: 3.0 };
 /// let line = interpulse::dashboard::line(&row);
-/// assert!(line.contains("ORANGE") && line.contains(" 16% ") && line.contains("140k/200k"));
+/// assert!(line.contains("ORANGE") && line.contains(" 70% used [██████████████░░░░░░]"), "{line}");
+/// assert!(line.contains("140k/200k") && line.contains("27k to compact"), "{line}");
 /// assert!(line.contains("42 calls (12 heavy)") && line.contains("3s ago"));
 /// let evil = interpulse::dashboard::Row { session: "\x1b[31mX\r".into(), ..row };
 /// assert!(interpulse::dashboard::line(&evil).starts_with("?[31mX?"));
 /// ```
 pub fn line(r: &Row) -> String {
     let p = &r.pressure;
-    let usable = match p.context_usable {
-        Some(u) => format!("usable {:>4} {}", pct_text(u), bar(u)),
-        None => format!("usable   ? {}", "[....................]"),
+    let used = match used_share(p) {
+        Some(u) => format!("{:>4} used {}", format!("{u:.0}%"), bar(u)),
+        None => format!("   ? used {}", "[....................]"),
     };
     let tokens = used_of_window(p);
+    let left = to_compact(p).map_or("? to compact".to_owned(), |t| {
+        format!("{} to compact", tokens_text(t))
+    });
     format!(
-        "{:<12} {:<6} {usable} {tokens:>11} {:<10} {} calls ({} heavy), pressure {:.0}, {}",
+        "{:<12} {:<6} {used} {tokens:>11} {left:>15} {:<10} {} calls ({} heavy), pressure {:.0}, {}",
         short(&r.session),
         if p.ended_at.is_some() {
             "ENDED".to_owned()
@@ -89,6 +96,29 @@ pub fn line(r: &Row) -> String {
         p.pressure,
         age(r.age_secs)
     )
+}
+
+/// The share of the window used, percent, when the figures are known.
+///
+/// ```
+/// use interband::payloads::Pressure;
+/// let p = Pressure { used_tokens: Some(155_377), window: Some(200_000), ..Default::default() };
+/// assert_eq!(interpulse::dashboard::used_share(&p).map(|u| u.round()), Some(78.0));
+/// assert_eq!(interpulse::dashboard::used_share(&Pressure::default()), None);
+/// ```
+pub fn used_share(p: &Pressure) -> Option<f64> {
+    Some(interband::context::used_share(p.used_tokens?, p.window?))
+}
+
+/// The tokens left before the host compacts, when the figures are known.
+///
+/// ```
+/// use interband::payloads::Pressure;
+/// let p = Pressure { used_tokens: Some(155_377), compact_at: Some(167_000), ..Default::default() };
+/// assert_eq!(interpulse::dashboard::to_compact(&p), Some(11_623));
+/// ```
+pub fn to_compact(p: &Pressure) -> Option<u64> {
+    Some(p.compact_at?.saturating_sub(p.used_tokens?))
 }
 
 /// Tokens used of the window (`140k/200k`; a window that is a guess is
@@ -134,8 +164,9 @@ pub fn json(r: &Row) -> Value {
     json!({
         "session": r.session, "level": p.level, "calls": p.calls.unwrap_or(0),
         "heavy_calls": p.heavy_calls.unwrap_or(0), "source": p.source.as_deref().unwrap_or("heuristic"),
+        "used_pct": used_share(p).map(|u| u.round()), "to_compact_tokens": to_compact(p),
         "usable_pct": p.context_usable, "raw_remaining_pct": p.context_raw, "used_tokens": p.used_tokens,
-        "window": p.window, "window_source": p.window_source, "window_other": p.window_other,
+        "window": p.window, "compact_at": p.compact_at, "window_source": p.window_source, "window_other": p.window_other,
         "pressure": p.pressure, "est_tokens": p.est_tokens, "age_secs": r.age_secs.round(),
         "ended_at": p.ended_at,
     })

@@ -299,6 +299,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             "summary": input.argument_summary(80),
             "error": input.looks_failed(),
             "context_usable": known.map(|f| pct_tenths(f.usable_remaining())),
+            "context": known.map(|f| interband::context::brief(f.used_tokens, f.window, f.autocompact_at)),
         });
         if let Err(e) = Journal::new(h.bus, session).append_at(&record, h.now) {
             reply.problems.push(e.to_string());

@@ -1,8 +1,9 @@
 //! `interband top`: every session on the bus, live, most urgent first.
 //!
 //! One row per session that published its pressure: host, project, model, the
-//! level as a word (and a colour unless `NO_COLOR`), the usable room with a
-//! gauge, used/window, calls, how long ago it was updated, and markers for a
+//! level as a word (and a colour unless `NO_COLOR`), the share of the window
+//! used with a gauge that fills as it fills, used/window, the tokens left
+//! before the host compacts, calls, how long ago it was updated, and markers for a
 //! saved note and a pending compaction. It redraws when the bus changes (a
 //! file watch on the channels it shows, and one on the other machines'
 //! values a bridge keeps), and once a second for the ages.
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use interband::Bus;
-use interband::context::pct_text;
+use interband::context::tokens_text;
 use interband::paths::safe_key;
 use interband::payloads::{Checkpoint, CompactionRequested, ContextWindow, Level, MemoryNote};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -59,7 +60,7 @@ pub const ENDED_SHOWN_SECS: f64 = 3600.0;
 /// The orders rows can be shown in.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Sort {
-    /// Red first, then less usable room first.
+    /// Red first, then less room before compaction first.
     Urgency,
     /// Most recently updated first.
     Recent,
@@ -107,11 +108,26 @@ impl Session {
         interpulse::dashboard::used_of_window(&self.pressure)
     }
 
-    fn usable(&self) -> String {
-        match self.pressure.context_usable {
-            Some(u) => format!("{} {:>4}", gauge(u, 10), pct_text(u)),
+    /// The share of the window used, with a gauge that fills as it fills.
+    fn used_share(&self) -> String {
+        match interpulse::dashboard::used_share(&self.pressure) {
+            Some(u) => format!("{} {:>4}", gauge(u, 10), format!("{u:.0}%")),
             None => format!("{}    ?", "·".repeat(10)),
         }
+    }
+
+    /// The figure in the words warnings and notes use, when it is known.
+    fn figure(&self) -> String {
+        let p = &self.pressure;
+        match (p.used_tokens, p.window, p.compact_at) {
+            (Some(u), Some(w), Some(c)) => interband::context::describe(u, w, c),
+            _ => self.used(),
+        }
+    }
+
+    /// The tokens left before the host compacts.
+    fn to_compact(&self) -> String {
+        interpulse::dashboard::to_compact(&self.pressure).map_or("-".into(), tokens_text)
     }
 
     /// Seconds since the agent was last warned in this context, when it was.
@@ -167,7 +183,10 @@ impl Session {
         let p = &self.pressure;
         json!({
             "session": self.session, "host": self.host, "project": self.project,
-            "model": self.model, "level": p.level.as_str(), "usable_pct": p.context_usable,
+            "model": self.model, "level": p.level.as_str(),
+            "used_pct": interpulse::dashboard::used_share(p).map(|u| u.round()),
+            "to_compact_tokens": interpulse::dashboard::to_compact(p),
+            "usable_pct": p.context_usable, "compact_at": p.compact_at,
             "used_tokens": p.used_tokens, "window": p.window, "window_source": p.window_source,
             "window_other": p.window_other, "calls": p.calls,
             "source": p.source, "age_secs": self.age_secs.round(), "ended_at": p.ended_at,
@@ -181,7 +200,7 @@ impl Session {
     }
 }
 
-/// A `width`-cell gauge of the usable room.
+/// A `width`-cell gauge that fills as the context fills.
 fn gauge(pct: f64, width: usize) -> String {
     let full = ((pct.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
     format!("{}{}", "█".repeat(full), "░".repeat(width - full))
@@ -325,12 +344,22 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
         .collect()
 }
 
-const HEADER: [&str; 11] = [
-    "HOST", "PROJECT", "MODEL", "LEVEL", "USABLE", "USED", "CALLS", "WARNED", "UPDATED", "MARKS",
+const HEADER: [&str; 12] = [
+    "HOST",
+    "PROJECT",
+    "MODEL",
+    "LEVEL",
+    "CONTEXT",
+    "TOKENS",
+    "TO COMPACT",
+    "CALLS",
+    "WARNED",
+    "UPDATED",
+    "MARKS",
     "SESSION",
 ];
 
-fn cells(s: &Session) -> [String; 11] {
+fn cells(s: &Session) -> [String; 12] {
     [
         s.host.clone(),
         or_dash(&s.project),
@@ -340,8 +369,9 @@ fn cells(s: &Session) -> [String; 11] {
         } else {
             s.level().as_str().to_uppercase()
         },
-        s.usable(),
+        s.used_share(),
         s.used(),
+        s.to_compact(),
         s.pressure.calls.map_or("-".into(), |c| c.to_string()),
         s.warned_ago().map_or("-".into(), age),
         age(s.age_secs),
@@ -377,7 +407,7 @@ impl Top {
 
 /// The snapshot as aligned columns, every field terminal-safe.
 fn print_table(list: &[Session]) {
-    let rows: Vec<[String; 11]> = list.iter().map(cells).collect();
+    let rows: Vec<[String; 12]> = list.iter().map(cells).collect();
     let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -571,6 +601,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         Constraint::Length(7),
         Constraint::Length(16),
         Constraint::Length(12),
+        Constraint::Length(10),
         Constraint::Length(6),
         Constraint::Length(7),
         Constraint::Length(8),
@@ -601,7 +632,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
                 ))),
                 Line::from(safe(&format!(
                     "figure      {} ({})",
-                    s.used(),
+                    s.figure(),
                     s.pressure.source.as_deref().unwrap_or("estimate")
                 ))),
                 Line::from(safe(&format!(
