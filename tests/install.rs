@@ -766,23 +766,60 @@ fn a_symlinked_settings_file_stays_a_link_and_keeps_its_mode() {
 }
 
 #[test]
-fn a_different_command_needs_an_uninstall_first() {
+fn an_install_from_another_place_moves_the_hooks_to_it_and_uninstall_still_restores() {
+    // Installed from one place (an npm prefix, a cargo install), then from
+    // another (npx's cache, a new prefix): the hooks and the wrapped
+    // statusline follow the newest binary, nothing is doubled, and
+    // uninstall still gives back the file as it was.
     let w = World::new();
     let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
     ok(&w.run(&settings_args(
         "install",
         &path,
         &["--command", "/a/interband"],
     )));
-    let before = std::fs::read_to_string(&path).unwrap();
     let o = w.run(&settings_args(
         "install",
         &path,
         &["--command", "/b/interband"],
     ));
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("interband uninstall"), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    ok(&o);
+    assert!(
+        stdout(&o).contains("ran /a/interband: they now run /b/interband"),
+        "{}",
+        stdout(&o)
+    );
+    let after = read(&path);
+    for e in CLAUDE_EVENTS {
+        let ours = interband_hooks(&after, e);
+        assert_eq!(ours.len(), 1, "{e}: {after}");
+        assert_eq!(ours[0]["command"], "/b/interband hook", "{e}");
+    }
+    let status = after["statusLine"]["command"].as_str().unwrap();
+    assert!(
+        status.starts_with("/b/interband statusline --wrap ") && status.contains("my-status"),
+        "{status}"
+    );
+    assert!(
+        !std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("/a/interband")
+    );
+    // Again from the same place: nothing to do.
+    let again = w.run(&settings_args(
+        "install",
+        &path,
+        &["--command", "/b/interband"],
+    ));
+    ok(&again);
+    assert!(
+        stdout(&again).contains("already installed"),
+        "{}",
+        stdout(&again)
+    );
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), USER_SETTINGS);
     // A path with a space is quoted for the host's shell.
     let path2 = w.dir.path().join("other.json");
     ok(&w.run(&settings_args(

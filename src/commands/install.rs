@@ -343,20 +343,22 @@ impl Install {
         let files = Files::new(&path, t.project);
         files.sweep(t);
         let original = read_settings(&path)?;
-        let old_record = read_record(&files.record)?;
+        let mut old_record = read_record(&files.record)?;
         let first_install = old_record.is_none();
-        if let Some(r) = &old_record
-            && r.program != ours.program
-        {
-            anyhow::bail!(
-                "{}: interband is already installed there with the command {}; run `interband uninstall` first",
-                path.display(),
-                r.program
-            );
-        }
         let mut settings = original.as_ref().map_or(json!({}), |o| o.json.clone());
         check_shape(&path, &settings, t.host)?;
         let mut notes = Vec::new();
+        // Installed before from another place (another npm prefix, a cargo
+        // install, a clone's build): what that install added now runs this
+        // binary.
+        let moved = match &mut old_record {
+            Some(r) if r.program != ours.program => {
+                let from = std::mem::replace(&mut r.program, ours.program.clone());
+                relocate(&mut settings, r, &Ours::new(from.clone()), &ours);
+                Some(from)
+            }
+            _ => None,
+        };
         if !(t.host == Host::Codex && self.trust) {
             host_notes(t, &settings, &mut notes);
         }
@@ -494,7 +496,18 @@ impl Install {
         }
 
         let mut out = String::new();
-        if added_now.is_empty() && statusline_now.is_none() {
+        if let Some(from) = &moved
+            && original.as_ref().is_none_or(|o| o.json != settings)
+        {
+            let _ = writeln!(
+                out,
+                "interband's hooks in {} ran {}: they now run {}",
+                interband::text::terminal(&path.display().to_string()),
+                interband::text::terminal(from),
+                interband::text::terminal(&ours.program),
+            );
+        }
+        if added_now.is_empty() && statusline_now.is_none() && moved.is_none() {
             let _ = writeln!(
                 out,
                 "interband is already installed in {}",
@@ -550,12 +563,14 @@ impl Install {
             }
             what.push_str(&how);
         }
-        let _ = writeln!(
-            out,
-            "installed interband in {}: {}",
-            interband::text::terminal(&path.display().to_string()),
-            interband::text::terminal(&what)
-        );
+        if !what.is_empty() {
+            let _ = writeln!(
+                out,
+                "installed interband in {}: {}",
+                interband::text::terminal(&path.display().to_string()),
+                interband::text::terminal(&what)
+            );
+        }
         if original.is_some() {
             let _ = writeln!(
                 out,
@@ -800,6 +815,44 @@ fn host_notes(t: &Target, settings: &Value, notes: &mut Vec<String>) {
 /// The array of hook groups of `event`, if any.
 fn event_groups<'a>(settings: &'a Value, event: &str) -> Option<&'a Vec<Value>> {
     settings.get("hooks")?.get(event)?.as_array()
+}
+
+/// Makes what an earlier install recorded run `to`'s program instead of
+/// `from`'s: each recorded hook group still in the settings, and the
+/// statusline it set (plain or wrapping the user's own), in place. The
+/// record follows, so `uninstall` still finds what it added.
+fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, to: &Ours) {
+    for a in &mut record.added {
+        let Some(Value::Array(groups)) =
+            settings.get_mut("hooks").and_then(|h| h.get_mut(&a.event))
+        else {
+            continue;
+        };
+        let Some(group) = groups.iter_mut().find(|g| **g == a.group) else {
+            continue;
+        };
+        if let Some(Value::Array(hooks)) = group.get_mut("hooks") {
+            for h in hooks {
+                if h.get("command")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| from.is_our_hook(c))
+                {
+                    h["command"] = to.hook.clone().into();
+                }
+            }
+        }
+        a.group = group.clone();
+    }
+    if let Some(s) = &mut record.statusline
+        && settings.get("statusLine") == Some(&s.installed)
+        && let Some(rest) = s.installed["command"]
+            .as_str()
+            .and_then(|c| c.strip_prefix(&from.statusline))
+            .filter(|rest| rest.is_empty() || rest.starts_with(" --wrap "))
+    {
+        s.installed["command"] = format!("{}{rest}", to.statusline).into();
+        settings["statusLine"] = s.installed.clone();
+    }
 }
 
 /// The commands of a hook group's hooks.
