@@ -16,7 +16,9 @@
 //!
 //! Builds measured side by side: the one `scripts/build-release` makes (statically linked on
 //! Linux/glibc, into `target/static/`), and the one `cargo install --path .` makes (into
-//! `target/install/`), which `.cargo/config.toml` links statically too. With
+//! `target/install/`), which `.cargo/config.toml` links statically too; and, when `scripts/dist`
+//! has written `target/dist/npm/`, the one `npm install -g` puts on PATH (installed offline into a
+//! temp prefix, run at the path `interband install` writes into the hooks). With
 //! `INTERBAND_BENCH_DYNAMIC=1`, also a dynamically linked build (`INTERBAND_DYNAMIC=1`, into
 //! `target/dynamic/`), to see what static linking saves: a static binary skips the dynamic
 //! loader, which is most of a Rust binary's cost over `/bin/true`.
@@ -136,6 +138,47 @@ fn installed_binary() -> Option<String> {
             .arg(target.join("install")),
         target.join("install-root/bin/interband"),
     )
+}
+
+/// The binary `npm install -g interband` puts on PATH, from the packages
+/// `scripts/dist` wrote into `target/dist/npm/` (installed offline into a
+/// temp prefix), as the hooks name it: its canonical path. None without
+/// those packages or npm.
+fn npm_binary(tmp: &Path) -> Option<String> {
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dist/npm");
+    let packages: Vec<PathBuf> = std::fs::read_dir(&dist)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tgz"))
+        .collect();
+    let prefix = tmp.join("npm-prefix");
+    let ok = Command::new("npm")
+        .args([
+            "install",
+            "-g",
+            "--offline",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+        ])
+        .arg(&prefix)
+        .arg("--cache")
+        .arg(tmp.join("npm-cache"))
+        .args(&packages)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok || packages.is_empty() {
+        eprintln!(
+            "spawn bench: no npm packages in {} (scripts/dist); the npm case is left out",
+            dist.display()
+        );
+        return None;
+    }
+    let real = std::fs::canonicalize(prefix.join("bin/interband")).ok()?;
+    Some(real.to_str()?.to_owned())
 }
 
 /// A dynamically linked build, only with `INTERBAND_BENCH_DYNAMIC=1`.
@@ -493,6 +536,9 @@ fn bench() -> Result<(), String> {
     if let Some(bin) = installed_binary() {
         others.push((" (cargo install)", bin));
     }
+    if let Some(bin) = npm_binary(tmp.path()) {
+        others.push((" (npm)", bin));
+    }
     if let Some(bin) = dynamic_binary() {
         others.push((" (dynamic)", bin));
     }
@@ -596,6 +642,35 @@ fn bench() -> Result<(), String> {
         json.push(serde_json::json!({
             "case": case.name, "median_ms": median, "p90_ms": p90, "ratio": ratio,
         }));
+    }
+    // The npm route against cargo's, case by case (held to 1.05×: the
+    // command npm puts on PATH must be the native binary, not a launcher).
+    let median_of = |name: &str| {
+        cases
+            .iter()
+            .position(|c| c.name == name)
+            .map(|i| stats[i].0)
+    };
+    let mut compared = false;
+    for case in cases.iter().filter(|c| c.name.ends_with(" (npm)")) {
+        let base = case.name.trim_end_matches(" (npm)");
+        if let (Some(npm), Some(cargo)) = (
+            median_of(&case.name),
+            median_of(&format!("{base} (cargo install)")),
+        ) {
+            if !compared {
+                println!("\n| case | npm ÷ cargo install | ≤ 1.05× |\n|---|---:|:---:|");
+                compared = true;
+            }
+            let r = npm / cargo;
+            println!(
+                "| {base} | {r:.3}× | {} |",
+                if r <= 1.05 { "yes" } else { "no" }
+            );
+            json.push(serde_json::json!({
+                "case": format!("{base}: npm / cargo install"), "ratio": (r * 1e3).round() / 1e3,
+            }));
+        }
     }
 
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(

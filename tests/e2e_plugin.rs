@@ -1,9 +1,10 @@
 //! Opt-in end-to-end test of the Claude Code plugin as a user gets it: the real Claude Code
-//! 2.1.332 adds this repository's marketplace (`.claude-plugin/marketplace.json`) and installs
-//! the plugin into a private home, then runs headless against the mock Messages API.
+//! 2.1.332 adds this checkout as a marketplace (`.claude-plugin/marketplace.json`, whose plugin is
+//! the `plugin/` folder) and installs the plugin into a private home, holding no build output, then
+//! runs headless against the mock Messages API.
 //!
 //! Runs with `INTERBAND_E2E_CLAUDE=1`, as `tests/e2e_claude.rs` (the same CLI, from npm).
-//! Proves that `claude plugin validate .` passes without a warning; that with the binary on
+//! Proves that `claude plugin validate` passes the marketplace and the plugin without a warning; that with the binary on
 //! `PATH` the plugin's hooks run (the session's pressure is published); and that with no binary
 //! anywhere, every hook succeeds and the session is told once, at its start, the one command
 //! that installs it.
@@ -42,25 +43,21 @@ fn main() -> std::process::ExitCode {
     )
 }
 
-/// Copies the plugin's own files (what the marketplace's `./` source holds that the plugin
-/// uses) into `to`, leaving out the build folder.
-fn copy_plugin(to: &Path) {
-    for part in [".claude-plugin", "hooks", "skills"] {
-        copy_tree(&repo().join(part), &to.join(part));
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
+/// Every file under `dir` with its size (links not followed).
+fn files(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let meta = e.path().symlink_metadata().unwrap();
+        if meta.is_dir() {
+            out.extend(files(&e.path()));
         } else {
-            std::fs::copy(e.path(), &dest).unwrap();
+            out.push((e.path(), meta.len()));
         }
     }
+    out
 }
 
 struct Session<'a> {
@@ -111,17 +108,19 @@ impl Session<'_> {
 
 fn the_plugin_installed_from_the_marketplace_runs_or_says_how_to_get_the_binary(cli: e2e::Cli) {
     let bin = cli.bin;
-    // The repository's manifests validate without a warning.
-    let mut c = Command::new(&bin);
-    c.args(["plugin", "validate", "."]).current_dir(repo());
-    let v = run_timed(c, TIME_BOX).unwrap();
-    let out = format!("{}{}", v.stdout, v.stderr);
-    assert!(v.status.is_some_and(|s| s.success()), "{out}");
-    assert!(out.contains("Validation passed"), "{out}");
-    assert!(
-        !out.contains("warning"),
-        "claude plugin validate warned: {out}"
-    );
+    // The marketplace and the plugin validate without a warning.
+    for what in [".", "plugin"] {
+        let mut c = Command::new(&bin);
+        c.args(["plugin", "validate", what]).current_dir(repo());
+        let v = run_timed(c, TIME_BOX).unwrap();
+        let out = format!("{}{}", v.stdout, v.stderr);
+        assert!(v.status.is_some_and(|s| s.success()), "{what}: {out}");
+        assert!(out.contains("Validation passed"), "{what}: {out}");
+        assert!(
+            !out.contains("warning"),
+            "claude plugin validate {what} warned: {out}"
+        );
+    }
 
     let w = World::new();
     let api = MockApi::start(Duration::from_millis(50));
@@ -130,15 +129,37 @@ fn the_plugin_installed_from_the_marketplace_runs_or_says_how_to_get_the_binary(
         w: &w,
         api: &api,
     };
-    let market = s.dir("market");
-    copy_plugin(&market);
+    // The marketplace is this checkout itself, built (its target/ holds
+    // gigabytes): installing copies the plugin's own folder, nothing else.
     let system = "/usr/local/bin:/usr/bin:/bin";
     s.run(
-        &["plugin", "marketplace", "add", market.to_str().unwrap()],
+        &["plugin", "marketplace", "add", repo().to_str().unwrap()],
         system,
     );
     s.run(&["plugin", "install", "interband@interband"], system);
-    println!("e2e: the plugin installed from the local marketplace");
+    let installed = files(&w.home().join(".claude/plugins"));
+    let manifest = installed
+        .iter()
+        .find(|(p, _)| p.ends_with(".claude-plugin/plugin.json"))
+        .unwrap_or_else(|| panic!("the plugin's copy: {installed:?}"));
+    let copy = manifest.0.parent().and_then(Path::parent).unwrap();
+    let copied: Vec<_> = installed
+        .iter()
+        .filter(|(p, _)| p.starts_with(copy))
+        .collect();
+    let bytes: u64 = copied.iter().map(|(_, n)| n).sum();
+    assert!(
+        copied.iter().all(|(p, _)| {
+            let rel = p.strip_prefix(copy).unwrap();
+            !rel.starts_with("target") && !rel.ends_with("Cargo.toml") && !rel.starts_with("src")
+        }),
+        "no build output nor sources in the plugin's copy: {copied:?}"
+    );
+    assert!(bytes < 256 * 1024, "{bytes} bytes copied: {copied:?}");
+    println!(
+        "e2e: the plugin installed from this built checkout as its marketplace: {} files, {bytes} bytes",
+        copied.len()
+    );
 
     // 1. No interband anywhere (not on PATH, no ~/.cargo/bin, no INTERBAND_BIN): every hook
     // succeeds, and the session is told once how to install it.
@@ -170,8 +191,8 @@ fn the_plugin_installed_from_the_marketplace_runs_or_says_how_to_get_the_binary(
         &last[..last.len().min(3000)]
     );
     assert!(
-        last.contains("cargo install --path ."),
-        "the command that fixes it"
+        last.contains("npm install -g interband"),
+        "the command that fixes it, with no Rust needed"
     );
     assert!(!last.contains("hook error"), "a hook failed: {last}");
     assert!(

@@ -837,7 +837,7 @@ fn an_install_from_another_place_moves_the_hooks_to_it_and_uninstall_still_resto
 fn the_plugin_files_are_valid() {
     let root = repo();
     let plugin: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join(".claude-plugin/plugin.json")).unwrap(),
+        &std::fs::read_to_string(root.join("plugin/.claude-plugin/plugin.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(plugin["name"], "interband");
@@ -862,9 +862,24 @@ fn the_plugin_files_are_valid() {
         );
     }
 
-    let hooks: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join("hooks/hooks.json")).unwrap())
-            .unwrap();
+    // The marketplace's plugin is its own folder: installing it from a
+    // built clone copies no build output.
+    let market: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join(".claude-plugin/marketplace.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(market["plugins"][0]["source"], "./plugin");
+    let mut parts: Vec<String> = std::fs::read_dir(root.join("plugin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    parts.sort();
+    assert_eq!(parts, [".claude-plugin", "hooks", "skills"]);
+
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("plugin/hooks/hooks.json")).unwrap(),
+    )
+    .unwrap();
     let mut events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
     events.sort();
     let mut want = CLAUDE_EVENTS.to_vec();
@@ -884,7 +899,8 @@ fn the_plugin_files_are_valid() {
         assert!(h[0]["timeout"].as_u64().unwrap() > 0);
     }
 
-    let skill = std::fs::read_to_string(root.join("skills/interband-pressure/SKILL.md")).unwrap();
+    let skill =
+        std::fs::read_to_string(root.join("plugin/skills/interband-pressure/SKILL.md")).unwrap();
     let front = skill
         .strip_prefix("---\n")
         .and_then(|s| s.split_once("\n---\n"))
@@ -904,13 +920,17 @@ fn plugin_hook(
     path: &str,
     vars: &[(&str, &str)],
 ) -> std::process::Output {
-    let hooks: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("hooks/hooks.json")).unwrap())
-            .unwrap();
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("plugin/hooks/hooks.json")).unwrap(),
+    )
+    .unwrap();
     let command = hooks["hooks"][event][0]["hooks"][0]["command"]
         .as_str()
         .unwrap()
-        .replace("${CLAUDE_PLUGIN_ROOT}", repo().to_str().unwrap());
+        .replace(
+            "${CLAUDE_PLUGIN_ROOT}",
+            repo().join("plugin").to_str().unwrap(),
+        );
     let mut c = std::process::Command::new("bash");
     c.arg("-c")
         .arg(command)
@@ -996,10 +1016,14 @@ fn the_plugin_hooks_find_the_binary_or_say_once_how_to_install_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let said: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let text = said["systemMessage"].as_str().unwrap();
-    assert!(text.contains("cargo install --path ."), "{text}");
+    // The route that needs no Rust first; cargo from the clone it is in last.
+    let npm = text.find("npm install -g interband").expect(text);
+    let cargo = text.find("cargo install --path . --locked").expect(text);
+    assert!(npm < cargo, "{text}");
+    assert!(text.contains("pipx install interband"), "{text}");
     assert!(
-        text.contains(repo().to_str().unwrap()),
-        "names the plugin's folder: {text}"
+        text.contains(&format!("cd '{}'", repo().display())),
+        "names the clone the plugin is in: {text}"
     );
     assert_eq!(said["hookSpecificOutput"]["hookEventName"], "SessionStart");
     assert_eq!(said["hookSpecificOutput"]["additionalContext"], text);

@@ -290,10 +290,26 @@ struct Ours {
 /// hook does nothing, silently, instead of failing on every event.
 const ON_PATH: (&str, &str) = ("command -v interband >/dev/null 2>&1 && exec ", " || true");
 
+/// How a hook runs a binary that may go away by itself (one in npx's
+/// cache, which npm clears when it likes): where it is gone, the hook does
+/// nothing, silently, instead of failing on every event.
+const IF_THERE: (&str, &str, &str) = ("[ -x ", " ] && exec ", " || true");
+
+/// Whether `program` lives where npm may remove it without a word (npx's
+/// cache, `~/.npm/_npx/<hash>/`).
+fn transient(program: &str) -> bool {
+    program.contains("/_npx/")
+}
+
 impl Ours {
     fn new(program: String) -> Self {
         let hook = if program == "interband" {
             format!("{}interband hook{}", ON_PATH.0, ON_PATH.1)
+        } else if transient(&program) {
+            format!(
+                "{}{program}{}{program} hook{}",
+                IF_THERE.0, IF_THERE.1, IF_THERE.2
+            )
         } else {
             format!("{program} hook")
         };
@@ -390,8 +406,16 @@ impl Install {
         if t.project && t.command.is_none() && !on_path("interband") {
             notes.push(
                 "the project's hooks run `interband` from each user's PATH, and it is not on yours: \
-                 put the release binary there (e.g. `cargo install --path .` or copy \
+                 put the release binary there (e.g. `npm install -g interband`, `cargo install --path . --locked` or copy \
                  target/static/release/interband into ~/.local/bin)"
+                    .into(),
+            );
+        }
+        if transient(&ours.program) {
+            notes.push(
+                "this binary is in npx's cache, which npm may clear at any time: the hooks then do \
+                 nothing until the next install. `npm install -g interband` (or pipx, uv, cargo) and \
+                 `interband install` from it keep one that stays"
                     .into(),
             );
         }
@@ -874,12 +898,19 @@ fn interband_hook(groups: &[Value]) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A hook command without the [`ON_PATH`] guard around it, if it has one.
+/// A hook command without the [`ON_PATH`] or [`IF_THERE`] guard around it,
+/// if it has one.
 fn unguarded(command: &str) -> &str {
-    command
-        .strip_prefix(ON_PATH.0)
-        .and_then(|c| c.strip_suffix(ON_PATH.1))
-        .unwrap_or(command)
+    let on_path = || {
+        command
+            .strip_prefix(ON_PATH.0)
+            .and_then(|c| c.strip_suffix(ON_PATH.1))
+    };
+    let if_there = || {
+        let (_, run) = command.strip_prefix(IF_THERE.0)?.split_once(IF_THERE.1)?;
+        run.strip_suffix(IF_THERE.2)
+    };
+    on_path().or_else(if_there).unwrap_or(command)
 }
 
 /// Whether a shell command runs `interband SUB` (any path to a program named

@@ -1,0 +1,337 @@
+//! The packages `scripts/dist` writes into `target/dist/`, installed as their
+//! users install them, with no network: npm into a temp prefix and cache
+//! (`--offline`), npx from the same files, a wheel into a fresh venv
+//! (`--no-index`). Each time the `interband` on PATH must be the native
+//! binary itself (an ELF file, not a Node or Python script), `interband
+//! install` must write that binary's own path into the host's settings, and
+//! the hooks must run from it. Without `target/dist/` (or
+//! `INTERBAND_DIST`), or without npm or Python, each test reports itself
+//! ignored with the reason; `.ci/run` builds the packages first.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+fn dist() -> PathBuf {
+    std::env::var_os("INTERBAND_DIST").map_or_else(|| repo().join("target/dist"), PathBuf::from)
+}
+
+/// The packages of one kind (`npm`, `pypi`), or why there are none.
+fn packages(kind: &str, ext: &str) -> Result<Vec<PathBuf>, String> {
+    let dir = dist().join(kind);
+    let list: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|_| format!("no {}: run scripts/dist first", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(ext))
+        .collect();
+    if list.is_empty() {
+        return Err(format!("no *{ext} in {}: run scripts/dist", dir.display()));
+    }
+    Ok(list)
+}
+
+fn npm_packages() -> Vec<PathBuf> {
+    let mut list = packages("npm", ".tgz").unwrap();
+    // The platform package before the main one, as npm would fetch them.
+    list.sort_by_key(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("interband-0"))
+    });
+    assert!(
+        list.len() >= 2,
+        "the main package and one platform package: {list:?}"
+    );
+    list
+}
+
+/// npm, with nothing of the caller's configuration and no network.
+fn npm(w: &World, args: &[&str]) -> Command {
+    let mut c = Command::new("npm");
+    c.args([
+        "--offline",
+        "--no-audit",
+        "--no-fund",
+        "--no-update-notifier",
+    ])
+    .arg("--cache")
+    .arg(w.dir.path().join("npm-cache"))
+    .args(args)
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("HOME", w.home())
+    .env("npm_config_userconfig", w.dir.path().join("npmrc"))
+    .current_dir(w.dir.path())
+    .stdin(Stdio::null());
+    c
+}
+
+fn ok(what: &str, o: Output) -> Output {
+    assert!(
+        o.status.success(),
+        "{what}: {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    o
+}
+
+/// Whether `path` (followed through its links) is a native executable, not a script.
+fn is_native(path: &Path) -> bool {
+    let head = std::fs::read(path).unwrap_or_default();
+    head.starts_with(b"\x7fELF") || head.starts_with(&[0xcf, 0xfa, 0xed, 0xfe])
+}
+
+/// `interband install` from `bin` in the world's HOME, and the program the
+/// installed hooks run.
+fn install_from(w: &World, bin: &Path) -> String {
+    let o = ok(
+        "interband install",
+        Command::new(bin)
+            .arg("install")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", w.home())
+            .env("INTERBAND_ROOT", w.root())
+            .output()
+            .unwrap(),
+    );
+    let said = stdout(&o);
+    assert!(
+        said.contains("installed interband") || said.contains("they now run"),
+        "{said}"
+    );
+    hook_command(w)
+}
+
+/// The command of interband's PostToolUse hook in the world's Claude settings.
+fn hook_command(w: &World) -> String {
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(w.home().join(".claude/settings.json")).unwrap())
+            .unwrap();
+    settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Runs the installed hook as Claude Code does (through a shell, a captured
+/// input on stdin): it answers, exits 0, and publishes the session's pressure.
+fn the_hook_runs(w: &World, command: &str) {
+    let mut sh = Command::new("sh");
+    sh.args(["-c", command])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", w.home())
+        .env("INTERBAND_ROOT", w.root());
+    let o = with_stdin(&mut sh, &capture("PostToolUse.input.json"));
+    assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+    let published = files_under(&w.root());
+    assert!(
+        published.iter().any(|f| f.contains("interpulse/pressure/")),
+        "the hook published the session's pressure: {published:?}"
+    );
+}
+
+/// The program a hook command runs (its first word: the temp paths hold no space).
+fn program(command: &str) -> PathBuf {
+    PathBuf::from(command.split(' ').next().unwrap_or_default())
+}
+
+fn npm_global_install_puts_the_native_binary_on_path() {
+    let w = World::new();
+    let prefix = w.dir.path().join("prefix");
+    let mut args = vec!["install", "-g", "--prefix", prefix.to_str().unwrap()];
+    let list = npm_packages();
+    args.extend(list.iter().map(|p| p.to_str().unwrap()));
+    ok("npm install -g", npm(&w, &args).output().unwrap());
+    let on_path = prefix.join("bin/interband");
+    assert!(
+        is_native(&on_path),
+        "{} is the native binary, not a script",
+        on_path.display()
+    );
+    let version = ok(
+        "--version",
+        Command::new(&on_path).arg("--version").output().unwrap(),
+    );
+    assert!(
+        stdout(&version).starts_with(&format!("interband {}", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        stdout(&version)
+    );
+    let command = install_from(&w, &on_path);
+    let real = std::fs::canonicalize(&on_path).unwrap();
+    assert_eq!(
+        program(&command),
+        real,
+        "the hooks run the binary's own canonical path, never npm's link or Node: {command}"
+    );
+    assert!(real.is_absolute() && is_native(&real));
+    the_hook_runs(&w, &command);
+
+    // Installed again from another prefix: the hooks move to the new binary.
+    let other = w.dir.path().join("other-prefix");
+    let mut args = vec!["install", "-g", "--prefix", other.to_str().unwrap()];
+    args.extend(list.iter().map(|p| p.to_str().unwrap()));
+    ok("npm install -g (again)", npm(&w, &args).output().unwrap());
+    let moved = install_from(&w, &other.join("bin/interband"));
+    assert_eq!(
+        program(&moved),
+        std::fs::canonicalize(other.join("bin/interband")).unwrap()
+    );
+    the_hook_runs(&w, &moved);
+}
+
+fn npm_without_install_scripts_still_installs_hooks_that_run_the_native_binary() {
+    // `--ignore-scripts` keeps the Node placeholder on PATH: it runs the
+    // native binary, and the hooks it installs name the native binary itself.
+    let w = World::new();
+    let prefix = w.dir.path().join("prefix");
+    let mut args = vec![
+        "install",
+        "-g",
+        "--ignore-scripts",
+        "--prefix",
+        prefix.to_str().unwrap(),
+    ];
+    let list = npm_packages();
+    args.extend(list.iter().map(|p| p.to_str().unwrap()));
+    ok(
+        "npm install -g --ignore-scripts",
+        npm(&w, &args).output().unwrap(),
+    );
+    let on_path = prefix.join("bin/interband");
+    assert!(!is_native(&on_path), "the placeholder stays a script");
+    let command = install_from(&w, &on_path);
+    let program = program(&command);
+    assert!(is_native(&program), "{command}");
+    assert!(
+        program
+            .to_string_lossy()
+            .contains("/node_modules/@interband/"),
+        "the platform package's binary: {command}"
+    );
+    the_hook_runs(&w, &command);
+}
+
+fn npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it() {
+    let w = World::new();
+    let mut args = vec!["exec", "--yes"];
+    let list = npm_packages();
+    for p in &list {
+        args.extend(["--package", p.to_str().unwrap()]);
+    }
+    args.extend(["--", "interband", "install"]);
+    let mut c = npm(&w, &args);
+    c.env("INTERBAND_ROOT", w.root());
+    let o = ok("npx interband install", c.output().unwrap());
+    assert!(stdout(&o).contains("npx's cache"), "{}", stdout(&o));
+    let command = hook_command(&w);
+    let bin = command
+        .split(' ')
+        .find(|w| w.contains("/_npx/"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("the binary in npx's cache: {command}"));
+    assert!(is_native(&bin), "{command}");
+    the_hook_runs(&w, &command);
+    // npm clears its cache: the hook does nothing, and fails nothing.
+    std::fs::remove_dir_all(w.dir.path().join("npm-cache/_npx")).unwrap();
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &command]).env_clear().env("HOME", w.home());
+    let o = with_stdin(&mut sh, &capture("PostToolUse.input.json"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "silent");
+}
+
+fn a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path() {
+    let w = World::new();
+    let venv = w.dir.path().join("venv");
+    ok(
+        "python3 -m venv",
+        Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .unwrap(),
+    );
+    let wheels = dist().join("pypi");
+    ok(
+        "pip install --no-index",
+        Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--no-index",
+                "--disable-pip-version-check",
+            ])
+            .arg("--find-links")
+            .arg(&wheels)
+            .arg("interband")
+            .env("PIP_CONFIG_FILE", "/dev/null")
+            .output()
+            .unwrap(),
+    );
+    let on_path = venv.join("bin/interband");
+    assert!(
+        is_native(&on_path),
+        "{} is the binary itself",
+        on_path.display()
+    );
+    let command = install_from(&w, &on_path);
+    assert_eq!(program(&command), std::fs::canonicalize(&on_path).unwrap());
+    the_hook_runs(&w, &command);
+}
+
+fn main() -> std::process::ExitCode {
+    let npm_ready = packages("npm", ".tgz").and_then(|_| {
+        trials::runs("npm", "--version")
+            .then_some(())
+            .ok_or_else(|| "npm is not installed".to_owned())
+    });
+    let pypi_ready = packages("pypi", ".whl").and_then(|_| {
+        std::process::Command::new("python3")
+            .args(["-c", "import venv, ensurepip"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| ())
+            .ok_or_else(|| "python3 with venv and ensurepip is not installed".to_owned())
+    });
+    let with = |ready: &Result<(), String>, f: fn()| ready.clone().map(|()| f);
+    trials::run(vec![
+        (
+            "npm_global_install_puts_the_native_binary_on_path",
+            with(
+                &npm_ready,
+                npm_global_install_puts_the_native_binary_on_path,
+            ),
+        ),
+        (
+            "npm_without_install_scripts_still_installs_hooks_that_run_the_native_binary",
+            with(
+                &npm_ready,
+                npm_without_install_scripts_still_installs_hooks_that_run_the_native_binary,
+            ),
+        ),
+        (
+            "npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it",
+            with(
+                &npm_ready,
+                npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it,
+            ),
+        ),
+        (
+            "a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path",
+            with(
+                &pypi_ready,
+                a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path,
+            ),
+        ),
+    ])
+}
