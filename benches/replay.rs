@@ -193,6 +193,7 @@ fn generate(path: &Path, mb: u64) -> std::io::Result<u64> {
 }
 
 /// Bytes in use on the file system holding `path` (0 when unknown).
+#[allow(clippy::unnecessary_cast)]
 fn used_bytes(path: &std::ffi::CStr) -> u64 {
     // SAFETY: an all-zero statvfs is valid; statvfs fills it for a valid path.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -200,7 +201,9 @@ fn used_bytes(path: &std::ffi::CStr) -> u64 {
     if unsafe { libc::statvfs(path.as_ptr(), &mut s) } != 0 {
         return 0;
     }
-    (s.f_blocks - s.f_bfree) * s.f_frsize
+    // (The fields' widths differ between systems: u64 on Linux, u32 and
+    // u64 on macOS.)
+    (s.f_blocks as u64).saturating_sub(s.f_bfree as u64) * s.f_frsize as u64
 }
 
 /// Runs `argv` to completion; returns the wall time (s), the child's peak

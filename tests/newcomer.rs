@@ -120,8 +120,23 @@ fn pty() -> Option<std::fs::File> {
             return None;
         }
         let mut name = [0 as libc::c_char; 128];
+        #[cfg(target_os = "linux")]
         if libc::ptsname_r(master, name.as_mut_ptr(), name.len()) != 0 {
             return None;
+        }
+        // (No `ptsname_r` in macOS's libc bindings: the static buffer,
+        // copied at once; the test makes one terminal at a time.)
+        #[cfg(not(target_os = "linux"))]
+        {
+            let p = libc::ptsname(master);
+            if p.is_null() {
+                return None;
+            }
+            let bytes = std::ffi::CStr::from_ptr(p).to_bytes_with_nul();
+            if bytes.len() > name.len() {
+                return None;
+            }
+            std::ptr::copy_nonoverlapping(p, name.as_mut_ptr(), bytes.len());
         }
         let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
         (slave >= 0).then(|| std::fs::File::from_raw_fd(slave))
