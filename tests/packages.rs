@@ -4,9 +4,12 @@
 //! (`--no-index`). Each time the `interband` on PATH must be the native
 //! binary itself (an ELF file, not a Node or Python script), `interband
 //! install` must write that binary's own path into the host's settings, and
-//! the hooks must run from it. Without `target/dist/` (or
-//! `INTERBAND_DIST`), or without npm or Python, each test reports itself
-//! ignored with the reason; `.ci/run` builds the packages first.
+//! the hooks must run from it. The same from `uv tool install` and `pipx
+//! install` (`INTERBAND_UV`: a uv binary, else `uv` on PATH;
+//! `INTERBAND_PIPX_PYTHONPATH`: where pipx is installed, else `pipx` on
+//! PATH). Without `target/dist/` (or `INTERBAND_DIST`), or without npm,
+//! Python, uv or pipx, each test reports itself ignored with the reason;
+//! `.ci/run` builds the packages and installs uv and pipx first.
 
 mod common;
 
@@ -288,6 +291,73 @@ fn a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path() {
     the_hook_runs(&w, &command);
 }
 
+/// A tool install's command on PATH (`bin`, a link into the tool's own
+/// venv) is the binary itself, and the hooks it installs run it.
+fn a_tool_install_gives_the_binary(w: &World, bin: &Path) {
+    assert!(is_native(bin), "{} is the binary itself", bin.display());
+    let command = install_from(w, bin);
+    let real = std::fs::canonicalize(bin).unwrap();
+    assert_eq!(program(&command), real, "{command}");
+    the_hook_runs(w, &command);
+}
+
+fn uv() -> Option<PathBuf> {
+    std::env::var_os("INTERBAND_UV")
+        .map(PathBuf::from)
+        .or_else(|| trials::runs("uv", "--version").then(|| PathBuf::from("uv")))
+}
+
+fn uv_tool_install_puts_the_native_binary_on_path() {
+    let w = World::new();
+    let d = w.dir.path();
+    ok(
+        "uv tool install",
+        Command::new(uv().unwrap())
+            .args(["tool", "install", "--offline", "--no-index", "--find-links"])
+            .arg(dist().join("pypi"))
+            .arg("interband")
+            .env("UV_TOOL_DIR", d.join("uv-tools"))
+            .env("UV_TOOL_BIN_DIR", d.join("uv-bin"))
+            .env("UV_CACHE_DIR", d.join("uv-cache"))
+            .env("UV_PYTHON_DOWNLOADS", "never")
+            .env("UV_NO_CONFIG", "1")
+            .env("HOME", w.home())
+            .output()
+            .unwrap(),
+    );
+    a_tool_install_gives_the_binary(&w, &d.join("uv-bin/interband"));
+}
+
+/// pipx as `python3 -m pipx`, from `INTERBAND_PIPX_PYTHONPATH` or PATH.
+fn pipx() -> Option<Command> {
+    if let Some(dir) = std::env::var_os("INTERBAND_PIPX_PYTHONPATH") {
+        let mut c = Command::new("python3");
+        c.args(["-m", "pipx"]).env("PYTHONPATH", dir);
+        return Some(c);
+    }
+    trials::runs("pipx", "--version").then(|| Command::new("pipx"))
+}
+
+fn pipx_install_puts_the_native_binary_on_path() {
+    let w = World::new();
+    let d = w.dir.path();
+    let wheels = dist().join("pypi");
+    let mut c = pipx().unwrap();
+    c.arg("install")
+        .arg(format!(
+            "--pip-args=--no-index --find-links {}",
+            wheels.display()
+        ))
+        .arg("interband")
+        .env("PIPX_HOME", d.join("pipx-home"))
+        .env("PIPX_BIN_DIR", d.join("pipx-bin"))
+        .env("PIPX_MAN_DIR", d.join("pipx-man"))
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .env("HOME", w.home());
+    ok("pipx install", c.output().unwrap());
+    a_tool_install_gives_the_binary(&w, &d.join("pipx-bin/interband"));
+}
+
 fn main() -> std::process::ExitCode {
     let npm_ready = packages("npm", ".tgz").and_then(|_| {
         trials::runs("npm", "--version")
@@ -304,6 +374,15 @@ fn main() -> std::process::ExitCode {
             .ok_or_else(|| "python3 with venv and ensurepip is not installed".to_owned())
     });
     let with = |ready: &Result<(), String>, f: fn()| ready.clone().map(|()| f);
+    let uv_ready = pypi_ready.clone().and_then(|()| {
+        uv().map(|_| ())
+            .ok_or_else(|| "no uv (INTERBAND_UV, or uv on PATH)".to_owned())
+    });
+    let pipx_ready = pypi_ready.clone().and_then(|()| {
+        pipx()
+            .map(|_| ())
+            .ok_or_else(|| "no pipx (INTERBAND_PIPX_PYTHONPATH, or pipx on PATH)".to_owned())
+    });
     trials::run(vec![
         (
             "npm_global_install_puts_the_native_binary_on_path",
@@ -332,6 +411,14 @@ fn main() -> std::process::ExitCode {
                 &pypi_ready,
                 a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path,
             ),
+        ),
+        (
+            "uv_tool_install_puts_the_native_binary_on_path",
+            with(&uv_ready, uv_tool_install_puts_the_native_binary_on_path),
+        ),
+        (
+            "pipx_install_puts_the_native_binary_on_path",
+            with(&pipx_ready, pipx_install_puts_the_native_binary_on_path),
         ),
     ])
 }
