@@ -70,6 +70,25 @@ fn a_missing_binary_is_found_with_its_fix() {
 }
 
 #[test]
+fn a_binary_npm_cleared_from_npxs_cache_is_found_and_its_hooks_do_nothing() {
+    let w = World::new();
+    let here = w.dir.path();
+    let gone = "/home/u/.npm/_npx/0f1e/node_modules/interband/bin/interband";
+    install(&w, here, &["install", "--command", gone]);
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1);
+    let p = problems(&found);
+    assert!(
+        p.iter().any(|f| f["check"] == "binary"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("does not exist: the hooks do nothing")),
+        "{found:#?}"
+    );
+}
+
+#[test]
 fn a_duplicate_install_is_found_with_its_fix() {
     let w = World::new();
     let project = w.dir.path().join("repo");

@@ -269,16 +269,20 @@ fn check_program(host: &'static str, command: &str) -> Finding {
         })
     };
     let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let fix = format!(
-        "`interband uninstall --host {host} && interband install --host {host}` (from the binary to keep)"
-    );
+    // An install from another place moves the hooks to that binary.
+    let fix = format!("`interband install --host {host}`, run from the binary to keep");
+    // A guarded hook (a project's, one from npx's cache) does nothing
+    // where its binary is missing; any other fails on every call.
+    let outcome = if unguarded(command) == command {
+        "every hook call fails"
+    } else {
+        "the hooks do nothing"
+    };
     match resolved {
         None => problem(
             host,
             "binary",
-            format!(
-                "the hooks run `{command}`, and {program} does not exist: every hook call fails"
-            ),
+            format!("the hooks run `{command}`, and {program} does not exist: {outcome}"),
             fix,
         ),
         Some(p) if std::fs::canonicalize(&p).ok() != this => info(
