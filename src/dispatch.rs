@@ -9,6 +9,7 @@ use anyhow::Result;
 use interband::Bus;
 use interband::settings::Env;
 use interband_consumers::hooks::{self, AllSettings, Notes};
+use interband_hosts::Moment;
 use interpulse::hook::{Hook as Producer, post_tool_use};
 use interpulse::host::{HookInput, additional_context};
 
@@ -45,6 +46,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     };
     let event = input.hook_event_name.as_str();
     let profile = input.host().profile();
+    let moment = profile.moment(event);
     let producer = Producer {
         bus: o.bus,
         env: o.env,
@@ -57,7 +59,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         |f: &dyn Fn(&hooks::Ctx) -> Result<Option<String>, interband_consumers::Error>| {
             with_consumers(o, &input, unpublished.get(), &log_problem, f)
         };
-    if matches!(event, "PostToolUse" | "AfterTool") {
+    if moment == Moment::ToolDone {
         let reply = post_tool_use(&producer, &input)?;
         for p in &reply.settings {
             (o.log_once)(&format!("settings: {p}"));
@@ -115,7 +117,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         }
         return Ok((!said.is_empty()).then(|| additional_context(event, &said.join("\n\n"))));
     }
-    if event == "BeforeAgent" {
+    if moment == Moment::TurnStart {
         // Gemini: a compression at the end of the last turn shows as the
         // transcript's figure dropping; the note comes back before this one.
         let Some(cycle) = interpulse::hook::turn_start(&producer, &input)? else {
@@ -125,13 +127,13 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
-    if event == "SessionEnd" {
+    if moment == Moment::SessionEnd {
         // The session's last value is marked ended, before the consumers' final note.
         if let Err(e) = interpulse::hook::session_end(&producer, &input) {
             log_problem(&e.to_string());
         }
     }
-    if event == profile.end_of_turn && !input.in_subagent() {
+    if moment == Moment::TurnEnd && !input.in_subagent() {
         // The turn's last reply may have been text only: its figure is read
         // and published (a checkpoint too) before the consumers act on it.
         // A failure must not cost the consumers their turn.
@@ -148,7 +150,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     }
     let ci = consumer_input()?;
     let mut cycle = None;
-    if event == "SessionStart"
+    if moment == Moment::ContextStart
         && matches!(ci.source.as_deref(), Some("compact" | "resume" | "clear"))
     {
         // A fresh context: the producer starts over, green. A reset that

@@ -12,7 +12,7 @@ use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
 use interband::payloads::{Level, Payload, Pressure};
 use interband::settings::{Env, Files, Layered, load_from};
-use interband_hosts::{Host, tail};
+use interband_hosts::{Host, Moment, tail};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -194,16 +194,16 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         return Ok(None);
     }
     let profile = input.host().profile();
-    let event = input.hook_event_name.as_str();
-    if event == profile.end_of_turn || event == "SessionEnd" {
+    let moment = profile.moment(&input.hook_event_name);
+    if matches!(moment, Moment::TurnEnd | Moment::SessionEnd) {
         // Crashed writers' temp files in every folder under the root, at most daily.
         interband::retention::sweep_internal(ctx.bus, false);
     }
-    match event {
+    match moment {
         // Claude Code's and Codex's Stop, Gemini's AfterAgent: the same
         // answer (`decision: block` with a reason) makes the agent go on.
-        e if e == profile.end_of_turn => stop(ctx, input),
-        e if e == profile.pre_compaction => {
+        Moment::TurnEnd => stop(ctx, input),
+        Moment::BeforeCompaction => {
             // Gemini's PreCompress comes before every model turn: a note
             // only when the session is where it will compress.
             // A manual trigger is the user's own `/compress`: it compresses.
@@ -215,9 +215,9 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
             }
             Ok(None)
         }
-        "SessionStart" => session_start(ctx, input),
-        "SessionEnd" => session_end(ctx, input).map(|_| None),
-        _ => Ok(None),
+        Moment::ContextStart => session_start(ctx, input),
+        Moment::SessionEnd => session_end(ctx, input).map(|_| None),
+        Moment::ToolDone | Moment::TurnStart | Moment::Other => Ok(None),
     }
 }
 

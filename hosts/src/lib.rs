@@ -74,6 +74,14 @@ pub struct Profile {
     pub end_of_turn: &'static str,
     /// The event before the context is compacted.
     pub pre_compaction: &'static str,
+    /// The event before the agent starts a turn, where the host has one
+    /// interband listens to (Gemini's `BeforeAgent`: a compression ends the
+    /// turn before it, with no event of its own).
+    pub turn_start: Option<&'static str>,
+    /// The event when a context starts (new, resumed, cleared, compacted).
+    pub context_start: &'static str,
+    /// The event when the session ends.
+    pub session_end: &'static str,
     /// Whether [`Profile::pre_compaction`] means a compaction will happen.
     /// Gemini fires `PreCompress` at every model turn, before it checks any
     /// threshold: alone, it says nothing.
@@ -102,6 +110,50 @@ pub struct Profile {
     pub shell_tools: &'static [&'static str],
 }
 
+/// What a host event means to interband: the front door acts on this, never
+/// on a host's own name for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// A tool call finished ([`Profile::tool_event`]).
+    ToolDone,
+    /// The agent is about to start a turn ([`Profile::turn_start`]).
+    TurnStart,
+    /// A turn ended ([`Profile::end_of_turn`]).
+    TurnEnd,
+    /// The context is about to be compacted ([`Profile::pre_compaction`]).
+    BeforeCompaction,
+    /// A context started ([`Profile::context_start`]).
+    ContextStart,
+    /// The session ended ([`Profile::session_end`]).
+    SessionEnd,
+    /// An event interband does nothing with.
+    Other,
+}
+
+impl Profile {
+    /// What `event` means for this host.
+    ///
+    /// ```
+    /// use interband_hosts::{Host, Moment};
+    /// assert_eq!(Host::Gemini.profile().moment("AfterTool"), Moment::ToolDone);
+    /// assert_eq!(Host::Claude.profile().moment("PostToolUse"), Moment::ToolDone);
+    /// assert_eq!(Host::Gemini.profile().moment("BeforeAgent"), Moment::TurnStart);
+    /// assert_eq!(Host::Claude.profile().moment("BeforeAgent"), Moment::Other);
+    /// assert_eq!(Host::Codex.profile().moment("Stop"), Moment::TurnEnd);
+    /// ```
+    pub fn moment(&self, event: &str) -> Moment {
+        match event {
+            e if e == self.tool_event => Moment::ToolDone,
+            e if Some(e) == self.turn_start => Moment::TurnStart,
+            e if e == self.end_of_turn => Moment::TurnEnd,
+            e if e == self.pre_compaction => Moment::BeforeCompaction,
+            e if e == self.context_start => Moment::ContextStart,
+            e if e == self.session_end => Moment::SessionEnd,
+            _ => Moment::Other,
+        }
+    }
+}
+
 /// Claude Code.
 pub const CLAUDE: Profile = Profile {
     host: Host::Claude,
@@ -109,6 +161,9 @@ pub const CLAUDE: Profile = Profile {
     tool_event: "PostToolUse",
     end_of_turn: "Stop",
     pre_compaction: "PreCompact",
+    turn_start: None,
+    context_start: "SessionStart",
+    session_end: "SessionEnd",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: true,
@@ -139,6 +194,9 @@ pub const CODEX: Profile = Profile {
     tool_event: "PostToolUse",
     end_of_turn: "Stop",
     pre_compaction: "PreCompact",
+    turn_start: None,
+    context_start: "SessionStart",
+    session_end: "SessionEnd",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
@@ -158,6 +216,9 @@ pub const GEMINI: Profile = Profile {
     tool_event: "AfterTool",
     end_of_turn: "AfterAgent",
     pre_compaction: "PreCompress",
+    turn_start: Some("BeforeAgent"),
+    context_start: "SessionStart",
+    session_end: "SessionEnd",
     pre_compaction_means_compaction: false,
     start_after_compaction: false,
     writes_calls_after_their_hooks: false,

@@ -949,8 +949,8 @@ impl Stage {
                 }
                 Happening::Prompt => {
                     p.stop_blocked = false;
-                    if self.host == Host::Gemini {
-                        self.event(p, "BeforeAgent", serde_json::json!({"prompt": ""}))?;
+                    if let Some(event) = self.host.profile().turn_start {
+                        self.event(p, event, serde_json::json!({"prompt": ""}))?;
                     }
                 }
                 Happening::EndsTurn => self.end_turn(p)?,
@@ -1087,7 +1087,8 @@ impl Stage {
 
     fn start_after_compaction(&mut self, p: &mut Play) -> Result<()> {
         p.awaiting_start = false;
-        self.event(p, "SessionStart", serde_json::json!({"source": "compact"}))?;
+        let event = self.host.profile().context_start;
+        self.event(p, event, serde_json::json!({"source": "compact"}))?;
         Ok(())
     }
 
