@@ -74,6 +74,16 @@ pub struct Profile {
     pub end_of_turn: &'static str,
     /// The event before the context is compacted.
     pub pre_compaction: &'static str,
+    /// Its name on the command line (`interband install --host KEY`).
+    pub key: &'static str,
+    /// Its user settings file (hooks and statusline), relative to the home
+    /// folder, and to a project's folder for a project's own.
+    pub settings_file: &'static str,
+    /// The events `interband install` registers there, each with its tool
+    /// matcher and its timeout in the host's unit.
+    pub hook_events: &'static [HookEvent],
+    /// Whether the host runs a statusline command interband can take part in.
+    pub statusline: bool,
     /// The event before the agent starts a turn, where the host has one
     /// interband listens to (Gemini's `BeforeAgent`: a compression ends the
     /// turn before it, with no event of its own).
@@ -108,6 +118,27 @@ pub struct Profile {
     pub edit_tools: &'static [&'static str],
     /// Tools that run a command.
     pub shell_tools: &'static [&'static str],
+}
+
+/// One event `interband install` registers: the host's name for it, the
+/// tool matcher (None: every event, or every tool where the host's matcher
+/// is a pattern that `*` would break), and the timeout in the host's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookEvent {
+    /// The event's name in the host's settings.
+    pub name: &'static str,
+    /// The tool matcher, when the host needs one.
+    pub matcher: Option<&'static str>,
+    /// The timeout, in the host's unit (seconds; Gemini: milliseconds).
+    pub timeout: u64,
+}
+
+const fn ev(name: &'static str, matcher: Option<&'static str>, timeout: u64) -> HookEvent {
+    HookEvent {
+        name,
+        matcher,
+        timeout,
+    }
 }
 
 /// What a host event means to interband: the front door acts on this, never
@@ -161,6 +192,17 @@ pub const CLAUDE: Profile = Profile {
     tool_event: "PostToolUse",
     end_of_turn: "Stop",
     pre_compaction: "PreCompact",
+    key: "claude",
+    settings_file: ".claude/settings.json",
+    // Timeouts in seconds.
+    hook_events: &[
+        ev("PostToolUse", Some("*"), 5),
+        ev("Stop", None, 10),
+        ev("PreCompact", None, 10),
+        ev("SessionStart", None, 5),
+        ev("SessionEnd", None, 10),
+    ],
+    statusline: true,
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
@@ -194,6 +236,18 @@ pub const CODEX: Profile = Profile {
     tool_event: "PostToolUse",
     end_of_turn: "Stop",
     pre_compaction: "PreCompact",
+    key: "codex",
+    settings_file: ".codex/hooks.json",
+    // Seconds; matchers are regular expressions where `*` is invalid (no
+    // matcher matches every tool); Codex clamps SessionEnd's timeout to 3 s.
+    hook_events: &[
+        ev("PostToolUse", None, 5),
+        ev("Stop", None, 10),
+        ev("PreCompact", None, 10),
+        ev("SessionStart", None, 5),
+        ev("SessionEnd", None, 3),
+    ],
+    statusline: false,
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
@@ -216,6 +270,19 @@ pub const GEMINI: Profile = Profile {
     tool_event: "AfterTool",
     end_of_turn: "AfterAgent",
     pre_compaction: "PreCompress",
+    key: "gemini",
+    settings_file: ".gemini/settings.json",
+    // Milliseconds. AfterAgent ends a turn (Gemini's Stop); BeforeAgent
+    // brings the note back after a compression Gemini does not announce.
+    hook_events: &[
+        ev("AfterTool", Some("*"), 5000),
+        ev("AfterAgent", None, 10000),
+        ev("BeforeAgent", None, 5000),
+        ev("PreCompress", None, 10000),
+        ev("SessionStart", None, 5000),
+        ev("SessionEnd", None, 10000),
+    ],
+    statusline: false,
     turn_start: Some("BeforeAgent"),
     context_start: "SessionStart",
     session_end: "SessionEnd",
@@ -252,6 +319,17 @@ const GEMINI_EVENTS: &[&str] = &[
 ];
 
 impl Host {
+    /// The host whose profile's [`Profile::key`] is `key`.
+    ///
+    /// ```
+    /// use interband_hosts::Host;
+    /// assert_eq!(Host::from_key("codex"), Some(Host::Codex));
+    /// assert_eq!(Host::from_key("Codex CLI"), None);
+    /// ```
+    pub fn from_key(key: &str) -> Option<Host> {
+        Host::ALL.into_iter().find(|h| h.profile().key == key)
+    }
+
     /// Every host.
     pub const ALL: [Host; 3] = [Host::Claude, Host::Codex, Host::Gemini];
 

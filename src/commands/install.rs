@@ -11,7 +11,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
+use interband_hosts::{HookEvent as Event, Host};
 use serde_json::{Value, json};
 use similar::TextDiff;
 
@@ -63,7 +64,7 @@ struct Target {
     #[arg(long)]
     project: bool,
     /// The agent host whose settings to change.
-    #[arg(long, value_enum, default_value_t = Host::Claude)]
+    #[arg(long, value_parser = host_parser(), default_value = "claude")]
     host: Host,
     /// Print the change as a diff and write nothing.
     #[arg(long)]
@@ -74,83 +75,40 @@ struct Target {
     command: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Host {
-    /// Claude Code: `~/.claude/settings.json`, hooks and statusLine.
-    Claude,
-    /// Codex CLI: `$CODEX_HOME/hooks.json`, by default `~/.codex/hooks.json`.
-    Codex,
-    /// Gemini CLI: `~/.gemini/settings.json`.
-    Gemini,
+/// `--host`: the hosts by their profiles' keys.
+fn host_parser() -> impl clap::builder::TypedValueParser<Value = Host> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Host::ALL.map(|h| {
+        let p = h.profile();
+        PossibleValue::new(p.key).help(format!("{}: ~/{}", p.name, p.settings_file))
+    }))
+    .map(|key| Host::from_key(&key).expect("one of the possible values"))
 }
 
-/// One hook event to register: its name, tool matcher and timeout (in the host's unit).
-struct Event {
-    name: &'static str,
-    matcher: Option<&'static str>,
-    timeout: u64,
-}
-
-const fn ev(name: &'static str, matcher: Option<&'static str>, timeout: u64) -> Event {
-    Event {
-        name,
-        matcher,
-        timeout,
-    }
-}
-
-impl Host {
-    fn name(self) -> &'static str {
-        match self {
-            Host::Claude => "claude",
-            Host::Codex => "codex",
-            Host::Gemini => "gemini",
-        }
-    }
+/// What `interband install` needs to know of a host, from its profile.
+trait Installs {
+    /// Its name on the command line.
+    fn key(self) -> &'static str;
     /// The settings file, relative to HOME or to the project folder.
-    fn file(self) -> &'static str {
-        match self {
-            Host::Claude => ".claude/settings.json",
-            Host::Codex => ".codex/hooks.json",
-            Host::Gemini => ".gemini/settings.json",
-        }
+    fn file(self) -> &'static str;
+    /// The events to register.
+    fn events(self) -> &'static [Event];
+    /// Whether interband's statusline goes there too.
+    fn has_statusline(self) -> bool;
+}
+
+impl Installs for Host {
+    fn key(self) -> &'static str {
+        self.profile().key
     }
-    /// Claude Code and Codex CLI count timeouts in seconds, Gemini CLI in milliseconds.
-    /// Codex matchers are regular expressions where `*` is invalid: no matcher matches every tool.
+    fn file(self) -> &'static str {
+        self.profile().settings_file
+    }
     fn events(self) -> &'static [Event] {
-        const CLAUDE: &[Event] = &[
-            ev("PostToolUse", Some("*"), 5),
-            ev("Stop", None, 10),
-            ev("PreCompact", None, 10),
-            ev("SessionStart", None, 5),
-            ev("SessionEnd", None, 10),
-        ];
-        // Codex clamps a SessionEnd hook's timeout to 3 s.
-        const CODEX: &[Event] = &[
-            ev("PostToolUse", None, 5),
-            ev("Stop", None, 10),
-            ev("PreCompact", None, 10),
-            ev("SessionStart", None, 5),
-            ev("SessionEnd", None, 3),
-        ];
-        // AfterAgent ends a turn (Gemini's Stop); BeforeAgent brings the
-        // note back after a compression Gemini does not announce.
-        const GEMINI: &[Event] = &[
-            ev("AfterTool", Some("*"), 5000),
-            ev("AfterAgent", None, 10000),
-            ev("BeforeAgent", None, 5000),
-            ev("PreCompress", None, 10000),
-            ev("SessionStart", None, 5000),
-            ev("SessionEnd", None, 10000),
-        ];
-        match self {
-            Host::Claude => CLAUDE,
-            Host::Codex => CODEX,
-            Host::Gemini => GEMINI,
-        }
+        self.profile().hook_events
     }
     fn has_statusline(self) -> bool {
-        self == Host::Claude
+        self.profile().statusline
     }
 }
 
@@ -352,7 +310,7 @@ impl Install {
         anyhow::ensure!(
             !self.statusline_only || t.host.has_statusline(),
             "--statusline-only: {} has no statusline interband can add to",
-            t.host.name()
+            t.host.key()
         );
         let path = t.path()?;
         let ours = Ours::new(t.program()?);
@@ -394,7 +352,7 @@ impl Install {
                 "interband's hooks are also in {} (`{c}`): {} would run both on every event, and each note \
                  would come back twice; keep one of the two (`interband uninstall` takes out the ones it installed)",
                 interband::text::terminal(&other_path.display().to_string()),
-                t.host.name(),
+                t.host.key(),
             ));
         }
         // A project's statusLine replaces each user's own in that project.
@@ -784,7 +742,7 @@ impl Target {
             s.push_str(" --project");
         }
         if self.host != Host::Claude {
-            let _ = write!(s, " --host {}", self.host.name());
+            let _ = write!(s, " --host {}", self.host.key());
         }
         s
     }
@@ -1312,7 +1270,7 @@ impl Record {
             .collect();
         let mut o = json!({
             "format": RECORD_FORMAT,
-            "host": self.host.name(),
+            "host": self.host.key(),
             "program": self.program,
             "created_file": self.created_file,
             "created_dir": self.created_dir,
@@ -1335,7 +1293,7 @@ impl Record {
         if s("format")? != RECORD_FORMAT {
             return None;
         }
-        let host = Host::from_str(&s("host")?, false).ok()?;
+        let host = Host::from_key(&s("host")?)?;
         let added = j
             .get("added")?
             .as_array()?

@@ -15,7 +15,9 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Host, Target, codex_trust, group_commands, read_settings, runs_interband, unguarded};
+use super::{
+    Host, Installs, Target, codex_trust, group_commands, read_settings, runs_interband, unguarded,
+};
 use crate::exit;
 
 /// `interband doctor`
@@ -75,7 +77,7 @@ fn problem(host: &'static str, check: &'static str, message: String, fix: String
 impl Doctor {
     pub fn run(self) -> Result<u8> {
         let mut found = Vec::new();
-        for host in [Host::Claude, Host::Codex, Host::Gemini] {
+        for host in Host::ALL {
             check_host(host, &mut found);
         }
         check_root(&mut found);
@@ -143,7 +145,7 @@ fn our_hooks(settings: &Value) -> Vec<(String, String)> {
 }
 
 fn check_host(host: Host, found: &mut Vec<Finding>) {
-    let name = host.name();
+    let name = host.key();
     let t = target(host, false);
     let (Ok(path), Ok(located)) = (t.path(), t.located()) else {
         found.push(info(name, "hooks", "no home folder: cannot look".into()));
@@ -246,11 +248,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
 }
 
 fn host_title(host: Host) -> &'static str {
-    match host {
-        Host::Claude => "Claude Code",
-        Host::Codex => "Codex CLI",
-        Host::Gemini => "Gemini CLI",
-    }
+    host.profile().name
 }
 
 /// Whether the program a hook command runs exists, and is this binary.
