@@ -362,12 +362,7 @@ fn about_to_compress(ctx: &Ctx, input: &Input) -> bool {
     else {
         return false;
     };
-    let project = ctx
-        .env
-        .var("CLAUDE_PROJECT_DIR")
-        .filter(|p| !p.trim().is_empty())
-        .or_else(|| input.cwd.clone())
-        .map(PathBuf::from);
+    let project = host.project_dir(input.cwd.as_deref(), ctx.env);
     let limits = host.limits(
         &interband_hosts::Known {
             transcript: usage.window,

@@ -84,6 +84,9 @@ pub struct Profile {
     pub hook_events: &'static [HookEvent],
     /// Whether the host runs a statusline command interband can take part in.
     pub statusline: bool,
+    /// The variables of the hook's environment that name the project
+    /// folder, best first; without one, the input's `cwd` is the project.
+    pub project_vars: &'static [&'static str],
     /// The event before the agent starts a turn, where the host has one
     /// interband listens to (Gemini's `BeforeAgent`: a compression ends the
     /// turn before it, with no event of its own).
@@ -203,6 +206,7 @@ pub const CLAUDE: Profile = Profile {
         ev("SessionEnd", None, 10),
     ],
     statusline: true,
+    project_vars: &["CLAUDE_PROJECT_DIR"],
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
@@ -248,6 +252,7 @@ pub const CODEX: Profile = Profile {
         ev("SessionEnd", None, 3),
     ],
     statusline: false,
+    project_vars: &[],
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
@@ -283,6 +288,7 @@ pub const GEMINI: Profile = Profile {
         ev("SessionEnd", None, 10000),
     ],
     statusline: false,
+    project_vars: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
     turn_start: Some("BeforeAgent"),
     context_start: "SessionStart",
     session_end: "SessionEnd",
@@ -328,6 +334,31 @@ impl Host {
     /// ```
     pub fn from_key(key: &str) -> Option<Host> {
         Host::ALL.into_iter().find(|h| h.profile().key == key)
+    }
+
+    /// The session's project folder: the first of the host's
+    /// [`Profile::project_vars`] that is set, else the input's `cwd`. The
+    /// one rule every part of interband uses (another host's variable,
+    /// inherited from a shell it was started in, is never read).
+    ///
+    /// ```
+    /// use interband_hosts::Host;
+    /// let env = |v: &str| (v == "CLAUDE_PROJECT_DIR").then(|| "/work/claude".to_owned());
+    /// let cwd = Some("/work/here");
+    /// assert_eq!(Host::Claude.project_dir(cwd, &env).unwrap().to_str(), Some("/work/claude"));
+    /// assert_eq!(Host::Codex.project_dir(cwd, &env).unwrap().to_str(), Some("/work/here"));
+    /// ```
+    pub fn project_dir(
+        self,
+        cwd: Option<&str>,
+        env: &dyn interband::settings::Env,
+    ) -> Option<std::path::PathBuf> {
+        self.profile()
+            .project_vars
+            .iter()
+            .find_map(|v| env.var(v).filter(|p| !p.trim().is_empty()))
+            .or_else(|| cwd.filter(|c| !c.is_empty()).map(str::to_owned))
+            .map(std::path::PathBuf::from)
     }
 
     /// Every host.

@@ -76,12 +76,9 @@ pub fn state_file(session: &str) -> String {
     format!("{}.json", safe_key(session))
 }
 
-/// The project folder: `CLAUDE_PROJECT_DIR`, else the input's `cwd`.
+/// The project folder, by its host's rule ([`interband_hosts::Host::project_dir`]).
 pub fn project_dir(input: &HookInput, env: &dyn Env) -> Option<PathBuf> {
-    env.var("CLAUDE_PROJECT_DIR")
-        .filter(|p| !p.trim().is_empty())
-        .or_else(|| input.cwd.clone())
-        .map(PathBuf::from)
+    input.host().project_dir(input.cwd.as_deref(), env)
 }
 
 /// What the hook sees of the context: the best figures available, and a
