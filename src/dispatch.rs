@@ -10,8 +10,8 @@ use interband::Bus;
 use interband::settings::Env;
 use interband_consumers::hooks::{self, AllSettings, Notes};
 use interband_hosts::Moment;
+use interband_hosts::input::{HookInput, additional_context};
 use interpulse::hook::{Hook as Producer, post_tool_use};
-use interpulse::host::{HookInput, additional_context};
 
 /// What an event needs from outside.
 pub struct Outside<'a> {
@@ -34,16 +34,6 @@ pub struct Outside<'a> {
 pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     let input =
         HookInput::parse(buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
-    // The consumers' view of the input, parsed when a consumer runs (a tool
-    // call's input can be large, and most tool calls need none).
-    let consumer_input = std::cell::OnceCell::new();
-    let consumer_input = || -> Result<&hooks::Input> {
-        if let Some(i) = consumer_input.get() {
-            return Ok(i);
-        }
-        let parsed: hooks::Input = serde_json::from_slice(buf)?;
-        Ok(consumer_input.get_or_init(|| parsed))
-    };
     let event = input.hook_event_name.as_str();
     let profile = input.host().profile();
     let moment = profile.moment(event);
@@ -72,11 +62,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             // compaction follows (only a strategy that runs one makes it
             // true), and the note a checkpoint asks for, in this very call
             // (unless a running watch writes it): what the agent is told is true.
-            let ci = if reply.checkpoint {
-                Some(consumer_input()?)
-            } else {
-                None
-            };
+            let ci = if reply.checkpoint { Some(&input) } else { None };
             let (follows, notes) = with_consumers(o, &input, None, &log_problem, |ctx| {
                 let follows = warned.and_then(|l| ctx.settings.compact.value.compaction_follows(l));
                 let notes = ci.map_or(Notes::None, |ci| hooks::checkpoint_notes(ctx, ci));
@@ -105,7 +91,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         if let Some(cycle) = cycle {
             // The host compacts without a SessionStart (Gemini): the note of
             // a new context comes back with this tool call's output.
-            let ci = consumer_input()?;
+            let ci = &input;
             let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
             said.extend(record);
         }
@@ -123,7 +109,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         let Some(cycle) = interpulse::hook::turn_start(&producer, &input)? else {
             return Ok(None);
         };
-        let ci = consumer_input()?;
+        let ci = &input;
         let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
@@ -148,7 +134,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             Err(e) => log_problem(&e.to_string()),
         }
     }
-    let ci = consumer_input()?;
+    let ci = &input;
     let mut cycle = None;
     if moment == Moment::ContextStart
         && matches!(ci.source.as_deref(), Some("compact" | "resume" | "clear"))

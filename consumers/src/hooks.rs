@@ -12,9 +12,8 @@ use interband::Bus;
 use interband::consumer::{self, Consumer, HandlerError};
 use interband::payloads::{Level, Payload, Pressure};
 use interband::settings::{Env, Files, Layered, load_from};
-use interband_hosts::{Host, Moment, tail};
+use interband_hosts::{Host, Moment, input, tail};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::compact::{self, Acted};
 use crate::intermem::{self, Intermem, SessionInfo, Trigger};
@@ -109,43 +108,8 @@ impl AllSettings {
     }
 }
 
-/// The fields of a hook input the consumers use (tolerant).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct Input {
-    /// The session.
-    pub session_id: String,
-    /// Its transcript.
-    pub transcript_path: Option<String>,
-    /// Its folder.
-    pub cwd: Option<String>,
-    /// The event.
-    pub hook_event_name: String,
-    /// SessionStart: `startup`, `resume`, `clear`, `compact`, `fork`.
-    pub source: Option<String>,
-    /// PreCompact: `manual` or `auto`.
-    pub trigger: Option<String>,
-    /// Stop: a stop hook already blocked once.
-    pub stop_hook_active: bool,
-    /// Set inside subagents.
-    pub agent_id: Option<String>,
-    /// Codex CLI's turn (only Codex sends it).
-    pub turn_id: Option<String>,
-    /// Gemini CLI's event time (only Gemini sends it at the top level).
-    pub timestamp: Option<String>,
-}
-
-impl Input {
-    /// The host that sent it (see [`Host::detect`]).
-    pub fn host(&self) -> Host {
-        Host::detect(
-            &self.hook_event_name,
-            self.transcript_path.as_deref(),
-            self.turn_id.is_some(),
-            self.timestamp.is_some(),
-        )
-    }
-}
+/// The hook input, as every part reads it (one type, the host's).
+pub use interband_hosts::input::HookInput as Input;
 
 /// What the consumers need from outside.
 pub struct Ctx<'a> {
@@ -250,15 +214,12 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
                 "not blocking the stop of a headless run ({why}): {}",
                 advice.person
             ));
-            Ok(Some(json!({"systemMessage": advice.person}).to_string()))
+            Ok(Some(input::system_message(&advice.person)))
         }
         // The block makes the agent relay the advice; the message beside it
         // is interband's own word to the user (the UI shows the block's
         // reason as a hook's feedback, which reads as a fault).
-        _ => Ok(Some(
-            json!({"decision": "block", "reason": advice.agent, "systemMessage": advice.user})
-                .to_string(),
-        )),
+        _ => Ok(Some(input::block(&advice.agent, &advice.user))),
     }
 }
 
@@ -385,14 +346,11 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         Some("resume") => Fresh::Resumed,
         Some("clear") => Fresh::Cleared,
         _ => {
-            return Ok(plugin_statusline_hint(ctx, input)
-                .map(|said| json!({"systemMessage": said}).to_string()));
+            return Ok(plugin_statusline_hint(ctx, input).map(|said| input::system_message(&said)));
         }
     };
-    Ok(after_compaction(ctx, input, how)?.map(|context| {
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
-            .to_string()
-    }))
+    Ok(after_compaction(ctx, input, how)?
+        .map(|context| input::additional_context(&input.hook_event_name, &context)))
 }
 
 /// What interband has told the user once, on this machine.

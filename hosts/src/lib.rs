@@ -27,6 +27,7 @@ pub mod claude;
 pub mod codex;
 pub mod forward;
 pub mod gemini;
+pub mod input;
 pub mod process;
 pub mod tail;
 pub mod usage;

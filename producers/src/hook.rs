@@ -14,8 +14,8 @@ use interband::settings::{Env, Layered};
 use crate::config::Config;
 use crate::context::{Figures, Source, WindowSource, pct_tenths};
 use crate::engine::{self, Action, Call, Observation, Outcome, State};
-use crate::host::{HookInput, additional_context};
 use crate::{Error, messages};
+use interband_hosts::input::{HookInput, additional_context};
 use interband_hosts::tail::{self, UsageKind};
 use interband_hosts::{Host, Known};
 

@@ -11,7 +11,6 @@ pub use interband::context;
 pub mod dashboard;
 pub mod engine;
 pub mod hook;
-pub mod host;
 pub mod messages;
 
 /// What can stop a producer call. Hooks log it and fail open.

@@ -9,7 +9,7 @@ use interband::Bus;
 use interband::settings::ProcessEnv;
 use interband_consumers::hooks::AllSettings;
 use interband_consumers::interline;
-use interpulse::host::MAX_INPUT_BYTES;
+use interband_hosts::input::MAX_INPUT_BYTES;
 
 use super::pulse::now;
 use crate::exit;

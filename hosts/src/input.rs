@@ -1,6 +1,5 @@
-//! What the hosts send and accept: hook input (Claude Code and Codex CLI
-//! `PostToolUse`, Gemini CLI `AfterTool`), and the one output shape that
-//! reaches the model.
+//! What the hosts send and accept: the one hook input type (every event,
+//! every host, read tolerantly), and the host responses interband prints.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -34,10 +33,16 @@ pub struct HookInput {
     pub turn_id: Option<String>,
     /// Gemini CLI's event time (only Gemini sends it at the top level).
     pub timestamp: Option<String>,
+    /// A context's start: `startup`, `resume`, `clear`, `compact`, `fork`.
+    pub source: Option<String>,
+    /// Before a compaction: `manual` or `auto`.
+    pub trigger: Option<String>,
+    /// At a turn's end: a stop hook already blocked this stop once.
+    pub stop_hook_active: bool,
 }
 
 /// A statusline-style `context_window` object, read as the statusline's
-/// is: counts as [`interband_hosts::usage::count`] reads them, and a usage
+/// is: counts as [`crate::usage::count`] reads them, and a usage
 /// with a count that cannot be read is no figure (never a low one).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
@@ -51,7 +56,7 @@ pub struct HostContext {
 impl HostContext {
     /// The window size, tokens.
     pub fn window(&self) -> Option<u64> {
-        interband_hosts::usage::count(&self.context_window_size).filter(|&w| w > 0)
+        crate::usage::count(&self.context_window_size).filter(|&w| w > 0)
     }
 
     /// Tokens in context: input, cache creation and cache read, when the
@@ -65,15 +70,15 @@ impl HostContext {
         ]
         .iter()
         .try_fold(0u64, |sum, k| {
-            Some(sum.saturating_add(interband_hosts::usage::field(usage, k)?))
+            Some(sum.saturating_add(crate::usage::field(usage, k)?))
         })
     }
 }
 
 impl HookInput {
-    /// The host that sent it (see [`interband_hosts::Host::detect`]).
-    pub fn host(&self) -> interband_hosts::Host {
-        interband_hosts::Host::detect(
+    /// The host that sent it (see [`crate::Host::detect`]).
+    pub fn host(&self) -> crate::Host {
+        crate::Host::detect(
             &self.hook_event_name,
             self.transcript_path.as_deref(),
             self.turn_id.is_some(),
@@ -161,13 +166,34 @@ impl HookInput {
 /// `additionalContext` is silently ignored; a mismatched name is rejected).
 ///
 /// ```
-/// let out = interpulse::host::additional_context("PostToolUse", "hi");
+/// let out = interband_hosts::input::additional_context("PostToolUse", "hi");
 /// let v: serde_json::Value = serde_json::from_str(&out).unwrap();
 /// assert_eq!(v, serde_json::json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "hi"}}));
 /// ```
 pub fn additional_context(event: &str, text: &str) -> String {
     serde_json::json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
         .to_string()
+}
+
+/// The stdout that shows `text` to the person (never to the model).
+///
+/// ```
+/// assert_eq!(interband_hosts::input::system_message("hi"), r#"{"systemMessage":"hi"}"#);
+/// ```
+pub fn system_message(text: &str) -> String {
+    serde_json::json!({ "systemMessage": text }).to_string()
+}
+
+/// The stdout that blocks a turn's end: the agent goes on with `reason`;
+/// `message` is shown to the person beside it.
+///
+/// ```
+/// let v: serde_json::Value =
+///     serde_json::from_str(&interband_hosts::input::block("go on", "told")).unwrap();
+/// assert_eq!(v, serde_json::json!({"decision": "block", "reason": "go on", "systemMessage": "told"}));
+/// ```
+pub fn block(reason: &str, message: &str) -> String {
+    serde_json::json!({"decision": "block", "reason": reason, "systemMessage": message}).to_string()
 }
 
 #[cfg(test)]
