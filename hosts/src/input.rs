@@ -34,11 +34,26 @@ pub struct HookInput {
     /// Gemini CLI's event time (only Gemini sends it at the top level).
     pub timestamp: Option<String>,
     /// A context's start: `startup`, `resume`, `clear`, `compact`, `fork`.
+    #[serde(deserialize_with = "or_default")]
     pub source: Option<String>,
     /// Before a compaction: `manual` or `auto`.
+    #[serde(deserialize_with = "or_default")]
     pub trigger: Option<String>,
     /// At a turn's end: a stop hook already blocked this stop once.
+    #[serde(deserialize_with = "or_default")]
     pub stop_hook_active: bool,
+}
+
+/// A field of one event only, read tolerantly: a value of another type (a
+/// host's `null`, a number) is the default, never a reason to refuse the
+/// whole input, which every other event's handling also reads.
+fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(T::deserialize(v).unwrap_or_default())
 }
 
 /// A statusline-style `context_window` object, read as the statusline's
@@ -248,5 +263,20 @@ mod tests {
         assert_eq!(f.argument_summary(80), "cargo test --all");
         assert!(!g.looks_failed());
         assert_eq!(HookInput::parse(b"{}").unwrap().session_id, "");
+        // One event's fields in an odd shape cost only themselves.
+        let odd = br#"{"session_id":"s","hook_event_name":"Stop","stop_hook_active":null,"source":5,"trigger":["auto"]}"#;
+        let o = HookInput::parse(odd).unwrap();
+        assert_eq!(
+            (o.stop_hook_active, o.source, o.trigger),
+            (false, None, None)
+        );
+        let set =
+            br#"{"session_id":"s","stop_hook_active":true,"source":"compact","trigger":"manual"}"#;
+        let o = HookInput::parse(set).unwrap();
+        assert!(o.stop_hook_active);
+        assert_eq!(
+            (o.source.as_deref(), o.trigger.as_deref()),
+            (Some("compact"), Some("manual"))
+        );
     }
 }

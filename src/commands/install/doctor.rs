@@ -237,7 +237,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
             format!(
                 "{} has interband's hooks too: {} runs both on every event",
                 shown(&p),
-                host_title(host)
+                host.profile().name
             ),
             format!("keep one: `interband uninstall --project --host {name}` here, or `interband uninstall --host {name}`"),
         ));
@@ -245,10 +245,6 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     if host == Host::Codex {
         check_codex_trust(&t, &settings, &hooks, found);
     }
-}
-
-fn host_title(host: Host) -> &'static str {
-    host.profile().name
 }
 
 /// Whether the program a hook command runs exists, and is this binary.
