@@ -30,7 +30,7 @@ use std::io;
 use std::path::Path;
 
 use interband_hosts::Host;
-use serde_json::Value;
+use interband_hosts::digest::{Item, Reader};
 
 /// One todo item.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -273,10 +273,10 @@ fn scan_window<'a, S: Source + ?Sized>(
     let part = |from: u64, to: u64, skip: (bool, bool)| {
         scan_part(src, (from, to), skip, reading.chunk, limits, host)
     };
-    // Gemini's reader looks back at what it has seen (a call written again
-    // comes once), so its lines are scanned in one order, whole.
+    // A host that writes a record again is read in one order, whole (a
+    // call written again counts once).
     let span = cap.min(len.saturating_sub(offset));
-    if host == Host::Gemini || span < reading.split.max(2) {
+    if host.profile().rewrites_lines || span < reading.split.max(2) {
         return part(offset, end, skip);
     }
     let Some(cut) = line_end_after(src, offset + span / 2, end)? else {
@@ -398,34 +398,15 @@ fn merge(mut head: Scan, mut tail: Scan) -> Digest {
     tail.finish(head.first_prompt)
 }
 
-/// Text openings the client writes into `user` lines itself: these lines (or
-/// text items) are not prompts.
-const HARNESS_PREFIXES: &[&str] = &[
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<local-command-caveat>",
-    "<system-reminder>",
-    "<bash-input>",
-    "<bash-stdout>",
-    "<bash-stderr>",
-    "[Request interrupted by user",
-];
-
-/// Tools that change a file, and the input field naming it.
-const FILE_TOOLS: &[(&str, &str)] = &[
-    ("Edit", "file_path"),
-    ("Write", "file_path"),
-    ("MultiEdit", "file_path"),
-    ("NotebookEdit", "notebook_path"),
-];
-
 /// What one window yields, line by line.
 struct Scan<'a> {
     limits: &'a Limits,
-    host: Host,
+    /// The host's reader of a line.
+    reader: Reader,
+    /// Its items, one line's at a time (kept to reuse the room).
+    items: Vec<Item>,
+    /// Whether the host writes a record again as it grows.
+    rewrites: bool,
     first_prompt: Option<String>,
     latest_prompt: Option<String>,
     last_prompt_record: Option<String>,
@@ -455,7 +436,9 @@ impl<'a> Scan<'a> {
     fn new(limits: &'a Limits, host: Host) -> Self {
         Scan {
             limits,
-            host,
+            reader: host.profile().digest,
+            items: Vec::new(),
+            rewrites: host.profile().rewrites_lines,
             first_prompt: None,
             latest_prompt: None,
             last_prompt_record: None,
@@ -474,427 +457,63 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// Takes in one line; anything that is not a JSON object is skipped.
+    /// Takes in one line, through its host's reader.
     fn line(&mut self, raw: &[u8]) {
-        // A tool's plain result that did not fail tells a note nothing (the
-        // call itself is on the assistant line): not parsed, whatever its size.
-        // A SIMD search per name for what would make it tell something (one
-        // multi-name automaton is 4-5x slower on text: its prefilter stumbles
-        // on text's many candidate bytes).
-        static TELLING: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
-            std::sync::LazyLock::new(|| {
-                [
-                    &b"\"is_error\":true"[..],
-                    b"\"type\":\"text\"",
-                    b"isCompactSummary",
-                ]
-                .map(memchr::memmem::Finder::new)
-            });
-        if self.host == Host::Claude
-            && memchr::memmem::find(raw, b"\"tool_result\"").is_some()
-            && !TELLING.iter().any(|f| f.find(raw).is_some())
-        {
-            return;
+        let mut items = std::mem::take(&mut self.items);
+        (self.reader)(raw, &mut items);
+        for item in items.drain(..) {
+            self.take(item);
         }
-        let Ok(Value::Object(line)) = serde_json::from_slice::<Value>(raw) else {
-            return;
-        };
-        match self.host {
-            Host::Claude => self.claude_line(line),
-            Host::Codex => self.codex_line(&line),
-            Host::Gemini => self.gemini_line(&line),
-        }
+        self.items = items;
     }
 
-    /// A Codex rollout line: `{timestamp, type, payload}`.
-    fn codex_line(&mut self, line: &serde_json::Map<String, Value>) {
-        let p = line.get("payload").unwrap_or(&Value::Null);
-        let text = |key: &str| p.get(key).and_then(Value::as_str);
-        match line.get("type").and_then(Value::as_str) {
-            Some("turn_context") | Some("session_meta") => {
-                if let Some(cwd) = text("cwd") {
-                    self.cwd = Some(cwd.to_owned());
-                }
-                if let Some(branch) = p.pointer("/git/branch").and_then(Value::as_str) {
-                    self.git_branch = Some(branch.to_owned());
-                }
-            }
-            Some("compacted") => {
-                if let Some(summary) = text("message") {
-                    self.compaction_summary = Some(summary.to_owned());
-                    self.compacted();
-                }
-            }
-            Some("response_item") => match text("type") {
-                Some("message") => {
-                    let parts: Vec<&str> = p
-                        .get("content")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|i| i.get("text").and_then(Value::as_str))
-                        .collect();
-                    let joined = parts.join("\n");
-                    match text("role") {
-                        Some("user") => {
-                            // Codex's own context (environment, instructions) opens with a tag.
-                            if let Some(prompt) = prompt_from_str(&joined)
-                                .filter(|t| !t.starts_with('<') && !t.starts_with("# AGENTS.md"))
-                            {
-                                self.prompt(prompt);
-                            }
-                        }
-                        Some("assistant") if !joined.trim().is_empty() => {
-                            self.last_assistant = Some(self.cut(&joined));
-                        }
-                        _ => {}
-                    }
-                }
-                Some("function_call") | Some("custom_tool_call") => {
-                    let name = text("name").unwrap_or_default().to_owned();
-                    let id = text("call_id").map(str::to_owned);
-                    if let Some(id) = &id {
-                        self.tool_names.insert(id.clone(), name.clone());
-                    }
-                    // Arguments come as a JSON string; a custom tool's as its input.
-                    let args: Value = text("arguments")
-                        .and_then(|a| serde_json::from_str(a).ok())
-                        .unwrap_or_default();
-                    match name.as_str() {
-                        "exec_command" | "shell" | "local_shell" | "Bash" => {
-                            let command = match args.get("cmd").or(args.get("command")) {
-                                Some(Value::String(c)) => Some(c.clone()),
-                                Some(Value::Array(a)) => Some(
-                                    a.iter()
-                                        .filter_map(Value::as_str)
-                                        .collect::<Vec<_>>()
-                                        .join(" "),
-                                ),
-                                _ => None,
-                            };
-                            if let Some(c) = command {
-                                let c = self.cut(&c);
-                                self.commands.push((id, c));
-                            }
-                        }
-                        "apply_patch" => {
-                            let patch = text("input")
-                                .or_else(|| args.get("input").and_then(Value::as_str))
-                                .unwrap_or_default();
-                            for l in patch.lines() {
-                                for head in
-                                    ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
-                                {
-                                    if let Some(path) = l.strip_prefix(head) {
-                                        self.files.push(path.trim().to_owned());
-                                    }
-                                }
-                            }
-                        }
-                        "update_plan" => {
-                            if let Some(plan) = args.get("plan").and_then(Value::as_array) {
-                                let todos = plan
-                                    .iter()
-                                    .filter_map(|t| {
-                                        let step = t.get("step").and_then(Value::as_str)?;
-                                        let status =
-                                            t.get("status").and_then(Value::as_str).unwrap_or("");
-                                        Some(Todo {
-                                            content: self.cut(step),
-                                            status: status.to_owned(),
-                                        })
-                                    })
-                                    .collect();
-                                self.todos = Some(todos);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Some("function_call_output") | Some("custom_tool_call_output") => {
-                    let output = match p.get("output") {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(v) => v
-                            .get("output")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        None => String::new(),
-                    };
-                    let failed = output.lines().any(|l| {
-                        l.trim()
-                            .strip_prefix("Process exited with code ")
-                            .is_some_and(|c| c.trim() != "0")
-                    });
-                    if failed {
-                        let id = text("call_id").map(str::to_owned);
-                        let message = output
-                            .lines()
-                            .map(str::trim)
-                            .filter(|l| !l.is_empty() && !l.starts_with("Chunk ID"))
-                            .find(|l| !l.starts_with("Wall time"))
-                            .unwrap_or("")
-                            .to_owned();
-                        if let Some(id) = &id {
-                            self.failed_ids.insert(id.clone());
-                        }
-                        let message = self.cut(&message);
-                        self.errors.push((id, message));
-                    }
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-
-    /// A Gemini chat recording line: a message record, or `$set` metadata.
-    fn gemini_line(&mut self, line: &serde_json::Map<String, Value>) {
-        if let Some(messages) = line
-            .get("$set")
-            .and_then(|s| s.get("messages"))
-            .and_then(Value::as_array)
-        {
-            // A compression rewrote the history: its state snapshot is the summary.
-            for m in messages {
-                let text = m
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| c.get("text").and_then(Value::as_str))
-                    .find(|t| t.trim_start().starts_with("<state_snapshot>"));
-                if let Some(t) = text {
-                    self.compaction_summary = Some(t.to_owned());
-                    self.compacted();
-                }
-            }
-            return;
-        }
-        match line.get("type").and_then(Value::as_str) {
-            Some("user") => {
-                let content = line.get("content").and_then(Value::as_array);
-                for part in content.into_iter().flatten() {
-                    if let Some(r) = part.get("functionResponse") {
-                        if let Some(err) = r.pointer("/response/error") {
-                            let id = r.get("id").and_then(Value::as_str).map(str::to_owned);
-                            let message = err
-                                .as_str()
-                                .map(str::to_owned)
-                                .unwrap_or_else(|| err.to_string());
-                            if let Some(id) = &id {
-                                self.failed_ids.insert(id.clone());
-                            }
-                            let message = self.cut(first_line(&message));
-                            self.errors.push((id, message));
-                        }
-                    } else if let Some(text) = part.get("text").and_then(Value::as_str)
-                        && let Some(prompt) = prompt_from_str(text).filter(|t| !t.starts_with('<'))
-                    {
-                        self.prompt(prompt);
-                    }
-                }
-            }
-            Some("gemini") => {
-                if let Some(text) = line.get("content").and_then(Value::as_str)
-                    && !text.trim().is_empty()
-                {
-                    self.last_assistant = Some(self.cut(text));
-                }
-                let calls = line.get("toolCalls").and_then(Value::as_array);
-                for call in calls.into_iter().flatten() {
-                    let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-                    let id = call.get("id").and_then(Value::as_str).map(str::to_owned);
-                    // The same message is written again when its calls are
-                    // added: each call once.
-                    if id.as_ref().is_some_and(|i| self.tool_names.contains_key(i)) {
-                        continue;
-                    }
-                    if let Some(id) = &id {
-                        self.tool_names.insert(id.clone(), name.to_owned());
-                    }
-                    let args = call.get("args").unwrap_or(&Value::Null);
-                    let arg = |k: &str| args.get(k).and_then(Value::as_str);
-                    match name {
-                        "run_shell_command" => {
-                            if let Some(c) = arg("command") {
-                                let c = self.cut(c);
-                                self.commands.push((id.clone(), c));
-                            }
-                        }
-                        "write_file" | "replace" => {
-                            if let Some(path) = arg("file_path").filter(|p| !p.is_empty()) {
-                                self.files.push(path.to_owned());
-                            }
-                        }
-                        "write_todos" => {
-                            if let Some(todos) = args.get("todos").and_then(Value::as_array) {
-                                let todos = todos
-                                    .iter()
-                                    .filter_map(|t| {
-                                        let what = t.get("description").and_then(Value::as_str)?;
-                                        let status =
-                                            t.get("status").and_then(Value::as_str).unwrap_or("");
-                                        Some(Todo {
-                                            content: self.cut(what),
-                                            status: status.to_owned(),
-                                        })
-                                    })
-                                    .collect();
-                                self.todos = Some(todos);
-                            }
-                        }
-                        _ => {}
-                    }
-                    if call.get("status").and_then(Value::as_str) == Some("error")
-                        && let Some(id) = &id
-                    {
-                        self.failed_ids.insert(id.clone());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// A Claude Code transcript line.
-    fn claude_line(&mut self, line: serde_json::Map<String, Value>) {
-        if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            return;
-        }
-        if let Some(cwd) = line.get("cwd").and_then(Value::as_str) {
-            self.cwd = Some(cwd.to_owned());
-        }
-        if let Some(branch) = line.get("gitBranch").and_then(Value::as_str) {
-            self.git_branch = Some(branch.to_owned());
-        }
-        let message = line.get("message");
-        let content = message.and_then(|m| m.get("content"));
-        match line.get("type").and_then(Value::as_str) {
-            Some("user") => self.user(&line, content),
-            Some("assistant") => self.assistant(message, content),
-            Some("last-prompt") => {
-                if let Some(text) = line.get("lastPrompt").and_then(Value::as_str)
-                    && let Some(text) = prompt_from_str(text)
-                {
-                    self.last_prompt_record = Some(self.cut(text));
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn user(&mut self, line: &serde_json::Map<String, Value>, content: Option<&Value>) {
-        let flag = |key: &str| line.get(key).and_then(Value::as_bool) == Some(true);
-        if flag("isCompactSummary") {
-            if let Some(text) = content.and_then(content_text) {
+    /// Takes in one thing a line said.
+    fn take(&mut self, item: Item) {
+        match item {
+            Item::Cwd(cwd) => self.cwd = Some(cwd),
+            Item::Branch(branch) => self.git_branch = Some(branch),
+            Item::Prompt(text) => self.prompt(&text),
+            Item::PromptRecord(text) => self.last_prompt_record = Some(self.cut(&text)),
+            Item::Reply(text) => self.last_assistant = Some(self.cut(&text)),
+            Item::Summary(text) => {
                 self.compaction_summary = Some(text);
                 self.compacted();
             }
-            return;
-        }
-        if let Some(items) = content.and_then(Value::as_array) {
-            for item in items.iter().filter(|i| item_type(i) == Some("tool_result")) {
-                self.tool_result(line, item);
+            Item::Failed { id, message } => {
+                if let Some(id) = &id {
+                    self.failed_ids.insert(id.clone());
+                }
+                let message = self.cut(&message);
+                self.errors.push((id, message));
             }
-        }
-        if flag("isMeta") {
-            return;
-        }
-        if let Some(prompt) = content.and_then(prompt_text) {
-            self.prompt(&prompt);
-        }
-    }
-
-    fn tool_result(&mut self, line: &serde_json::Map<String, Value>, item: &Value) {
-        if item.get("is_error").and_then(Value::as_bool) != Some(true) {
-            return;
-        }
-        let id = item
-            .get("tool_use_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let mut text = item
-            .get("content")
-            .and_then(content_text)
-            .unwrap_or_default();
-        if text.trim().is_empty()
-            && let Some(extra) = line.get("toolUseResult").and_then(Value::as_str)
-        {
-            text = extra.to_owned();
-        }
-        let message = self.cut(first_line(&text));
-        if let Some(id) = &id {
-            self.failed_ids.insert(id.clone());
-        }
-        self.errors.push((id, message));
-    }
-
-    fn assistant(&mut self, message: Option<&Value>, content: Option<&Value>) {
-        if message.and_then(|m| m.get("model")).and_then(Value::as_str) == Some("<synthetic>") {
-            return;
-        }
-        let Some(items) = content.and_then(Value::as_array) else {
-            return;
-        };
-        let mut texts = Vec::new();
-        for item in items {
-            match item_type(item) {
-                Some("text") => {
-                    if let Some(text) = item.get("text").and_then(Value::as_str) {
-                        texts.push(text);
+            Item::Call(call) => {
+                // A call written again counts once (where the host writes
+                // records again: another host's repeated id is its own).
+                if let Some(id) = &call.id {
+                    if self.rewrites && self.tool_names.contains_key(id) {
+                        return;
+                    }
+                    self.tool_names.insert(id.clone(), call.name);
+                    if call.failed {
+                        self.failed_ids.insert(id.clone());
                     }
                 }
-                Some("tool_use") => self.tool_use(item),
-                _ => {}
-            }
-        }
-        let text = texts.join("\n");
-        let text = text.trim();
-        if !text.is_empty() {
-            self.last_assistant = Some(self.cut(text));
-        }
-    }
-
-    fn tool_use(&mut self, item: &Value) {
-        let Some(name) = item.get("name").and_then(Value::as_str) else {
-            return;
-        };
-        let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
-        if let Some(id) = &id {
-            self.tool_names.insert(id.clone(), name.to_owned());
-        }
-        let input = item.get("input");
-        let field = |key: &str| input.and_then(|i| i.get(key)).and_then(Value::as_str);
-        if let Some((_, key)) = FILE_TOOLS.iter().find(|(tool, _)| *tool == name)
-            && let Some(path) = field(key).filter(|p| !p.is_empty())
-        {
-            self.files.push(path.to_owned());
-        }
-        match name {
-            "Bash" => {
-                if let Some(command) = field("command") {
-                    let command = self.cut(command);
-                    self.commands.push((id, command));
+                if let Some(command) = call.command {
+                    let command = self.cut(&command);
+                    self.commands.push((call.id, command));
                 }
-            }
-            "TodoWrite" => {
-                if let Some(todos) = input.and_then(|i| i.get("todos")).and_then(Value::as_array) {
+                self.files.extend(call.files);
+                if let Some(todos) = call.todos {
                     let todos = todos
-                        .iter()
-                        .filter_map(|t| {
-                            let content = t.get("content").and_then(Value::as_str)?;
-                            let status = t.get("status").and_then(Value::as_str).unwrap_or("");
-                            Some(Todo {
-                                content: self.cut(content),
-                                status: status.to_owned(),
-                            })
+                        .into_iter()
+                        .map(|t| Todo {
+                            content: self.cut(&t.content),
+                            status: t.status,
                         })
                         .collect();
                     self.todos = Some(todos);
                 }
             }
-            _ => {}
         }
     }
 
@@ -905,7 +524,9 @@ impl<'a> Scan<'a> {
         // Every field named: a new one has to say how it joins.
         let Scan {
             limits: _,
-            host: _,
+            reader: _,
+            items: _,
+            rewrites: _,
             first_prompt,
             latest_prompt,
             last_prompt_record,
@@ -1037,74 +658,11 @@ impl<'a> Scan<'a> {
     }
 }
 
-/// An item's `type`.
-fn item_type(item: &Value) -> Option<&str> {
-    item.get("type").and_then(Value::as_str)
-}
-
-/// The text of a content value: a string, or the `text` items of an array
-/// joined by newlines.
-fn content_text(content: &Value) -> Option<String> {
-    match content {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(items) => {
-            let texts: Vec<&str> = items
-                .iter()
-                .filter(|i| item_type(i) == Some("text"))
-                .filter_map(|i| i.get("text").and_then(Value::as_str))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
-}
-
-/// The prompt a user's content holds, if it is one: not a tool result, and
-/// the text that is not harness-generated.
-fn prompt_text(content: &Value) -> Option<String> {
-    match content {
-        Value::String(s) => prompt_from_str(s).map(str::to_owned),
-        Value::Array(items) => {
-            if items.iter().any(|i| item_type(i) == Some("tool_result")) {
-                return None;
-            }
-            let texts: Vec<&str> = items
-                .iter()
-                .filter(|i| item_type(i) == Some("text"))
-                .filter_map(|i| i.get("text").and_then(Value::as_str))
-                .filter_map(prompt_from_str)
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
-}
-
-/// `text` trimmed, unless it is empty or harness-generated.
-fn prompt_from_str(text: &str) -> Option<&str> {
-    let text = text.trim();
-    let harness = HARNESS_PREFIXES.iter().any(|p| text.starts_with(p));
-    (!text.is_empty() && !harness).then_some(text)
-}
-
-/// The first non-empty line of `text`, without a `<tool_use_error>` wrapper.
-fn first_line(text: &str) -> &str {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    let line = line.strip_prefix("<tool_use_error>").unwrap_or(line);
-    line.strip_suffix("</tool_use_error>")
-        .unwrap_or(line)
-        .trim()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::fs::File;
     use std::io::Write;
 

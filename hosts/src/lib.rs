@@ -25,6 +25,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod digest;
 pub mod forward;
 pub mod gemini;
 pub mod input;
@@ -122,6 +123,12 @@ pub struct Profile {
     pub edit_tools: &'static [&'static str],
     /// Tools that run a command.
     pub shell_tools: &'static [&'static str],
+    /// What each transcript line gives a memory note.
+    pub digest: digest::Reader,
+    /// Whether the host writes a transcript record again as it grows
+    /// (Gemini writes a message again as its calls are added): its lines
+    /// are read in one order, whole, never as two halves side by side.
+    pub rewrites_lines: bool,
 }
 
 /// One event `interband install` registers: the host's name for it, the
@@ -232,6 +239,8 @@ pub const CLAUDE: Profile = Profile {
     ],
     edit_tools: &["Edit", "MultiEdit", "Write", "NotebookEdit"],
     shell_tools: &["Bash"],
+    digest: claude::digest::items,
+    rewrites_lines: false,
 };
 
 /// Codex CLI.
@@ -267,6 +276,8 @@ pub const CODEX: Profile = Profile {
     heavy_tools: &["web_search", "view_image"],
     edit_tools: &["apply_patch"],
     shell_tools: &["Bash", "shell", "exec_command", "local_shell"],
+    digest: codex::digest::items,
+    rewrites_lines: false,
 };
 
 /// Gemini CLI.
@@ -310,6 +321,8 @@ pub const GEMINI: Profile = Profile {
     ],
     edit_tools: &["write_file", "replace"],
     shell_tools: &["run_shell_command"],
+    digest: gemini::digest::items,
+    rewrites_lines: true,
 };
 
 /// Events only Gemini CLI sends.

@@ -55,6 +55,8 @@
 //! `CLAUDE_CODE_AUTO_COMPACT_WINDOW` moves only the compaction point
 //! ([`compaction_point`]), never the window.
 
+pub mod digest;
+
 use serde_json::Value;
 use serde_json::value::RawValue;
 

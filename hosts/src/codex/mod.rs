@@ -26,6 +26,8 @@
 //! `config.toml` sets it, but never past 90% of the model's window, which is
 //! also the point when nothing sets it.
 
+pub mod digest;
+
 use std::path::Path;
 
 use serde_json::Value;

@@ -25,6 +25,8 @@
 //! its `messages` ([`crate::tail::Layout::Document`]); a compression left no
 //! mark there (the next reply's figure is lower).
 
+pub mod digest;
+
 use std::path::Path;
 
 use serde_json::Value;
