@@ -35,19 +35,29 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     let input =
         HookInput::parse(buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
     let event = input.hook_event_name.as_str();
-    let profile = input.host().profile();
+    let host = input.host();
+    let profile = host.profile();
     let moment = profile.moment(event);
+    // The project folder by the host's one rule, and the settings files for
+    // it, read once for the whole call: the producer's and the consumers'
+    // settings both come from them.
+    let project = host.project_dir(input.cwd.as_deref(), o.env);
+    let files = interband::settings::Files::read(project.as_deref(), o.env);
+    let pulse = interpulse::config::Config::load_with_problems(&files, o.env);
+    let theirs = AllSettings::load_from(&files, o.env);
     let producer = Producer {
         bus: o.bus,
         env: o.env,
         now: o.now,
+        project: project.as_deref(),
+        settings: &pulse,
     };
     let log_problem = |p: &str| (o.log)(&format!("hook {event} {}: {p}", input.session_id));
     // What the producer found and could not publish, for the consumers.
     let unpublished = std::cell::Cell::new(None);
     let consumers =
         |f: &dyn Fn(&hooks::Ctx) -> Result<Option<String>, interband_consumers::Error>| {
-            with_consumers(o, &input, unpublished.get(), &log_problem, f)
+            with_consumers(o, &theirs, unpublished.get(), &log_problem, f)
         };
     if moment == Moment::ToolDone {
         let reply = post_tool_use(&producer, &input)?;
@@ -63,7 +73,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             // true), and the note a checkpoint asks for, in this very call
             // (unless a running watch writes it): what the agent is told is true.
             let ci = if reply.checkpoint { Some(&input) } else { None };
-            let (follows, notes) = with_consumers(o, &input, None, &log_problem, |ctx| {
+            let (follows, notes) = with_consumers(o, &theirs, None, &log_problem, |ctx| {
                 let follows = warned.and_then(|l| ctx.settings.compact.value.compaction_follows(l));
                 let notes = ci.map_or(Notes::None, |ci| hooks::checkpoint_notes(ctx, ci));
                 Ok((follows, notes))
@@ -83,16 +93,16 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
                 Notes::None => {}
             }
         }
-        let brings_back = !profile.start_after_compaction && !input.in_subagent();
+        let restores = !profile.start_after_compaction && !input.in_subagent();
         // (Its cycle state tells, before the consumers' settings are loaded.)
         let cycle = reply
             .cycle
-            .filter(|&c| brings_back && !hooks::back_for(o.bus, &input.session_id, c));
+            .filter(|&c| restores && !hooks::restored_for(o.bus, &input.session_id, c));
         if let Some(cycle) = cycle {
             // The host compacts without a SessionStart (Gemini): the note of
             // a new context comes back with this tool call's output.
             let ci = &input;
-            let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
+            let record = consumers(&|ctx| hooks::restore_note_for_cycle(ctx, ci, cycle))?;
             said.extend(record);
         }
         if !input.in_subagent() {
@@ -110,7 +120,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             return Ok(None);
         };
         let ci = &input;
-        let record = consumers(&|ctx| hooks::bring_back(ctx, ci, cycle))?;
+        let record = consumers(&|ctx| hooks::restore_note_for_cycle(ctx, ci, cycle))?;
         return Ok(record.map(|r| additional_context(event, &r)));
     }
     if moment == Moment::SessionEnd {
@@ -157,23 +167,21 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         // on a host whose calls bring back each new context's note, not
         // again for it.
         if let Some(c) = cycle.filter(|_| !profile.start_after_compaction) {
-            hooks::brought_back(ctx, ci, c);
+            hooks::mark_restored(ctx, ci, c);
         }
         Ok(out)
     })
 }
 
-/// Runs `f` with the consumers' context: their settings for the input's
-/// project (problems logged once) and the hook's log.
+/// Runs `f` with the consumers' context: their settings (problems logged
+/// once) and the hook's log.
 fn with_consumers<T>(
     o: &Outside,
-    input: &HookInput,
+    settings: &AllSettings,
     unpublished: Option<interband::payloads::Level>,
     problem: &dyn Fn(&str),
     f: impl FnOnce(&hooks::Ctx) -> Result<T, interband_consumers::Error>,
 ) -> Result<T> {
-    let project = interpulse::hook::project_dir(input, o.env);
-    let settings = AllSettings::load(project.as_deref(), o.env);
     for p in settings.problems() {
         (o.log_once)(&format!("settings: {p}"));
     }
@@ -181,7 +189,7 @@ fn with_consumers<T>(
         bus: o.bus,
         env: o.env,
         home: o.home.clone(),
-        settings: &settings,
+        settings,
         problem,
         now: o.now,
         unpublished,

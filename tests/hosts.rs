@@ -220,7 +220,7 @@ fn compress(chat: &Path, input: u64) {
 }
 
 /// A hook's output brings a memory note back.
-fn brought_back(out: &Value) -> bool {
+fn mark_restored(out: &Value) -> bool {
     out["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap_or("")
@@ -491,7 +491,7 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
     // The call after the compression: the producer has taken the new
     // context, and the note comes back. Then, as if that hook had been
     // killed before it could say so (its record is not there)...
-    assert!(brought_back(&hook(&w, &tool)));
+    assert!(mark_restored(&hook(&w, &tool)));
     let state = w.root().join(format!(".state/compact/{session}.json"));
     let mut v: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
     assert_eq!(v["reinjected_cycle"], 1, "{v}");
@@ -503,12 +503,12 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
     v["reinjected_cycle"] = json!(0);
     v["reinjecting"] = json!([1, now]);
     std::fs::write(&state, v.to_string()).unwrap();
-    assert!(!brought_back(&hook(&w, &tool)), "left to the hook at it");
+    assert!(!mark_restored(&hook(&w, &tool)), "left to the hook at it");
     // ...and once it has had its time, the next call brings it back, once.
     v["reinjecting"] = json!([1, now - 60.0]);
     std::fs::write(&state, v.to_string()).unwrap();
-    assert!(brought_back(&hook(&w, &tool)), "made again");
-    assert!(!brought_back(&hook(&w, &tool)), "once");
+    assert!(mark_restored(&hook(&w, &tool)), "made again");
+    assert!(!mark_restored(&hook(&w, &tool)), "once");
     let before = gemini_event(
         "BeforeAgent",
         session,
@@ -532,7 +532,10 @@ fn gemini_brings_the_note_back_again_when_the_hook_that_did_died_before_saying_i
             .contains("<interband-memory-note"),
         "{out}"
     );
-    assert!(!brought_back(&hook(&w, &tool)), "not again after the clear");
+    assert!(
+        !mark_restored(&hook(&w, &tool)),
+        "not again after the clear"
+    );
 }
 
 #[test]
@@ -542,7 +545,7 @@ fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
     let (_, chat, tool) = gemini_session(&w, session, 530_000);
     hook(&w, &tool);
     compress(&chat, 8_000);
-    assert!(brought_back(&hook(&w, &tool)));
+    assert!(mark_restored(&hook(&w, &tool)));
     // The state as a build from before cycles were kept left it: the note
     // it brought back, and no cycle.
     let state = w.root().join(format!(".state/compact/{session}.json"));
@@ -551,7 +554,7 @@ fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
     v.as_object_mut().unwrap().remove("reinjecting");
     std::fs::write(&state, v.to_string()).unwrap();
     assert!(
-        !brought_back(&hook(&w, &tool)),
+        !mark_restored(&hook(&w, &tool)),
         "that note already came back"
     );
     // A later red stretch, its note, a compression: that note comes back, once.
@@ -563,6 +566,6 @@ fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
     );
     hook(&w, &tool);
     compress(&chat, 7_000);
-    assert!(brought_back(&hook(&w, &tool)), "the later note comes back");
-    assert!(!brought_back(&hook(&w, &tool)), "once");
+    assert!(mark_restored(&hook(&w, &tool)), "the later note comes back");
+    assert!(!mark_restored(&hook(&w, &tool)), "once");
 }

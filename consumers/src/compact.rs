@@ -115,15 +115,17 @@ pub struct CycleState {
     /// host with no start event after a compaction (Gemini CLI). `None` in a
     /// state written before it was kept: then a note already brought back
     /// (`injected`) counts as this cycle's.
-    pub reinjected_cycle: Option<u64>,
+    #[serde(rename = "reinjected_cycle")]
+    pub restored_cycle: Option<u64>,
     /// A hook bringing a cycle's note back, and since when (Unix seconds):
     /// the hooks of parallel tool calls leave it to that one, unless it died
-    /// (it has not recorded the cycle after [`REINJECT_LEASE_SECS`]).
-    pub reinjecting: Option<(u64, f64)>,
+    /// (it has not recorded the cycle after [`RESTORE_LEASE_SECS`]).
+    #[serde(rename = "reinjecting")]
+    pub restoring: Option<(u64, f64)>,
 }
 
 /// How long a hook bringing a note back has before another may do it.
-pub const REINJECT_LEASE_SECS: f64 = 10.0;
+pub const RESTORE_LEASE_SECS: f64 = 10.0;
 
 /// The trigger's state folder, `<root>/.state/compact/`.
 fn state_dir(bus: &Bus) -> Result<interband::fsio::Dir, interband::Error> {

@@ -349,7 +349,7 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
             return Ok(plugin_statusline_hint(ctx, input).map(|said| input::system_message(&said)));
         }
     };
-    Ok(after_compaction(ctx, input, how)?
+    Ok(restore_note(ctx, input, how)?
         .map(|context| input::additional_context(&input.hook_event_name, &context)))
 }
 
@@ -421,16 +421,20 @@ pub enum Fresh {
 ///
 /// The note comes back even when no state can be written (a full disk, a
 /// read-only root): those failures are logged, never in the way.
-pub fn after_compaction(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<String>, Error> {
-    reinject(ctx, input, how, None)
+pub fn restore_note(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<String>, Error> {
+    restore(ctx, input, how, None)
 }
 
 /// On a host with no start event after a compaction (Gemini CLI): brings
 /// the note back for the producer's context `cycle` (see interpulse's
 /// `Reply::cycle`) unless it already came back for it, as
-/// [`after_compaction`] does. A re-injection cut short (a killed hook) is
+/// [`restore_note`] does. A re-injection cut short (a killed hook) is
 /// made again at the next event, since only one that was made records it.
-pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>, Error> {
+pub fn restore_note_for_cycle(
+    ctx: &Ctx,
+    input: &Input,
+    cycle: u64,
+) -> Result<Option<String>, Error> {
     if cycle == 0 {
         return Ok(None);
     }
@@ -439,7 +443,7 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
     // back if it is the one last injected (looked up once, only then).
     let latest = std::cell::OnceCell::new();
     let legacy_done = |s: &compact::CycleState| {
-        s.reinjected_cycle.is_none()
+        s.restored_cycle.is_none()
             && s.injected.is_some()
             && latest
                 .get_or_init(|| {
@@ -448,8 +452,8 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
                 .as_ref()
                 == s.injected.as_ref()
     };
-    let done = |s: &compact::CycleState| legacy_done(s) || came_back(s, cycle);
-    if came_back(&seen, cycle) {
+    let done = |s: &compact::CycleState| legacy_done(s) || restored(s, cycle);
+    if restored(&seen, cycle) {
         return Ok(None);
     }
     // Taken under the lock: the hooks of parallel calls leave it to one.
@@ -457,20 +461,20 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
     let taken = compact::with_state(ctx.bus, &input.session_id, |s| {
         if done(s) {
             // (A state from before cycles were kept learns this one.)
-            s.reinjected_cycle = Some(s.reinjected_cycle.unwrap_or(0).max(cycle));
+            s.restored_cycle = Some(s.restored_cycle.unwrap_or(0).max(cycle));
             return false;
         }
         let busy = s
-            .reinjecting
-            .is_some_and(|(c, at)| c == cycle && (now - at).abs() < compact::REINJECT_LEASE_SECS);
+            .restoring
+            .is_some_and(|(c, at)| c == cycle && (now - at).abs() < compact::RESTORE_LEASE_SECS);
         if busy {
             return false;
         }
-        s.reinjecting = Some((cycle, now));
+        s.restoring = Some((cycle, now));
         true
     });
     match taken {
-        Ok(true) => reinject(ctx, input, Fresh::Compacted, Some(cycle)),
+        Ok(true) => restore(ctx, input, Fresh::Compacted, Some(cycle)),
         Ok(false) => Ok(None),
         // Where this cannot be recorded, every call would bring it back.
         Err(e) => {
@@ -482,32 +486,32 @@ pub fn bring_back(ctx: &Ctx, input: &Input, cycle: u64) -> Result<Option<String>
 
 /// Whether the session's note is known to have come back for `cycle`, by
 /// its cycle state alone: what a hook can ask before it loads the settings
-/// to bring a note back (see [`bring_back`]).
-pub fn back_for(bus: &Bus, session: &str, cycle: u64) -> bool {
-    cycle == 0 || came_back(&compact::read_state(bus, session), cycle)
+/// to bring a note back (see [`restore_note_for_cycle`]).
+pub fn restored_for(bus: &Bus, session: &str, cycle: u64) -> bool {
+    cycle == 0 || restored(&compact::read_state(bus, session), cycle)
 }
 
-fn came_back(s: &compact::CycleState, cycle: u64) -> bool {
-    s.reinjected_cycle.is_some_and(|c| cycle <= c)
+fn restored(s: &compact::CycleState, cycle: u64) -> bool {
+    s.restored_cycle.is_some_and(|c| cycle <= c)
 }
 
 /// Records the producer's context `cycle` as brought back (its start event
-/// brought the note back, or there was none), so [`bring_back`] does not
+/// brought the note back, or there was none), so [`restore_note_for_cycle`] does not
 /// bring it back again. A failure is logged.
-pub fn brought_back(ctx: &Ctx, input: &Input, cycle: u64) {
+pub fn mark_restored(ctx: &Ctx, input: &Input, cycle: u64) {
     let recorded = compact::with_state(ctx.bus, &input.session_id, |s| {
-        s.reinjected_cycle = Some(s.reinjected_cycle.unwrap_or(0).max(cycle));
-        s.reinjecting = None;
+        s.restored_cycle = Some(s.restored_cycle.unwrap_or(0).max(cycle));
+        s.restoring = None;
     });
     if let Err(e) = recorded {
         (ctx.problem)(&e.to_string());
     }
 }
 
-/// [`after_compaction`], recording `cycle` as brought back. What came back
+/// [`restore_note`], recording `cycle` as brought back. What came back
 /// is recorded only once the text to bring back is made, so a hook killed
 /// on the way leaves it to be made again.
-fn reinject(
+fn restore(
     ctx: &Ctx,
     input: &Input,
     how: Fresh,
@@ -520,7 +524,7 @@ fn reinject(
     let Some((note, text)) = intermem::latest_note(ctx.bus, session) else {
         // No note to bring back for this cycle: none to look for again.
         if let Some(c) = cycle {
-            brought_back(ctx, input, c);
+            mark_restored(ctx, input, c);
         }
         return Ok(None);
     };
@@ -581,8 +585,8 @@ fn reinject(
         s.injected = Some(note.path.clone());
         s.injected_at = now;
         if let Some(c) = cycle {
-            s.reinjected_cycle = Some(s.reinjected_cycle.unwrap_or(0).max(c));
-            s.reinjecting = None;
+            s.restored_cycle = Some(s.restored_cycle.unwrap_or(0).max(c));
+            s.restoring = None;
         }
     });
     if let Err(e) = recorded {

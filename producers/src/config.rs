@@ -128,8 +128,13 @@ impl Config {
     /// project's as far as it is trusted) and the environment. The files'
     /// own problems come first.
     pub fn load(project: Option<&Path>, env: &dyn Env) -> Layered<Config> {
-        let files = Files::read(project, env);
-        let mut layered = Self::load_from(&files, env);
+        Self::load_with_problems(&Files::read(project, env), env)
+    }
+
+    /// [`Config::load_from`], the files' own problems first: what
+    /// [`Config::load`] gives, from files already read.
+    pub fn load_with_problems(files: &Files, env: &dyn Env) -> Layered<Config> {
+        let mut layered = Self::load_from(files, env);
         let mut problems = files.problems.clone();
         problems.extend(files.notices());
         problems.append(&mut layered.problems);

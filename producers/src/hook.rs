@@ -30,6 +30,12 @@ pub struct Hook<'a> {
     pub env: &'a dyn Env,
     /// Unix time, seconds.
     pub now: f64,
+    /// The session's project folder, by its host's rule
+    /// ([`interband_hosts::Host::project_dir`]).
+    pub project: Option<&'a Path>,
+    /// The settings for it, from the files the caller read once for the
+    /// whole call ([`Config::load_from`]).
+    pub settings: &'a Layered<Config>,
 }
 
 /// What to print, and what went wrong on the way without stopping the call.
@@ -158,7 +164,6 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
     let stated = window
         .map(|w| (w, WindowSource::HookInput))
         .or(bridge.map(|b| (b.window, WindowSource::Statusline)));
-    let project = project_dir(input, h.env);
     let limits = host.limits(
         &Known {
             stated,
@@ -166,7 +171,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
             configured: cfg.window,
             model: model.as_deref(),
             used,
-            project: project.as_deref(),
+            project: h.project,
         },
         h.env,
     );
@@ -215,25 +220,24 @@ fn directive_text(
 }
 
 /// What every event of the producer starts from.
-struct Begun<'i> {
+struct Begun<'i, 'h> {
     /// The session.
     session: &'i str,
     /// The project folder.
-    project: Option<PathBuf>,
+    project: Option<&'h Path>,
     /// The settings for it.
-    settings: Layered<Config>,
+    settings: &'h Layered<Config>,
     /// A reply carrying their problems.
     reply: Reply,
 }
 
 /// Starts an event: the session must be named.
-fn begin<'i>(h: &Hook, input: &'i HookInput) -> Result<Begun<'i>, Error> {
+fn begin<'i, 'h>(h: &Hook<'h>, input: &'i HookInput) -> Result<Begun<'i, 'h>, Error> {
     let session = input.session_id.trim();
     if session.is_empty() {
         return Err(Error::Input("session_id is missing".into()));
     }
-    let project = project_dir(input, h.env);
-    let settings = Config::load(project.as_deref(), h.env);
+    let (project, settings) = (h.project, h.settings);
     let reply = Reply {
         settings: settings.problems.clone(),
         ..Default::default()
@@ -265,7 +269,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let directives = if subagent {
         None
     } else {
-        directive_text(project.as_deref(), cfg, &mut reply.settings)
+        directive_text(project, cfg, &mut reply.settings)
     };
     let call = Call {
         now: h.now,
@@ -620,8 +624,7 @@ pub fn turn_start(h: &Hook, input: &HookInput) -> Result<Option<u64>, Error> {
     let dir = state_dir(h.bus, true)?;
     let state = interband::lock::read_json_or_default::<State>(&dir, &state_file(session));
     if let Some(last) = state.last_used {
-        let cfg = Config::load(project_dir(input, h.env).as_deref(), h.env).value;
-        let now = observe(h, input, &cfg, input.host())
+        let now = observe(h, input, &h.settings.value, input.host())
             .figures
             .map(|f| f.used_tokens);
         if now.is_some_and(|used| engine::shrunk(used, last)) {

@@ -265,15 +265,18 @@ pub fn compression_threshold(
     project: Option<&Path>,
     env: &dyn interband::settings::Env,
 ) -> f64 {
-    let read = |dir: &Path| -> Option<f64> {
-        settings(dir)?["model"]["compressionThreshold"]
+    let threshold = |settings: Value| -> Option<f64> {
+        settings["model"]["compressionThreshold"]
             .as_f64()
             .filter(|t| *t > 0.0 && *t <= 1.0)
     };
+    // The user's file once, for the trust rule and the threshold both.
+    let user = home.and_then(settings);
     project
-        .filter(|p| trusts(home, p, env))
-        .and_then(read)
-        .or_else(|| home.and_then(read))
+        .filter(|p| trusts_with(user.as_ref(), home, p, env))
+        .and_then(settings)
+        .and_then(threshold)
+        .or_else(|| user.and_then(threshold))
         .unwrap_or(DEFAULT_THRESHOLD)
 }
 
@@ -295,6 +298,16 @@ fn settings(dir: &Path) -> Option<Value> {
 /// and a folder no rule covers is not trusted. An unreadable rules file
 /// trusts nothing.
 pub fn trusts(home: Option<&Path>, folder: &Path, env: &dyn interband::settings::Env) -> bool {
+    trusts_with(home.and_then(settings).as_ref(), home, folder, env)
+}
+
+/// [`trusts`], with the user's settings already read.
+fn trusts_with(
+    user: Option<&Value>,
+    home: Option<&Path>,
+    folder: &Path,
+    env: &dyn interband::settings::Env,
+) -> bool {
     let is = |var: &str, value: &str| env.var(var).is_some_and(|v| v == value);
     if is("GEMINI_RESTRICTED_MODE", "true") || is("GEMINI_CLI_TRUST_WORKSPACE", "false") {
         return false;
@@ -302,12 +315,7 @@ pub fn trusts(home: Option<&Path>, folder: &Path, env: &dyn interband::settings:
     if is("GEMINI_CLI_TRUST_WORKSPACE", "true") {
         return true;
     }
-    let user = home.and_then(settings);
-    if user
-        .as_ref()
-        .and_then(|u| u["security"]["folderTrust"]["enabled"].as_bool())
-        == Some(false)
-    {
+    if user.and_then(|u| u["security"]["folderTrust"]["enabled"].as_bool()) == Some(false) {
         return true;
     }
     let rules_file = env

@@ -1,0 +1,178 @@
+//! A hook call opens each settings file at most once: interband's own (the
+//! user's and the project's `config.toml`) and the host's (Claude Code's
+//! `settings.json`, Codex's `config.toml`, Gemini's `settings.json`), read
+//! once and passed down to the producer and the consumers. Counted from
+//! outside, as the kernel sees it: the real binary runs each host's real
+//! captured events under `strace`, at a level that warns and asks for a
+//! checkpoint (so every part of the call runs). Without `strace`, the test
+//! reports itself ignored, with the reason.
+
+mod common;
+
+use common::{BIN, World, repo, trials};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One host's case: its fixture folder, its events (fixture files, in the
+/// order a session sends them), its transcript and where the host keeps it
+/// under the home folder, and its own settings files (relative to the home
+/// and to the project).
+struct Case {
+    fixtures: &'static str,
+    events: &'static [&'static str],
+    transcript: &'static str,
+    transcript_at: &'static str,
+    host_files: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        fixtures: "claude-code-2.1.332",
+        events: &[
+            "SessionStart.compact.input.json",
+            "PostToolUse.input.json",
+            "Stop.input.json",
+            "PreCompact.auto.input.json",
+            "SessionEnd.input.json",
+        ],
+        transcript: "transcript.compacted_session.jsonl",
+        transcript_at: ".claude/projects/-p/d6d5a7f1-e821-4196-b0bd-c3da854c1920.jsonl",
+        host_files: &[
+            ".claude/settings.json",
+            "PROJECT/.claude/settings.json",
+            "PROJECT/.claude/settings.local.json",
+        ],
+    },
+    Case {
+        fixtures: "codex-0.171.0",
+        events: &[
+            "SessionStart.compact.input.json",
+            "PostToolUse.140k.input.json",
+            "Stop.input.json",
+            "PreCompact.auto.input.json",
+            "SessionEnd.input.json",
+        ],
+        transcript: "rollout.at-PostToolUse.140k.jsonl",
+        transcript_at: ".codex/sessions/2026/11/30/rollout-2026-11-30T07-28-31-01a22b5a-f865-7f42-bd9a-3be6150b497a.jsonl",
+        host_files: &[".codex/config.toml"],
+    },
+    Case {
+        fixtures: "gemini-cli-0.39.0",
+        events: &[
+            "SessionStart.startup.input.json",
+            "BeforeAgent.input.json",
+            "AfterTool.run_shell_command.input.json",
+            "PreCompress.auto.input.json",
+            "AfterAgent.input.json",
+            "SessionEnd.exit.input.json",
+        ],
+        transcript: "chat.at-AfterTool.run_shell_command.jsonl",
+        transcript_at: ".gemini/tmp/proj/chats/session-2026-11-30T07-27-d41c4108.jsonl",
+        host_files: &[".gemini/settings.json", "PROJECT/.gemini/settings.json"],
+    },
+];
+
+/// Every threshold at once: any figure is red, so a tool call warns and
+/// asks for a checkpoint, and the turn's end acts.
+const RED_AT_ONCE: &str =
+    "[interpulse.thresholds.usable]\nyellow = 99.9\norange = 99.8\nred = 99.7\n";
+
+fn each_settings_file_is_opened_at_most_once_per_hook_call() {
+    for case in CASES {
+        let w = World::new();
+        let home = w.home();
+        let project = w.dir.path().join("proj");
+        let resolve = |rel: &str| match rel.strip_prefix("PROJECT/") {
+            Some(r) => project.join(r),
+            None => home.join(rel),
+        };
+        let mut watched: Vec<PathBuf> = vec![
+            home.join(".config/interband/config.toml"),
+            project.join(".interband/config.toml"),
+        ];
+        watched.extend(case.host_files.iter().map(|f| resolve(f)));
+        for f in &watched {
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            let body = match f.extension().and_then(|e| e.to_str()) {
+                Some("toml") if f.ends_with("interband/config.toml") => RED_AT_ONCE,
+                Some("toml") => "# empty\n",
+                _ => "{}\n",
+            };
+            std::fs::write(f, body).unwrap();
+        }
+        // The project's interband file is the project's: trusted, so its
+        // settings count as the user's would.
+        std::fs::write(project.join(".interband/config.toml"), "[compact]\n").unwrap();
+        let dir = repo().join("tests/fixtures").join(case.fixtures);
+        let transcript = home.join(case.transcript_at);
+        std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+        std::fs::copy(dir.join(case.transcript), &transcript).unwrap();
+        for event in case.events {
+            let mut input: Value =
+                serde_json::from_slice(&std::fs::read(dir.join(event)).unwrap()).unwrap();
+            input["transcript_path"] = transcript.to_string_lossy().into();
+            input["cwd"] = project.to_string_lossy().into();
+            let opens = opens_in_one_call(&w, &project, &input);
+            for f in &watched {
+                let n = opens.get(f).copied().unwrap_or(0);
+                assert!(
+                    n <= 1,
+                    "{}/{event}: {} opened {n} times in one hook call",
+                    case.fixtures,
+                    f.display()
+                );
+            }
+            // The call did read interband's settings: the count is of a real read.
+            assert_eq!(
+                opens.get(&watched[0]).copied(),
+                Some(1),
+                "{}/{event}: the user's settings were not read ({opens:?})",
+                case.fixtures
+            );
+        }
+    }
+}
+
+/// Runs one hook call under `strace` and counts the successful opens of each path.
+fn opens_in_one_call(w: &World, project: &Path, input: &Value) -> BTreeMap<PathBuf, usize> {
+    let trace = w.dir.path().join("trace");
+    let _ = std::fs::remove_file(&trace);
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+        .arg(&trace)
+        .arg(BIN)
+        .arg("hook")
+        .current_dir(project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("INTERBAND_ROOT", w.root())
+        .env("HOME", w.home())
+        .env("CLAUDE_PROJECT_DIR", project);
+    let out = common::with_stdin(&mut cmd, input.to_string().as_bytes());
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut opens = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.contains("= -1 ")) {
+        let Some(start) = line.find('"') else {
+            continue;
+        };
+        let Some(len) = line[start + 1..].find('"') else {
+            continue;
+        };
+        let path = PathBuf::from(&line[start + 1..start + 1 + len]);
+        *opens.entry(path).or_insert(0) += 1;
+    }
+    opens
+}
+
+fn main() -> std::process::ExitCode {
+    let strace = trials::runs("strace", "-V")
+        .then_some(())
+        .ok_or_else(|| "no strace to count the opens (apt install strace)".to_owned());
+    trials::run(vec![(
+        "each_settings_file_is_opened_at_most_once_per_hook_call",
+        strace.map(|()| each_settings_file_is_opened_at_most_once_per_hook_call as fn()),
+    )])
+}
