@@ -19,6 +19,8 @@ pub struct Outside<'a> {
     pub bus: &'a Bus,
     /// The environment.
     pub env: &'a dyn Env,
+    /// The host the command line named (`--host`); else the input says.
+    pub host: Option<interband_hosts::Host>,
     /// The home folder.
     pub home: Option<PathBuf>,
     /// Unix time, seconds.
@@ -32,8 +34,9 @@ pub struct Outside<'a> {
 
 /// Handles one hook event (`buf`: its JSON). Returns the host response.
 pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
-    let input =
+    let mut input =
         HookInput::parse(buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
+    input.named = o.host;
     let event = input.hook_event_name.as_str();
     let host = input.host();
     let profile = host.profile();

@@ -122,15 +122,18 @@ pub mod exit {
     pub const TROUBLE: u8 = 2;
 }
 
-/// `interband hook` and a bare `interband statusline` run once per tool call or
-/// redraw, at the process-spawn floor: they take no options, so they skip
-/// building the whole argument parser.
+/// `interband hook [--host KEY]` and a bare `interband statusline` run once
+/// per tool call or redraw, at the process-spawn floor: they skip building
+/// the whole argument parser.
 fn fast_path() -> Option<Command> {
-    let mut args = std::env::args_os().skip(1);
-    let (first, rest) = (args.next()?, args.next());
-    match (first.to_str()?, rest) {
-        ("hook", None) => Some(Command::Hook(commands::hook::Hook {})),
-        ("statusline", None) => Some(Command::Statusline(commands::hook::Statusline::default())),
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).take(4).collect();
+    let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    match args[..] {
+        ["hook"] => Some(Command::Hook(commands::hook::Hook::default())),
+        ["hook", "--host", key] => Some(Command::Hook(commands::hook::Hook {
+            host: Some(key.to_owned()),
+        })),
+        ["statusline"] => Some(Command::Statusline(commands::hook::Statusline::default())),
         _ => None,
     }
 }

@@ -816,3 +816,34 @@ fn the_statusline_says_the_hosts_own_percentage_on_every_captured_input() {
     }
     assert!(seen >= 2, "{seen} captured inputs with a percentage");
 }
+
+#[test]
+fn the_host_named_on_the_command_line_is_the_host_whatever_the_input_looks_like() {
+    let w = World::new();
+    let log = w.dir.path().join("log");
+    let t = transcript(w.dir.path(), "t.jsonl", 150_000);
+    let run = |session: &str, args: &[&str]| {
+        let o = with_stdin(w.cmd(args).env("INTERBAND_LOG", &log), &input(session, &t));
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        pressure(&w, session)
+    };
+    // What the input looks like: Claude Code's, read by Claude's rules.
+    let detected = run("s-detected", &["hook"]);
+    assert_eq!(detected["source"], "transcript", "{detected}");
+    assert_eq!(detected["used_tokens"], 150_000, "{detected}");
+    // Named Claude: the same.
+    let named = run("s-claude", &["hook", "--host", "claude"]);
+    assert_eq!(named["used_tokens"], 150_000, "{named}");
+    // Named Codex: read by Codex's rules, which find no usage in Claude's lines.
+    let codex = run("s-codex", &["hook", "--host", "codex"]);
+    assert_ne!(codex["source"], "transcript", "{codex}");
+    assert_ne!(codex["used_tokens"], 150_000, "{codex}");
+    // An unknown key fails open: the input tells, and the log says why.
+    let unknown = run("s-unknown", &["hook", "--host", "nosuchhost"]);
+    assert_eq!(unknown["used_tokens"], 150_000, "{unknown}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("--host nosuchhost: no such host"),
+        "{logged}"
+    );
+}

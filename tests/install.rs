@@ -73,7 +73,8 @@ fn program() -> String {
         .to_owned()
 }
 
-/// The commands of every hook of `event` running `interband hook`.
+/// The commands of every hook of `event` running `interband hook` (with or
+/// without the host named).
 fn interband_hooks(settings: &Value, event: &str) -> Vec<Value> {
     settings["hooks"][event]
         .as_array()
@@ -82,7 +83,10 @@ fn interband_hooks(settings: &Value, event: &str) -> Vec<Value> {
         .flat_map(|g| g["hooks"].as_array().unwrap().clone())
         .filter(|h| {
             let c = h["command"].as_str().unwrap();
-            c.contains("interband") && (c.ends_with(" hook") || c.contains(" interband hook || "))
+            c.contains("interband")
+                && (c.contains(" hook --host ")
+                    || c.ends_with(" hook")
+                    || c.contains(" interband hook || "))
         })
         .collect()
 }
@@ -121,7 +125,7 @@ fn claude_install_merges_wraps_the_statusline_and_uninstall_restores_the_origina
     // Ours is appended to each event, in Claude's format.
     assert_eq!(
         s["hooks"]["PostToolUse"][1],
-        json!({"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5}]})
+        json!({"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook --host claude"), "timeout": 5}]})
     );
     for (event, timeout) in [
         ("Stop", 10),
@@ -131,7 +135,7 @@ fn claude_install_merges_wraps_the_statusline_and_uninstall_restores_the_origina
     ] {
         assert_eq!(
             s["hooks"][event],
-            json!([{"hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": timeout}]}]),
+            json!([{"hooks": [{"type": "command", "command": format!("{prog} hook --host claude"), "timeout": timeout}]}]),
             "{event}"
         );
     }
@@ -234,7 +238,7 @@ fn dry_run_prints_a_diff_and_writes_nothing() {
     assert!(out.starts_with(&format!("--- {p}\n+++ {p}\n@@ -")), "{out}");
     assert!(
         out.contains(&format!(
-            "+            \"command\": \"{} hook\",",
+            "+            \"command\": \"{} hook --host claude\",",
             program()
         )),
         "{out}"
@@ -540,7 +544,7 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     );
     assert_eq!(
         s["hooks"]["PostToolUse"],
-        json!([{"hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5}]}])
+        json!([{"hooks": [{"type": "command", "command": format!("{prog} hook --host codex"), "timeout": 5}]}])
     );
     for e in [
         "PostToolUse",
@@ -631,7 +635,7 @@ fn gemini_hooks_use_its_event_names_and_milliseconds() {
     assert_eq!(s["hooks"]["BeforeTool"], original["hooks"]["BeforeTool"]);
     assert_eq!(
         s["hooks"]["AfterTool"],
-        json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook"), "timeout": 5000}]}])
+        json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook --host gemini"), "timeout": 5000}]}])
     );
     for e in [
         "AfterTool",
@@ -695,6 +699,52 @@ fn a_group_removed_by_hand_is_added_again_and_uninstall_still_restores() {
     ok(&o);
     assert!(stdout(&o).contains(": Stop\n"), "{}", stdout(&o));
     assert_eq!(interband_hooks(&read(&path), "Stop").len(), 1);
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    assert_eq!(
+        read(&path),
+        serde_json::from_str::<Value>(USER_SETTINGS).unwrap()
+    );
+}
+
+#[test]
+fn an_earlier_install_s_hooks_name_their_host_after_install_and_uninstall_still_restores() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, USER_SETTINGS).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    // As an install from before the hook named its host left it: the
+    // settings and the install's record, every hook `PROGRAM hook`.
+    let earlier = |text: String| text.replace(" hook --host claude", " hook");
+    let mut rewritten = 0;
+    for f in files_under(w.dir.path()) {
+        let f = w.dir.path().join(f);
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        if text.contains(" hook --host claude") {
+            std::fs::write(&f, earlier(text)).unwrap();
+            rewritten += 1;
+        }
+    }
+    assert_eq!(rewritten, 2, "the settings and the record");
+    assert!(
+        interband_hooks(&read(&path), "Stop")[0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with(" hook")
+    );
+
+    ok(&w.run(&settings_args("install", &path, &[])));
+    let after = read(&path);
+    for e in CLAUDE_EVENTS {
+        let ours = interband_hooks(&after, e);
+        assert_eq!(ours.len(), 1, "{e}: not doubled: {after}");
+        assert_eq!(
+            ours[0]["command"],
+            format!("{} hook --host claude", program()),
+            "{e}"
+        );
+    }
     ok(&w.run(&settings_args("uninstall", &path, &[])));
     assert_eq!(
         read(&path),
@@ -794,7 +844,7 @@ fn an_install_from_another_place_moves_the_hooks_to_it_and_uninstall_still_resto
     for e in CLAUDE_EVENTS {
         let ours = interband_hooks(&after, e);
         assert_eq!(ours.len(), 1, "{e}: {after}");
-        assert_eq!(ours[0]["command"], "/b/interband hook", "{e}");
+        assert_eq!(ours[0]["command"], "/b/interband hook --host claude", "{e}");
     }
     let status = after["statusLine"]["command"].as_str().unwrap();
     assert!(
@@ -829,7 +879,7 @@ fn an_install_from_another_place_moves_the_hooks_to_it_and_uninstall_still_resto
     )));
     assert_eq!(
         interband_hooks(&read(&path2), "Stop")[0]["command"],
-        "'/my tools/interband' hook"
+        "'/my tools/interband' hook --host claude"
     );
 }
 

@@ -42,6 +42,11 @@ pub struct HookInput {
     /// At a turn's end: a stop hook already blocked this stop once.
     #[serde(deserialize_with = "or_default")]
     pub stop_hook_active: bool,
+    /// The host, when the command line named it (`interband hook --host
+    /// KEY`, as `interband install` registers it): never read from the
+    /// input, and above anything [`crate::Host::detect`] would say.
+    #[serde(skip)]
+    pub named: Option<crate::Host>,
 }
 
 /// A field of one event only, read tolerantly: a value of another type (a
@@ -91,8 +96,12 @@ impl HostContext {
 }
 
 impl HookInput {
-    /// The host that sent it (see [`crate::Host::detect`]).
+    /// The host that sent it: the one the command line named, else the one
+    /// its input says (see [`crate::Host::detect`]).
     pub fn host(&self) -> crate::Host {
+        if let Some(host) = self.named {
+            return host;
+        }
         crate::Host::detect(
             &self.hook_event_name,
             self.transcript_path.as_deref(),

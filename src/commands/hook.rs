@@ -184,13 +184,29 @@ fn home() -> Option<std::path::PathBuf> {
 
 /// `interband hook`: one JSON object on stdin, dispatched on `hook_event_name`.
 /// Always exits 0 and prints nothing but a valid host response.
-#[derive(Args)]
-pub struct Hook {}
+#[derive(Args, Default)]
+pub struct Hook {
+    /// The host that runs it, by its key (`claude`, `codex`, `gemini`...):
+    /// `interband install` names it; without it, the input tells.
+    #[arg(long, value_name = "KEY")]
+    pub host: Option<String>,
+}
 
 impl Hook {
     pub fn run(self) -> Result<u8> {
         fail_open_on_panic();
-        match handle() {
+        // An unknown key (a newer install's host, a typo) is said in the log;
+        // the input still tells the host.
+        let host = self.host.as_deref().and_then(|key| {
+            let host = interband_hosts::Host::from_key(key);
+            if host.is_none() {
+                log(&format!(
+                    "hook: --host {key}: no such host; the input tells"
+                ));
+            }
+            host
+        });
+        match handle(host) {
             Ok(Some(out)) => print(&out),
             Ok(None) => {}
             Err(e) => log(&format!("hook: {e:#}")),
@@ -204,7 +220,7 @@ impl Hook {
 /// read finds nothing.
 const NO_ROOT: &str = "/dev/null/interband-has-no-root";
 
-fn handle() -> Result<Option<String>> {
+fn handle(host: Option<interband_hosts::Host>) -> Result<Option<String>> {
     explain_if_typed(
         "interband hook reads one hook event, as JSON on stdin, from Claude Code, Codex CLI or Gemini CLI: \
          the host runs it (`interband install` sets that up). Paste an event and press Ctrl-D, or it gives up in 2 s.",
@@ -223,6 +239,7 @@ fn handle() -> Result<Option<String>> {
         &crate::dispatch::Outside {
             bus: &bus,
             env: &ProcessEnv,
+            host,
             home: home(),
             now: now(),
             log: &log,

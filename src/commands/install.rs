@@ -239,7 +239,10 @@ impl Target {
 /// The commands interband registers, all starting with one program.
 struct Ours {
     program: String,
+    /// The hook, naming its host (`hook --host KEY`).
     hook: String,
+    /// The hook as an earlier install wrote it, without the host.
+    earlier_hook: String,
     statusline: String,
 }
 
@@ -260,27 +263,32 @@ fn transient(program: &str) -> bool {
 }
 
 impl Ours {
-    fn new(program: String) -> Self {
-        let hook = if program == "interband" {
-            format!("{}interband hook{}", ON_PATH.0, ON_PATH.1)
-        } else if transient(&program) {
-            format!(
-                "{}{program}{}{program} hook{}",
-                IF_THERE.0, IF_THERE.1, IF_THERE.2
-            )
-        } else {
-            format!("{program} hook")
+    fn new(program: String, host: Host) -> Self {
+        let hook = |args: &str| {
+            if program == "interband" {
+                format!("{}interband {args}{}", ON_PATH.0, ON_PATH.1)
+            } else if transient(&program) {
+                format!(
+                    "{}{program}{}{program} {args}{}",
+                    IF_THERE.0, IF_THERE.1, IF_THERE.2
+                )
+            } else {
+                format!("{program} {args}")
+            }
         };
         Ours {
-            hook,
+            hook: hook(&format!("hook --host {}", host.profile().key)),
+            earlier_hook: hook("hook"),
             statusline: format!("{program} statusline"),
             program,
         }
     }
     /// Whether `command` is our hook, as this install writes it or as an
-    /// earlier one wrote it (`interband hook`, unguarded).
+    /// earlier one wrote it (without the host; `interband hook`, unguarded).
     fn is_our_hook(&self, command: &str) -> bool {
-        command == self.hook || command == format!("{} hook", self.program)
+        command == self.hook
+            || command == self.earlier_hook
+            || command == format!("{} hook", self.program)
     }
     /// Our statusline command, running `theirs` too and appending our segment to its line.
     fn wrapping(&self, theirs: &str) -> String {
@@ -313,7 +321,7 @@ impl Install {
             t.host.key()
         );
         let path = t.path()?;
-        let ours = Ours::new(t.program()?);
+        let ours = Ours::new(t.program()?, t.host);
         let files = Files::new(&path, t.project);
         files.sweep(t);
         let original = read_settings(&path)?;
@@ -325,13 +333,22 @@ impl Install {
         // Installed before from another place (another npm prefix, a cargo
         // install, a clone's build): what that install added now runs this
         // binary.
+        let mut named_now = false;
         let moved = match &mut old_record {
             Some(r) if r.program != ours.program => {
                 let from = std::mem::replace(&mut r.program, ours.program.clone());
-                relocate(&mut settings, r, &Ours::new(from.clone()), &ours);
+                relocate(&mut settings, r, &Ours::new(from.clone(), t.host), &ours);
                 Some(from)
             }
-            _ => None,
+            Some(r) => {
+                // An earlier install's hooks, which did not name their host, do now.
+                let earlier = Ours::new(r.program.clone(), t.host);
+                let before = settings.clone();
+                relocate(&mut settings, r, &earlier, &ours);
+                named_now = settings != before;
+                None
+            }
+            None => None,
         };
         if !(t.host == Host::Codex && self.trust) {
             host_notes(t, &settings, &mut notes);
@@ -489,7 +506,15 @@ impl Install {
                 interband::text::terminal(&ours.program),
             );
         }
-        if added_now.is_empty() && statusline_now.is_none() && moved.is_none() {
+        if named_now {
+            let _ = writeln!(
+                out,
+                "interband's hooks in {} now name their host (--host {})",
+                interband::text::terminal(&path.display().to_string()),
+                t.host.key(),
+            );
+        }
+        if added_now.is_empty() && statusline_now.is_none() && moved.is_none() && !named_now {
             let _ = writeln!(
                 out,
                 "interband is already installed in {}",
@@ -634,7 +659,11 @@ impl Uninstall {
                 // And any copy of our hook the record does not know of (moved
                 // to another event or group by hand): none stays installed.
                 let mut more = Vec::new();
-                remove_found_hooks(&mut settings, &Ours::new(r.program.clone()), &mut more);
+                remove_found_hooks(
+                    &mut settings,
+                    &Ours::new(r.program.clone(), r.host),
+                    &mut more,
+                );
                 for e in more {
                     if !removed.contains(&e) {
                         removed.push(e);
@@ -643,7 +672,7 @@ impl Uninstall {
                 r.created_file
             }
             None => {
-                let ours = Ours::new(t.program()?);
+                let ours = Ours::new(t.program()?, host);
                 remove_found(&mut settings, host, &ours, &mut removed);
                 false
             }
@@ -688,11 +717,16 @@ impl Uninstall {
             let program = record
                 .as_ref()
                 .map_or_else(|| t.program(), |r| Ok(r.program.clone()))?;
-            let entries = codex_trust::entries(
-                &t.codex_key_path()?,
-                &original.json,
-                &Ours::new(program).hook,
-            );
+            // Either form of the hook: this install's, or an earlier one's.
+            let ours = Ours::new(program, host);
+            let mut entries = Vec::new();
+            for hook in [&ours.hook, &ours.earlier_hook] {
+                entries.extend(codex_trust::entries(
+                    &t.codex_key_path()?,
+                    &original.json,
+                    hook,
+                ));
+            }
             codex_trust::untrust(&t.codex_config()?, &entries)?;
         }
         if record.is_some() {
@@ -881,7 +915,13 @@ fn runs_interband(command: &str, sub: &str) -> bool {
     let named = words
         .first()
         .is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "interband"));
-    named && words.get(1).is_some_and(|w| w == sub) && (sub != "hook" || words.len() == 2)
+    let rest = words.get(2..).unwrap_or_default();
+    let hook_args = match rest {
+        [] => true,
+        [flag, key] => flag == "--host" && Host::from_key(key).is_some(),
+        _ => false,
+    };
+    named && words.get(1).is_some_and(|w| w == sub) && (sub != "hook" || hook_args)
 }
 
 enum StatusPlan {
@@ -933,7 +973,7 @@ fn remove_recorded(
     removed: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) {
-    let ours = Ours::new(record.program.clone());
+    let ours = Ours::new(record.program.clone(), record.host);
     for a in record.added.iter().rev() {
         let Some(Value::Array(groups)) =
             settings.get_mut("hooks").and_then(|h| h.get_mut(&a.event))
@@ -1521,8 +1561,15 @@ mod tests {
         assert!(!runs_interband("interband hook --extra", "hook"));
         assert!(!runs_interband("notinterband hook", "hook"));
         assert!(!runs_interband("'/open/interband hook", "hook"));
-        let ours = Ours::new(shell_words::quote("/my dir/interband").into_owned());
-        assert_eq!(ours.hook, "'/my dir/interband' hook");
+        assert!(runs_interband("/opt/x/interband hook --host gemini", "hook"));
+        assert!(!runs_interband("/opt/x/interband hook --host nosuch", "hook"));
+        assert!(!runs_interband("/opt/x/interband hook --host", "hook"));
+        let ours = Ours::new(
+            shell_words::quote("/my dir/interband").into_owned(),
+            Host::Codex,
+        );
+        assert_eq!(ours.hook, "'/my dir/interband' hook --host codex");
+        assert!(ours.is_our_hook("'/my dir/interband' hook"), "an earlier install's");
         let theirs = "a 'b' \"c\" $HOME\\ it's";
         let wrapped = ours.wrapping(theirs);
         let prefix = format!("{} --wrap sh -c ", ours.statusline);

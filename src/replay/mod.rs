@@ -1171,6 +1171,7 @@ impl Stage {
             &crate::dispatch::Outside {
                 bus: &self.bus,
                 env: &self.env,
+                host: Some(self.host),
                 home: Some(self.home.clone()),
                 now: p.now,
                 log: &log,
