@@ -81,6 +81,9 @@ pub struct Profile {
     /// Its user settings file (hooks and statusline), relative to the home
     /// folder, and to a project's folder for a project's own.
     pub settings_file: &'static str,
+    /// The variable that moves the host's own folder (the first part of
+    /// [`Profile::settings_file`], `~/.codex` say), when it has one.
+    pub home_var: Option<&'static str>,
     /// The events `interband install` registers there, each with its tool
     /// matcher and its timeout in the host's unit.
     pub hook_events: &'static [HookEvent],
@@ -123,6 +126,32 @@ pub struct Profile {
     pub edit_tools: &'static [&'static str],
     /// Tools that run a command.
     pub shell_tools: &'static [&'static str],
+    /// What each transcript line says of the context (read from the end
+    /// for the figure, see [`tail`]).
+    pub reader: usage::LineReader,
+    /// Whether its transcript states the window and the model on lines of
+    /// their own (Codex's `token_count` and `turn_context`), so a reader
+    /// from the end looks for them.
+    pub states_window: bool,
+    /// A transcript line read forward, for a re-enactment (see [`forward`]).
+    pub forward: fn(line: &[u8], offset: u64) -> forward::Seen,
+    /// Whether a transcript at this path is the host's (by its place and
+    /// name).
+    pub owns_transcript: fn(path: &std::path::Path) -> bool,
+    /// Whether a transcript whose name ends `.json` is one JSON document
+    /// (Gemini CLI before 0.39), not JSONL.
+    pub json_documents: bool,
+    /// Events only this host sends, which name it whatever else the input says.
+    pub own_events: &'static [&'static str],
+    /// Why nobody is at the keyboard of the session running this hook,
+    /// when the host lets a hook tell (see [`Host::headless`]).
+    pub headless: fn(
+        transcript: Option<&std::path::Path>,
+        env: &dyn interband::settings::Env,
+    ) -> Option<String>,
+    /// The window and compaction point of a session, by the host's rules
+    /// (see [`Host::limits`]).
+    pub limits: fn(known: &Known, env: &dyn interband::settings::Env) -> Limits,
     /// What each transcript line gives a memory note.
     pub digest: digest::Reader,
     /// Whether the host writes a transcript record again as it grows
@@ -173,6 +202,34 @@ pub enum Moment {
 }
 
 impl Profile {
+    /// The host's own folder: [`Profile::home_var`] when set, else the
+    /// first part of [`Profile::settings_file`] in the home folder. The
+    /// one rule for where a host keeps its files.
+    ///
+    /// ```
+    /// use interband_hosts::Host;
+    /// let env = |v: &str| match v {
+    ///     "HOME" => Some("/h".to_owned()),
+    ///     "CODEX_HOME" => Some("/elsewhere".to_owned()),
+    ///     _ => None,
+    /// };
+    /// assert_eq!(Host::Codex.profile().host_home(&env).unwrap().to_str(), Some("/elsewhere"));
+    /// assert_eq!(Host::Codex.profile().user_settings(&env).unwrap().to_str(), Some("/elsewhere/hooks.json"));
+    /// assert_eq!(Host::Gemini.profile().user_settings(&env).unwrap().to_str(), Some("/h/.gemini/settings.json"));
+    /// ```
+    pub fn host_home(&self, env: &dyn interband::settings::Env) -> Option<std::path::PathBuf> {
+        let (folder, _) = self.settings_file.split_once('/')?;
+        self.home_var
+            .and_then(|v| env_path(env, v))
+            .or_else(|| env_path(env, "HOME").map(|h| h.join(folder)))
+    }
+
+    /// The user's settings file for the host, where [`Profile::host_home`] is.
+    pub fn user_settings(&self, env: &dyn interband::settings::Env) -> Option<std::path::PathBuf> {
+        let (_, file) = self.settings_file.split_once('/')?;
+        Some(self.host_home(env)?.join(file))
+    }
+
     /// What `event` means for this host.
     ///
     /// ```
@@ -206,6 +263,7 @@ pub const CLAUDE: Profile = Profile {
     key: "claude",
     settings_file: ".claude/settings.json",
     // Timeouts in seconds.
+    home_var: None,
     hook_events: &[
         ev("PostToolUse", Some("*"), 5),
         ev("Stop", None, 10),
@@ -239,6 +297,14 @@ pub const CLAUDE: Profile = Profile {
     ],
     edit_tools: &["Edit", "MultiEdit", "Write", "NotebookEdit"],
     shell_tools: &["Bash"],
+    reader: claude::fact,
+    states_window: false,
+    forward: claude::forward,
+    owns_transcript: claude::owns_transcript,
+    json_documents: false,
+    own_events: &[],
+    headless: claude::headless_of,
+    limits: claude::limits,
     digest: claude::digest::items,
     rewrites_lines: false,
 };
@@ -254,6 +320,7 @@ pub const CODEX: Profile = Profile {
     settings_file: ".codex/hooks.json",
     // Seconds; matchers are regular expressions where `*` is invalid (no
     // matcher matches every tool); Codex clamps SessionEnd's timeout to 3 s.
+    home_var: Some("CODEX_HOME"),
     hook_events: &[
         ev("PostToolUse", None, 5),
         ev("Stop", None, 10),
@@ -276,6 +343,14 @@ pub const CODEX: Profile = Profile {
     heavy_tools: &["web_search", "view_image"],
     edit_tools: &["apply_patch"],
     shell_tools: &["Bash", "shell", "exec_command", "local_shell"],
+    reader: codex::fact,
+    states_window: true,
+    forward: codex::forward,
+    owns_transcript: codex::owns_transcript,
+    json_documents: false,
+    own_events: &[],
+    headless: codex::headless_of,
+    limits: codex::limits,
     digest: codex::digest::items,
     rewrites_lines: false,
 };
@@ -291,6 +366,7 @@ pub const GEMINI: Profile = Profile {
     settings_file: ".gemini/settings.json",
     // Milliseconds. AfterAgent ends a turn (Gemini's Stop); BeforeAgent
     // brings the note back after a compression Gemini does not announce.
+    home_var: None,
     hook_events: &[
         ev("AfterTool", Some("*"), 5000),
         ev("AfterAgent", None, 10000),
@@ -321,6 +397,14 @@ pub const GEMINI: Profile = Profile {
     ],
     edit_tools: &["write_file", "replace"],
     shell_tools: &["run_shell_command"],
+    reader: gemini::fact,
+    states_window: false,
+    forward: gemini::forward,
+    owns_transcript: gemini::owns_transcript,
+    json_documents: true,
+    own_events: GEMINI_EVENTS,
+    headless: gemini::headless_of,
+    limits: gemini::limits,
     digest: gemini::digest::items,
     rewrites_lines: true,
 };
@@ -389,29 +473,20 @@ impl Host {
 
     /// Its transcript's line reader (what each line means for the context).
     pub fn reader(self) -> usage::LineReader {
-        match self {
-            Host::Claude => claude::fact,
-            Host::Codex => codex::fact,
-            Host::Gemini => gemini::fact,
-        }
+        self.profile().reader
     }
 
     /// Whether its transcript states the window and the model on lines of
-    /// their own (Codex's `token_count` and `turn_context`), so a reader
-    /// from the end looks for them.
+    /// their own ([`Profile::states_window`]).
     pub fn states_window(self) -> bool {
-        self == Host::Codex
+        self.profile().states_window
     }
 
     /// A transcript line read forward (see [`forward`]): what it says of
     /// the context, what it shows happening, and its time. `offset` is just
     /// past the line.
     pub fn forward(self, line: &[u8], offset: u64) -> forward::Seen {
-        match self {
-            Host::Claude => claude::forward(line, offset),
-            Host::Codex => codex::forward(line, offset),
-            Host::Gemini => gemini::forward(line, offset),
-        }
+        (self.profile().forward)(line, offset)
     }
 
     /// Folds a whole transcript forward, line by line, into its current
@@ -430,10 +505,10 @@ impl Host {
         r
     }
 
-    /// The host that sent a hook input: by its event name (Gemini's are
-    /// its own), then its transcript's shape (Codex writes
-    /// `rollout-<time>-<id>.jsonl`, Gemini `chats/session-<time>-<id8>.jsonl`),
-    /// then fields only one host sends (`turn_id`: Codex; a top-level
+    /// The host that sent a hook input, when the command line did not name
+    /// it: by its event name (an event only one host sends), then its
+    /// transcript's place and name ([`Profile::owns_transcript`]), then
+    /// fields only one host sends (`turn_id`: Codex; a top-level
     /// `timestamp`: Gemini). Claude Code otherwise.
     pub fn detect(
         event: &str,
@@ -441,8 +516,11 @@ impl Host {
         has_turn_id: bool,
         has_timestamp: bool,
     ) -> Host {
-        if GEMINI_EVENTS.contains(&event) {
-            return Host::Gemini;
+        if let Some(host) = Host::ALL
+            .into_iter()
+            .find(|h| h.profile().own_events.contains(&event))
+        {
+            return host;
         }
         if let Some(host) = transcript.and_then(Host::of_transcript) {
             return host;
@@ -456,10 +534,9 @@ impl Host {
         }
     }
 
-    /// How a transcript at `path` is laid out: Gemini CLI wrote each chat
-    /// as one JSON document (`session-*.json`) before 0.39, JSONL since.
+    /// How a transcript at `path` is laid out ([`Profile::json_documents`]).
     pub fn layout(self, path: &std::path::Path) -> tail::Layout {
-        let document = self == Host::Gemini
+        let document = self.profile().json_documents
             && path
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("json"));
@@ -472,24 +549,10 @@ impl Host {
 
     /// The host a transcript's path says, when it says.
     pub fn of_transcript(path: &str) -> Option<Host> {
-        let p = std::path::Path::new(path);
-        let name = p.file_name()?.to_str()?;
-        let parent = p
-            .parent()
-            .and_then(|d| d.file_name())
-            .and_then(|n| n.to_str());
-        if name.starts_with("rollout-") && name.ends_with(".jsonl") {
-            Some(Host::Codex)
-        } else if name.starts_with("session-")
-            && (name.ends_with(".jsonl") || name.ends_with(".json"))
-            && parent == Some("chats")
-        {
-            Some(Host::Gemini)
-        } else if path.contains("/.claude/projects/") {
-            Some(Host::Claude)
-        } else {
-            None
-        }
+        let path = std::path::Path::new(path);
+        Host::ALL
+            .into_iter()
+            .find(|h| (h.profile().owns_transcript)(path))
     }
 
     /// Why nobody is at the keyboard of the session that runs this hook
@@ -503,27 +566,19 @@ impl Host {
         transcript: Option<&std::path::Path>,
         env: &dyn interband::settings::Env,
     ) -> Option<String> {
-        match self {
-            Host::Claude => claude::headless(env),
-            Host::Codex => transcript.and_then(codex::headless),
-            Host::Gemini => gemini::headless(),
-        }
+        (self.profile().headless)(transcript, env)
     }
 
-    /// The host named `name` (`claude`, `codex`, `gemini`).
+    /// The host named `name`, its key in any case (`claude`, `Codex`...).
     pub fn from_name(name: &str) -> Option<Host> {
         Host::ALL
             .into_iter()
             .find(|h| h.as_str().eq_ignore_ascii_case(name.trim()))
     }
 
-    /// Its short name: `claude`, `codex`, `gemini`.
+    /// Its short name, the profile's key: `claude`, `codex`, `gemini`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Host::Claude => "claude",
-            Host::Codex => "codex",
-            Host::Gemini => "gemini",
-        }
+        self.profile().key
     }
 }
 
@@ -576,68 +631,18 @@ impl Host {
     ///   compression at `compressionThreshold` × the limit (the project's
     ///   setting only where Gemini trusts the folder).
     pub fn limits(self, k: &Known, env: &dyn interband::settings::Env) -> Limits {
-        use interband::context::WindowSource as From;
-        let path = |var: &str| {
-            env.var(var)
-                .filter(|v| !v.trim().is_empty())
-                .map(std::path::PathBuf::from)
-        };
-        let home = path("HOME");
-        let stated = k.stated.filter(|(w, _)| *w > 0);
-        let configured = (k.configured > 0).then_some((k.configured, From::Configured));
-        match self {
-            Host::Claude => {
-                let facts = claude::WindowFacts {
-                    stated,
-                    requested: k.transcript,
-                    configured: k.configured,
-                    model: k.model,
-                    used: k.used,
-                };
-                let (window, source, other) =
-                    claude::window(&facts, env, || claude::launch_model(env, k.project));
-                Limits {
-                    window,
-                    compact_at: claude::compaction_point(window, env),
-                    source,
-                    other,
-                }
-            }
-            Host::Codex => {
-                let codex_home = path("CODEX_HOME").or_else(|| home.map(|h| h.join(".codex")));
-                let cfg = codex::config(codex_home.as_deref());
-                let (window, source) = stated
-                    .or(k.transcript.map(|w| (w, From::Transcript)))
-                    .or(cfg
-                        .window
-                        .map(|w| (codex::effective_window(w), From::HostSettings)))
-                    .or(configured)
-                    .unwrap_or((
-                        codex::effective_window(codex::DEFAULT_MODEL_WINDOW),
-                        From::Default,
-                    ));
-                Limits {
-                    window,
-                    compact_at: codex::compaction_point(window, &cfg),
-                    source,
-                    other: None,
-                }
-            }
-            Host::Gemini => {
-                let (window, source) = stated
-                    .or(k.transcript.map(|w| (w, From::Transcript)))
-                    .or(configured)
-                    .unwrap_or((gemini::DEFAULT_LIMIT, From::Default));
-                let threshold = gemini::compression_threshold(home.as_deref(), k.project, env);
-                Limits {
-                    window,
-                    compact_at: gemini::compression_point(window, threshold),
-                    source,
-                    other: None,
-                }
-            }
-        }
+        (self.profile().limits)(k, env)
     }
+}
+
+/// A variable of the environment naming a folder, when it is set.
+pub(crate) fn env_path(
+    env: &dyn interband::settings::Env,
+    var: &str,
+) -> Option<std::path::PathBuf> {
+    env.var(var)
+        .filter(|v| !v.trim().is_empty())
+        .map(std::path::PathBuf::from)
 }
 
 impl Profile {

@@ -106,8 +106,10 @@ pub struct Observed {
 /// bridge, fresher when it saw the transcript as far; the window and the
 /// compaction point by the host's rules.
 pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observed {
-    // Only Claude Code runs our statusline.
-    let bridge = (host == Host::Claude)
+    // Only a host that runs our statusline has its figure on the bus.
+    let bridge = host
+        .profile()
+        .statusline
         .then(|| h.bus.read_typed::<ContextWindow>(&input.session_id).ok())
         .flatten()
         .map(|e| e.payload)

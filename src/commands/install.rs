@@ -151,13 +151,9 @@ impl Target {
     /// The user's own settings file for the host (as without `--project`):
     /// Codex keeps its configuration in `$CODEX_HOME` when set.
     fn user_path(&self) -> Option<PathBuf> {
-        if self.host == Host::Codex
-            && let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty())
-        {
-            return Some(PathBuf::from(h).join("hooks.json"));
-        }
-        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
-        Some(PathBuf::from(home).join(self.host.file()))
+        self.host
+            .profile()
+            .user_settings(&interband::settings::ProcessEnv)
     }
 
     /// The settings at the other level, when they can be told: the user's
@@ -1561,15 +1557,24 @@ mod tests {
         assert!(!runs_interband("interband hook --extra", "hook"));
         assert!(!runs_interband("notinterband hook", "hook"));
         assert!(!runs_interband("'/open/interband hook", "hook"));
-        assert!(runs_interband("/opt/x/interband hook --host gemini", "hook"));
-        assert!(!runs_interband("/opt/x/interband hook --host nosuch", "hook"));
+        assert!(runs_interband(
+            "/opt/x/interband hook --host gemini",
+            "hook"
+        ));
+        assert!(!runs_interband(
+            "/opt/x/interband hook --host nosuch",
+            "hook"
+        ));
         assert!(!runs_interband("/opt/x/interband hook --host", "hook"));
         let ours = Ours::new(
             shell_words::quote("/my dir/interband").into_owned(),
             Host::Codex,
         );
         assert_eq!(ours.hook, "'/my dir/interband' hook --host codex");
-        assert!(ours.is_our_hook("'/my dir/interband' hook"), "an earlier install's");
+        assert!(
+            ours.is_our_hook("'/my dir/interband' hook"),
+            "an earlier install's"
+        );
         let theirs = "a 'b' \"c\" $HOME\\ it's";
         let wrapped = ours.wrapping(theirs);
         let prefix = format!("{} --wrap sh -c ", ours.statusline);

@@ -673,6 +673,38 @@ fn happenings_of(l: &Line) -> Vec<Happening> {
     out
 }
 
+/// The window and compaction point of a Claude Code session ([`crate::Host::limits`]).
+pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> crate::Limits {
+    let facts = WindowFacts {
+        stated: k.stated.filter(|(w, _)| *w > 0),
+        requested: k.transcript,
+        configured: k.configured,
+        model: k.model,
+        used: k.used,
+    };
+    let (window, source, other) = window(&facts, env, || launch_model(env, k.project));
+    crate::Limits {
+        window,
+        compact_at: compaction_point(window, env),
+        source,
+        other,
+    }
+}
+
+/// Whether a transcript at `path` is Claude Code's (`~/.claude/projects/`).
+pub(crate) fn owns_transcript(path: &std::path::Path) -> bool {
+    path.to_str()
+        .is_some_and(|p| p.contains("/.claude/projects/"))
+}
+
+/// [`headless`], as the profile asks it.
+pub(crate) fn headless_of(
+    _transcript: Option<&std::path::Path>,
+    env: &dyn interband::settings::Env,
+) -> Option<String> {
+    headless(env)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -355,6 +355,49 @@ fn hook_tool(name: &str, arguments: &Value) -> (String, Value) {
     }
 }
 
+/// Codex's home folder: `$CODEX_HOME`, else `~/.codex` ([`crate::Profile::host_home`]).
+pub fn home(env: &dyn interband::settings::Env) -> Option<std::path::PathBuf> {
+    crate::CODEX.host_home(env)
+}
+
+/// The window and compaction point of a Codex session ([`crate::Host::limits`]):
+/// the rollout's effective window, else `config.toml`'s, else configured,
+/// or [`DEFAULT_MODEL_WINDOW`]'s effective window.
+pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> crate::Limits {
+    use interband::context::WindowSource as From;
+    let cfg = config(home(env).as_deref());
+    let (window, source) = k
+        .stated
+        .filter(|(w, _)| *w > 0)
+        .or(k.transcript.map(|w| (w, From::Transcript)))
+        .or(cfg
+            .window
+            .map(|w| (effective_window(w), From::HostSettings)))
+        .or((k.configured > 0).then_some((k.configured, From::Configured)))
+        .unwrap_or((effective_window(DEFAULT_MODEL_WINDOW), From::Default));
+    crate::Limits {
+        window,
+        compact_at: compaction_point(window, &cfg),
+        source,
+        other: None,
+    }
+}
+
+/// Whether a transcript at `path` is a Codex rollout (`rollout-*.jsonl`).
+pub(crate) fn owns_transcript(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+}
+
+/// [`headless`], as the profile asks it: only a rollout tells.
+pub(crate) fn headless_of(
+    transcript: Option<&Path>,
+    _env: &dyn interband::settings::Env,
+) -> Option<String> {
+    transcript.and_then(headless)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

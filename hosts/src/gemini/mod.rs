@@ -419,6 +419,48 @@ fn happenings(line: &[u8]) -> Vec<Happening> {
     }
 }
 
+/// The window and compaction point of a Gemini session ([`crate::Host::limits`]):
+/// the model's limit, else configured, else [`DEFAULT_LIMIT`]; compression
+/// at `compressionThreshold` of it.
+pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> crate::Limits {
+    use interband::context::WindowSource as From;
+    let (window, source) = k
+        .stated
+        .filter(|(w, _)| *w > 0)
+        .or(k.transcript.map(|w| (w, From::Transcript)))
+        .or((k.configured > 0).then_some((k.configured, From::Configured)))
+        .unwrap_or((DEFAULT_LIMIT, From::Default));
+    let home = crate::env_path(env, "HOME");
+    let threshold = compression_threshold(home.as_deref(), k.project, env);
+    crate::Limits {
+        window,
+        compact_at: compression_point(window, threshold),
+        source,
+        other: None,
+    }
+}
+
+/// Whether a transcript at `path` is Gemini's chat recording
+/// (`chats/session-*.jsonl`, or `.json` before 0.39).
+pub(crate) fn owns_transcript(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let parent = path
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str());
+    name.starts_with("session-")
+        && (name.ends_with(".jsonl") || name.ends_with(".json"))
+        && parent == Some("chats")
+}
+
+/// [`headless`], as the profile asks it: only the host's process tells.
+pub(crate) fn headless_of(
+    _transcript: Option<&Path>,
+    _env: &dyn interband::settings::Env,
+) -> Option<String> {
+    headless()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
