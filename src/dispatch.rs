@@ -10,7 +10,7 @@ use interband::Bus;
 use interband::settings::Env;
 use interband_consumers::hooks::{self, AllSettings, Notes};
 use interband_hosts::Moment;
-use interband_hosts::input::{HookInput, additional_context};
+use interband_hosts::input::HookInput;
 use interpulse::hook::{Hook as Producer, post_tool_use};
 
 /// What an event needs from outside.
@@ -114,7 +114,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
                 Err(e) => log_problem(&e.to_string()),
             }
         }
-        return Ok((!said.is_empty()).then(|| additional_context(event, &said.join("\n\n"))));
+        return Ok((!said.is_empty()).then(|| (profile.context_output)(event, &said.join("\n\n"))));
     }
     if moment == Moment::TurnStart {
         // Gemini: a compression at the end of the last turn shows as the
@@ -124,7 +124,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         };
         let ci = &input;
         let record = consumers(&|ctx| hooks::restore_note_for_cycle(ctx, ci, cycle))?;
-        return Ok(record.map(|r| additional_context(event, &r)));
+        return Ok(record.map(|r| (profile.context_output)(event, &r)));
     }
     if moment == Moment::SessionEnd {
         // The session's last value is marked ended, before the consumers' final note.

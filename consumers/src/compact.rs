@@ -477,6 +477,21 @@ fn fresh_note(
     })
 }
 
+/// What a host that reads a pre-compaction hook's context into its own
+/// summary's instructions (Qwen Code) is told to keep: the session's focus
+/// (as [`focus`] finds it in the note just written), what else a note keeps,
+/// and where the note is.
+pub fn summary_instructions(note: &intermem::Written) -> String {
+    let text = std::fs::read_to_string(&note.path).unwrap_or_default();
+    format!(
+        "interband: in the summary, {}; keep the open todo items, the files changed, and each command that \
+         failed with its error. A memory note of this session is saved at {}: name it in the summary, so the \
+         work can go on from it after the compaction.",
+        focus(&text),
+        note.path.display()
+    )
+}
+
 /// A short focus for `/compact`, from the session's task: the todo in
 /// progress, else the latest prompt when it says something (not a bare
 /// follow-up such as "continue" or "yes"), else the first prompt.

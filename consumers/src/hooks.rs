@@ -175,7 +175,18 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
                 || input.trigger.as_deref() == Some("manual")
                 || about_to_compress(ctx, input)
             {
-                pre_compact(ctx, input)?;
+                let note = pre_compact(ctx, input)?;
+                // A host that reads this hook's context into its summary's
+                // instructions is told what the summary must keep.
+                if profile.pre_compaction_steers
+                    && let Some(note) = note
+                {
+                    let keep = compact::summary_instructions(&note);
+                    return Ok(Some((profile.context_output)(
+                        &input.hook_event_name,
+                        &keep,
+                    )));
+                }
             }
             Ok(None)
         }
@@ -278,9 +289,10 @@ pub fn checkpoint_notes(ctx: &Ctx, input: &Input) -> Notes {
     }
 }
 
-fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
+/// Writes the note before a compaction; returns it, when notes are on.
+fn pre_compact(ctx: &Ctx, input: &Input) -> Result<Option<intermem::Written>, Error> {
     if !ctx.settings.intermem.value.enabled {
-        return Ok(());
+        return Ok(None);
     }
     let usable = ctx
         .bus
@@ -304,10 +316,10 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<(), Error> {
         &ctx.settings.intermem.value,
         ctx.home.as_deref(),
     )?;
-    if let Some(e) = note.claude_memory_error {
-        (ctx.problem)(&e);
+    if let Some(e) = &note.claude_memory_error {
+        (ctx.problem)(e);
     }
-    Ok(())
+    Ok(Some(note))
 }
 
 /// True when the host will compress at this attempt: the transcript's last
@@ -349,8 +361,9 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
             return Ok(plugin_statusline_hint(ctx, input).map(|said| input::system_message(&said)));
         }
     };
+    let profile = input.host().profile();
     Ok(restore_note(ctx, input, how)?
-        .map(|context| input::additional_context(&input.hook_event_name, &context)))
+        .map(|context| (profile.context_output)(&input.hook_event_name, &context)))
 }
 
 /// What interband has told the user once, on this machine.

@@ -29,6 +29,12 @@ pub struct HookInput {
     pub agent_id: Option<String>,
     /// The context window, if a host ever sends it in hook input.
     pub context_window: Option<HostContext>,
+    /// The prompt's tokens of the last reply (Qwen Code's `Stop`).
+    #[serde(deserialize_with = "or_default")]
+    pub input_tokens: Option<serde_json::Value>,
+    /// The window (Qwen Code's `Stop`).
+    #[serde(deserialize_with = "or_default")]
+    pub context_limit: Option<serde_json::Value>,
     /// Codex CLI's turn (only Codex sends it).
     pub turn_id: Option<String>,
     /// Gemini CLI's event time (only Gemini sends it at the top level).
@@ -110,9 +116,26 @@ impl HookInput {
         )
     }
 
-    /// Parses one hook input object.
+    /// Parses one hook input object. A figure stated as `input_tokens` of
+    /// `context_limit` (Qwen Code's `Stop`) reads as a `context_window`.
+    ///
+    /// ```
+    /// let i = interband_hosts::input::HookInput::parse(br#"{"hook_event_name":"Stop",
+    ///     "input_tokens":145000,"context_limit":200000,"context_usage":0.725}"#).unwrap();
+    /// let c = i.context_window.unwrap();
+    /// assert_eq!((c.context_tokens(), c.window()), (Some(145_000), Some(200_000)));
+    /// ```
     pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
-        serde_json::from_slice(bytes)
+        let mut input: HookInput = serde_json::from_slice(bytes)?;
+        if input.context_window.is_none()
+            && let Some(used) = input.input_tokens.take()
+        {
+            input.context_window = Some(HostContext {
+                context_window_size: input.context_limit.take().unwrap_or_default(),
+                current_usage: serde_json::json!({ "input_tokens": used }),
+            });
+        }
+        Ok(input)
     }
 
     /// True for a call made inside a subagent.

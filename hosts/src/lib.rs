@@ -30,6 +30,7 @@ pub mod forward;
 pub mod gemini;
 pub mod input;
 pub mod process;
+pub mod qwen;
 pub mod tail;
 pub mod usage;
 
@@ -61,6 +62,8 @@ pub enum Host {
     Codex,
     /// Google's Gemini CLI.
     Gemini,
+    /// Alibaba's Qwen Code.
+    Qwen,
 }
 
 /// What is host-specific, as data.
@@ -70,8 +73,9 @@ pub struct Profile {
     pub host: Host,
     /// Its name for people.
     pub name: &'static str,
-    /// The event after each tool call.
-    pub tool_event: &'static str,
+    /// The events after a tool call (one that succeeded, one that failed,
+    /// where the host tells them apart).
+    pub tool_events: &'static [&'static str],
     /// The event at the end of a turn (the moment to write notes and act).
     pub end_of_turn: &'static str,
     /// The event before the context is compacted.
@@ -87,6 +91,10 @@ pub struct Profile {
     /// The events `interband install` registers there, each with its tool
     /// matcher and its timeout in the host's unit.
     pub hook_events: &'static [HookEvent],
+    /// What a person installing interband must know beyond the settings file
+    /// (`settings`: the file's JSON; `flags`: the install's flags, to repeat
+    /// in a command): another switch, a plugin that runs the same hooks.
+    pub install_notes: fn(settings: &serde_json::Value, flags: &str) -> Vec<String>,
     /// Whether the host runs a statusline command interband can take part in.
     pub statusline: bool,
     /// The variables of the hook's environment that name the project
@@ -111,6 +119,13 @@ pub struct Profile {
     /// makes and its usage, only after those calls' tool hooks ran (Claude
     /// Code): a tool hook reads the figure one response old.
     pub writes_calls_after_their_hooks: bool,
+    /// The stdout that gives the agent `text` with the event `event`'s
+    /// result ([`input::additional_context`]: the `hookSpecificOutput` shape).
+    pub context_output: fn(event: &str, text: &str) -> String,
+    /// Whether the host adds a pre-compaction hook's context to its own
+    /// summary's instructions (Qwen Code): interband says there what the
+    /// summary must keep.
+    pub pre_compaction_steers: bool,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -138,6 +153,14 @@ pub struct Profile {
     /// Whether a transcript at this path is the host's (by its place and
     /// name).
     pub owns_transcript: fn(path: &std::path::Path) -> bool,
+    /// Where the host keeps a session's transcript (`folder`: the host's own,
+    /// [`Profile::host_home`]; `project`: the session's project folder),
+    /// named as the host names it: where `interband replay` puts its copy.
+    pub transcript_at: fn(
+        folder: &std::path::Path,
+        project: &std::path::Path,
+        session: &str,
+    ) -> std::path::PathBuf,
     /// Whether a transcript whose name ends `.json` is one JSON document
     /// (Gemini CLI before 0.39), not JSONL.
     pub json_documents: bool,
@@ -185,7 +208,7 @@ const fn ev(name: &'static str, matcher: Option<&'static str>, timeout: u64) -> 
 /// on a host's own name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moment {
-    /// A tool call finished ([`Profile::tool_event`]).
+    /// A tool call finished ([`Profile::tool_events`]).
     ToolDone,
     /// The agent is about to start a turn ([`Profile::turn_start`]).
     TurnStart,
@@ -242,7 +265,7 @@ impl Profile {
     /// ```
     pub fn moment(&self, event: &str) -> Moment {
         match event {
-            e if e == self.tool_event => Moment::ToolDone,
+            e if self.tool_events.contains(&e) => Moment::ToolDone,
             e if Some(e) == self.turn_start => Moment::TurnStart,
             e if e == self.end_of_turn => Moment::TurnEnd,
             e if e == self.pre_compaction => Moment::BeforeCompaction,
@@ -257,7 +280,7 @@ impl Profile {
 pub const CLAUDE: Profile = Profile {
     host: Host::Claude,
     name: "Claude Code",
-    tool_event: "PostToolUse",
+    tool_events: &["PostToolUse"],
     end_of_turn: "Stop",
     pre_compaction: "PreCompact",
     key: "claude",
@@ -279,6 +302,8 @@ pub const CLAUDE: Profile = Profile {
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: true,
+    context_output: input::additional_context,
+    pre_compaction_steers: false,
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     window_order: "the statusline for the same session; the model the transcript asked for \
@@ -301,6 +326,8 @@ pub const CLAUDE: Profile = Profile {
     states_window: false,
     forward: claude::forward,
     owns_transcript: claude::owns_transcript,
+    transcript_at: claude::transcript_at,
+    install_notes: claude::install_notes,
     json_documents: false,
     own_events: &[],
     headless: claude::headless_of,
@@ -313,7 +340,7 @@ pub const CLAUDE: Profile = Profile {
 pub const CODEX: Profile = Profile {
     host: Host::Codex,
     name: "Codex CLI",
-    tool_event: "PostToolUse",
+    tool_events: &["PostToolUse"],
     end_of_turn: "Stop",
     pre_compaction: "PreCompact",
     key: "codex",
@@ -336,6 +363,8 @@ pub const CODEX: Profile = Profile {
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
+    context_output: input::additional_context,
+    pre_compaction_steers: false,
     compact_command: "/compact",
     headless_compact: None,
     window_order: "the rollout's model_context_window; config.toml's model_context_window \
@@ -347,6 +376,8 @@ pub const CODEX: Profile = Profile {
     states_window: true,
     forward: codex::forward,
     owns_transcript: codex::owns_transcript,
+    transcript_at: codex::transcript_at,
+    install_notes: codex::install_notes,
     json_documents: false,
     own_events: &[],
     headless: codex::headless_of,
@@ -359,7 +390,7 @@ pub const CODEX: Profile = Profile {
 pub const GEMINI: Profile = Profile {
     host: Host::Gemini,
     name: "Gemini CLI",
-    tool_event: "AfterTool",
+    tool_events: &["AfterTool"],
     end_of_turn: "AfterAgent",
     pre_compaction: "PreCompress",
     key: "gemini",
@@ -383,6 +414,8 @@ pub const GEMINI: Profile = Profile {
     pre_compaction_means_compaction: false,
     start_after_compaction: false,
     writes_calls_after_their_hooks: false,
+    context_output: input::additional_context,
+    pre_compaction_steers: false,
     compact_command: "/compress",
     headless_compact: None,
     window_order: "the model's limit (1,048,576; Gemma 4: 256,000); interpulse.window",
@@ -401,12 +434,74 @@ pub const GEMINI: Profile = Profile {
     states_window: false,
     forward: gemini::forward,
     owns_transcript: gemini::owns_transcript,
+    transcript_at: gemini::transcript_at,
+    install_notes: gemini::install_notes,
     json_documents: true,
     own_events: GEMINI_EVENTS,
     headless: gemini::headless_of,
     limits: gemini::limits,
     digest: gemini::digest::items,
     rewrites_lines: true,
+};
+
+/// Qwen Code.
+pub const QWEN: Profile = Profile {
+    host: Host::Qwen,
+    name: "Qwen Code",
+    // A tool that fails (a command's non-zero exit, a missing file) fires
+    // PostToolUseFailure instead.
+    tool_events: &["PostToolUse", "PostToolUseFailure"],
+    end_of_turn: "Stop",
+    pre_compaction: "PreCompact",
+    key: "qwen",
+    settings_file: ".qwen/settings.json",
+    home_var: Some("QWEN_HOME"),
+    // Seconds from 0.23.4, milliseconds before; a value of 1000 or more is
+    // milliseconds in both.
+    hook_events: &[
+        ev("PostToolUse", Some("*"), 5000),
+        ev("PostToolUseFailure", Some("*"), 5000),
+        ev("Stop", None, 10000),
+        ev("PreCompact", None, 10000),
+        ev("SessionStart", None, 5000),
+        ev("SessionEnd", None, 10000),
+    ],
+    statusline: false,
+    project_vars: &["QWEN_PROJECT_DIR"],
+    turn_start: None,
+    context_start: "SessionStart",
+    session_end: "SessionEnd",
+    pre_compaction_means_compaction: true,
+    start_after_compaction: true,
+    writes_calls_after_their_hooks: false,
+    context_output: input::additional_context,
+    pre_compaction_steers: true,
+    compact_command: "/compress",
+    headless_compact: None,
+    window_order: "the Stop input's context_limit (Qwen's own); \
+        model.generationConfig.contextWindowSize in Qwen's settings; interpulse.window; \
+        1,000,000 assumed (200,000 possible) until Qwen states it",
+    heavy_tools: &[
+        "read_file",
+        "glob",
+        "grep_search",
+        "list_directory",
+        "web_fetch",
+    ],
+    edit_tools: &["write_file", "edit", "notebook_edit"],
+    shell_tools: &["run_shell_command"],
+    reader: qwen::fact,
+    states_window: false,
+    forward: qwen::forward,
+    owns_transcript: qwen::owns_transcript,
+    transcript_at: qwen::transcript_at,
+    install_notes: qwen::install_notes,
+    json_documents: false,
+    own_events: &[],
+    headless: qwen::headless_of,
+    limits: qwen::limits,
+    digest: qwen::digest::items,
+    rewrites_lines: false,
 };
 
 /// Events only Gemini CLI sends.
@@ -460,7 +555,7 @@ impl Host {
     }
 
     /// Every host.
-    pub const ALL: [Host; 3] = [Host::Claude, Host::Codex, Host::Gemini];
+    pub const ALL: [Host; 4] = [Host::Claude, Host::Codex, Host::Gemini, Host::Qwen];
 
     /// Its profile.
     pub fn profile(self) -> &'static Profile {
@@ -468,6 +563,7 @@ impl Host {
             Host::Claude => &CLAUDE,
             Host::Codex => &CODEX,
             Host::Gemini => &GEMINI,
+            Host::Qwen => &QWEN,
         }
     }
 
@@ -633,6 +729,19 @@ impl Host {
     pub fn limits(self, k: &Known, env: &dyn interband::settings::Env) -> Limits {
         (self.profile().limits)(k, env)
     }
+}
+
+/// A project folder as Claude Code and Qwen Code name its folder of
+/// transcripts: every character that is not a letter or digit becomes `-`.
+///
+/// ```
+/// assert_eq!(interband_hosts::project_slug(std::path::Path::new("/home/dev/my_work.2")), "-home-dev-my-work-2");
+/// ```
+pub fn project_slug(path: &std::path::Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 /// A variable of the environment naming a folder, when it is set.

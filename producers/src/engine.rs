@@ -63,6 +63,11 @@ pub struct State {
     /// The model the session last ran (from its transcript), for the views.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The window the host last stated in a hook input (Qwen Code's `Stop`),
+    /// kept across contexts: it stands for the session's other events,
+    /// which state none, until the host states another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stated_window: Option<u64>,
 }
 
 impl State {
@@ -242,6 +247,9 @@ fn take_figures(s: &mut State, obs: &Observation, cfg: &Config) -> (Level, Level
     if let Some(f) = obs.figures {
         s.last_used = Some(f.used_tokens);
         s.figures = Some(f);
+        if f.window_source == Some(interband::context::WindowSource::HookInput) {
+            s.stated_window = Some(f.window);
+        }
     }
     s.level = level;
     (level, heuristic, known)

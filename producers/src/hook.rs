@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::context::{Figures, Source, WindowSource, pct_tenths};
 use crate::engine::{self, Action, Call, Observation, Outcome, State};
 use crate::{Error, messages};
-use interband_hosts::input::{HookInput, additional_context};
+use interband_hosts::input::HookInput;
 use interband_hosts::tail::{self, UsageKind};
 use interband_hosts::{Host, Known};
 
@@ -63,13 +63,6 @@ pub struct Reply {
     /// Problems with the settings and directive files (the same on every
     /// call until the files change), for the log, once.
     pub settings: Vec<String>,
-}
-
-impl Reply {
-    /// The host response for `event`, when there is something to say.
-    pub fn stdout(&self, event: &str) -> Option<String> {
-        (!self.said.is_empty()).then(|| additional_context(event, &self.said.join("\n\n")))
-    }
 }
 
 /// The folder of the sessions' state files: `<root>/.state/interpulse/`.
@@ -165,7 +158,17 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
     // statusline's for the same session id), else what the transcript says.
     let stated = window
         .map(|w| (w, WindowSource::HookInput))
-        .or(bridge.map(|b| (b.window, WindowSource::Statusline)));
+        .or(bridge.map(|b| (b.window, WindowSource::Statusline)))
+        .or_else(|| {
+            // A window a hook input stated before stands (Qwen's Stop states
+            // it, its tool calls do not).
+            let dir = state_dir(h.bus, false).ok()?;
+            let s = interband::lock::read_json_or_default::<State>(
+                &dir,
+                &state_file(&input.session_id),
+            );
+            s.stated_window.map(|w| (w, WindowSource::HookInput))
+        });
     let limits = host.limits(
         &Known {
             stated,

@@ -789,36 +789,7 @@ fn print_notes(out: &mut String, notes: &[String]) {
 /// What the user must know beyond this file: a switch in another file, or the plugin running the
 /// same hooks.
 fn host_notes(t: &Target, settings: &Value, notes: &mut Vec<String>) {
-    match t.host {
-        Host::Claude => {
-            if let Some(Value::Object(plugins)) = settings.get("enabledPlugins") {
-                for (name, on) in plugins {
-                    if name.split('@').next() == Some("interband") && on.as_bool() == Some(true) {
-                        notes.push(format!(
-                            "the plugin {name} is enabled here and registers the same hooks: disable one of the two"
-                        ));
-                    }
-                }
-            }
-        }
-        Host::Codex => notes.push(format!(
-            "Codex CLI runs a hook only once you trust it: review them with `/hooks` in Codex, \
-             or run `interband install{} --trust` to trust interband's",
-            t.flags()
-        )),
-        Host::Gemini => {
-            // On by default since 0.26; a user may have turned them off.
-            if settings
-                .pointer("/hooksConfig/enabled")
-                .and_then(Value::as_bool)
-                == Some(false)
-            {
-                notes.push(
-                    "Gemini CLI hooks are turned off here (`hooksConfig.enabled: false`): interband's will not run".into(),
-                );
-            }
-        }
-    }
+    notes.extend((t.host.profile().install_notes)(settings, &t.flags()));
 }
 
 // ---------------------------------------------------------------------------------------------

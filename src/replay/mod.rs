@@ -775,19 +775,9 @@ impl Stage {
         std::fs::create_dir_all(dir.join("project"))?;
         // The copy is named as the host names its transcripts, where it keeps them.
         let safe = interband::paths::safe_key(&session);
-        let copy_path = match host {
-            Host::Claude => home
-                .join(".claude/projects")
-                .join(interband_consumers::intermem::slug(&project))
-                .join(format!("{safe}.jsonl")),
-            Host::Codex => home
-                .join(".codex/sessions/2026/01/01")
-                .join(format!("rollout-2026-01-01T00-00-00-{safe}.jsonl")),
-            Host::Gemini => home.join(".gemini/tmp/replay/chats").join(format!(
-                "session-2026-01-01T00-00-{}.jsonl",
-                safe.chars().take(8).collect::<String>()
-            )),
-        };
+        let profile = host.profile();
+        let folder = home.join(profile.settings_file.split('/').next().unwrap_or(""));
+        let copy_path = (profile.transcript_at)(&folder, &project, &safe);
         std::fs::create_dir_all(copy_path.parent().expect("has a folder"))?;
         let copy = std::io::BufWriter::with_capacity(
             1 << 20,
@@ -1112,7 +1102,7 @@ impl Stage {
         if c.subagent {
             extra["agent_id"] = Value::from("replay-subagent");
         }
-        let event = self.host.profile().tool_event;
+        let event = self.host.profile().tool_events[0];
         let input = format!(
             r#"{{"tool_input":{},"tool_response":{},{}"#,
             c.input.get(),

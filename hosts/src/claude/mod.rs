@@ -705,6 +705,32 @@ pub(crate) fn headless_of(
     headless(env)
 }
 
+/// Where Claude Code keeps a session's transcript: `projects/<slug>/<session>.jsonl`.
+pub(crate) fn transcript_at(
+    folder: &std::path::Path,
+    project: &std::path::Path,
+    session: &str,
+) -> std::path::PathBuf {
+    folder
+        .join("projects")
+        .join(crate::project_slug(project))
+        .join(format!("{session}.jsonl"))
+}
+
+/// What installing into Claude Code's settings must say: interband's plugin,
+/// enabled there, runs the same hooks.
+pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
+    let plugins = settings.get("enabledPlugins").and_then(Value::as_object);
+    plugins
+        .into_iter()
+        .flatten()
+        .filter(|(name, on)| name.split('@').next() == Some("interband") && on.as_bool() == Some(true))
+        .map(|(name, _)| {
+            format!("the plugin {name} is enabled here and registers the same hooks: disable one of the two")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

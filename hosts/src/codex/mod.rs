@@ -398,6 +398,22 @@ pub(crate) fn headless_of(
     transcript.and_then(headless)
 }
 
+/// Where Codex keeps a session's rollout: `sessions/<date>/rollout-<time>-<session>.jsonl`
+/// (a fixed date: only the name's shape tells).
+pub(crate) fn transcript_at(folder: &Path, _project: &Path, session: &str) -> std::path::PathBuf {
+    folder
+        .join("sessions/2026/01/01")
+        .join(format!("rollout-2026-01-01T00-00-00-{session}.jsonl"))
+}
+
+/// What installing into Codex must say: it runs a hook only once trusted.
+pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
+    vec![format!(
+        "Codex CLI runs a hook only once you trust it: review them with `/hooks` in Codex, \
+         or run `interband install{flags} --trust` to trust interband's"
+    )]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -461,6 +461,29 @@ pub(crate) fn headless_of(
     headless()
 }
 
+/// Where Gemini keeps a session's chat: `tmp/<project>/chats/session-<time>-<id8>.jsonl`.
+pub(crate) fn transcript_at(folder: &Path, _project: &Path, session: &str) -> std::path::PathBuf {
+    folder.join("tmp/replay/chats").join(format!(
+        "session-2026-01-01T00-00-{}.jsonl",
+        session.chars().take(8).collect::<String>()
+    ))
+}
+
+/// What installing into Gemini's settings must say: hooks turned off there.
+pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
+    // On by default since 0.26; a user may have turned them off.
+    let off = settings
+        .pointer("/hooksConfig/enabled")
+        .and_then(Value::as_bool)
+        == Some(false);
+    off.then(|| {
+        "Gemini CLI hooks are turned off here (`hooksConfig.enabled: false`): interband's will not run"
+            .to_owned()
+    })
+    .into_iter()
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,626 @@
+//! Qwen Code: its transcript, its window and where it compacts, and how a
+//! hook tells a headless run (captured from the real CLI, 0.21.2 and 0.24.4,
+//! `tests/fixtures/qwen-code-*`).
+//!
+//! The transcript is `~/.qwen/projects/<cwd, / as ->/chats/<session>.jsonl`
+//! (`$QWEN_HOME/projects/...` when set). Every line has `type` (`user`,
+//! `assistant`, `tool_result`, `system`), `uuid`, `sessionId`, `cwd` and
+//! `version`; an `assistant` line carries the `model` and
+//! `usageMetadata.promptTokenCount`, the prompt the reply answered: the
+//! figure Qwen itself reports (`input_tokens` in its `Stop` input, and
+//! `context_usage` = that over `context_limit`). A compaction is a `system`
+//! line of subtype `chat_compression`, with `systemPayload.info
+//! .newTokenCount`, Qwen's estimate of the new context.
+//!
+//! The window: Qwen's `Stop` input states it (`context_limit`: the model's
+//! by Qwen's own table, or `model.generationConfig.contextWindowSize`); a
+//! `PostToolUse` input states nothing. Where nothing states it, the window
+//! is the setting, else 1,000,000 assumed with 200,000 as the smaller
+//! possibility (Qwen's table gives its own and many other models 1M, and
+//! unknown ones 200,000): nothing is said before it is certain. Qwen compacts
+//! at `context.autoCompactThreshold` (0.85 by default) of the window, but at
+//! most 33,000 tokens below it.
+
+pub mod digest;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::forward::{Happening, Seen, raw};
+use crate::tail::contains;
+use crate::usage::Fact;
+
+/// The window Qwen gives a model its table does not know.
+pub const DEFAULT_WINDOW: u64 = 200_000;
+
+/// The window assumed before Qwen states one: its table's largest.
+pub const LARGEST_WINDOW: u64 = 1_000_000;
+
+/// The share of the window at which Qwen compacts, by default.
+pub const DEFAULT_THRESHOLD: f64 = 0.85;
+
+/// The room Qwen keeps below the window at least (its output reserve and
+/// buffer, 20,000 + 13,000).
+pub const RESERVE: u64 = 33_000;
+
+/// Where Qwen compacts a `window` at `threshold`:
+/// min(threshold × window, window − [`RESERVE`]).
+///
+/// ```
+/// use interband_hosts::qwen::compaction_point;
+/// assert_eq!(compaction_point(200_000, 0.85), 167_000);
+/// assert_eq!(compaction_point(160_000, 0.5), 80_000);
+/// ```
+pub fn compaction_point(window: u64, threshold: f64) -> u64 {
+    let share = (window as f64 * threshold).floor() as u64;
+    share.min(window.saturating_sub(RESERVE))
+}
+
+/// One line, as far as the figure needs it.
+#[derive(serde::Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    subtype: Option<Value>,
+    uuid: Option<Value>,
+    model: Option<Value>,
+    #[serde(rename = "usageMetadata")]
+    usage: Option<Value>,
+    #[serde(rename = "systemPayload")]
+    payload: Option<Value>,
+}
+
+/// Qwen Code's reader (see the module's documentation).
+pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
+    let line = crate::tail::trimmed(line);
+    let assistant = contains(line, b"usageMetadata");
+    let compaction = contains(line, b"chat_compression");
+    let user = contains(line, b"\"user\"");
+    if !assistant && !compaction && !user {
+        return None;
+    }
+    let l = serde_json::from_slice::<Line>(line).ok()?;
+    let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_owned);
+    match l.kind.as_ref().and_then(Value::as_str) {
+        Some("assistant") => {
+            let tokens = crate::usage::count(l.usage.as_ref()?.get("promptTokenCount")?)?;
+            Some(Fact::Usage {
+                message: text(&l.uuid),
+                tokens,
+                model: text(&l.model),
+                window: None,
+            })
+        }
+        // A prompt comes between two replies (a tool's result has a type of its own).
+        Some("user") => Some(Fact::Break),
+        Some("system")
+            if l.subtype.as_ref().and_then(Value::as_str) == Some("chat_compression") =>
+        {
+            Some(Fact::Compaction {
+                mark: text(&l.uuid).unwrap_or_else(|| format!("compression@{offset}")),
+                tokens: l
+                    .payload
+                    .as_ref()
+                    .and_then(|p| crate::usage::count(p.pointer("/info/newTokenCount")?)),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A line read forward, for a re-enactment.
+pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
+    Seen::stamped(line, fact(line, offset), happenings(line))
+}
+
+fn happenings(line: &[u8]) -> Vec<Happening> {
+    let line = crate::tail::trimmed(line);
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return Vec::new();
+    };
+    let parts = v.pointer("/message/parts").and_then(Value::as_array);
+    match v["type"].as_str() {
+        Some("assistant") => {
+            let mut out = vec![Happening::Activity];
+            for call in parts
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("functionCall"))
+            {
+                out.push(Happening::ToolCall {
+                    id: call["id"].as_str().map(str::to_owned),
+                    name: call["name"].as_str().unwrap_or("?").to_owned(),
+                    input: raw(&call["args"]),
+                    subagent: false,
+                });
+            }
+            out
+        }
+        Some("tool_result") => {
+            let failed =
+                v.pointer("/toolCallResult/status").and_then(Value::as_str) == Some("error");
+            parts
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("functionResponse"))
+                .filter_map(|r| {
+                    Some(Happening::ToolResult {
+                        id: r["id"].as_str()?.to_owned(),
+                        error: failed || r["response"].get("error").is_some(),
+                        response: raw(&r["response"]),
+                        subagent: false,
+                    })
+                })
+                .collect()
+        }
+        Some("user") => vec![Happening::TurnEnded, Happening::Prompt],
+        Some("system") if v["subtype"] == "chat_compression" => vec![Happening::Compaction {
+            trigger: v
+                .pointer("/systemPayload/info/triggerReason")
+                .and_then(Value::as_str)
+                .map(|r| if r == "token_limit" { "auto" } else { "manual" }.to_owned()),
+            pre_tokens: v
+                .pointer("/systemPayload/info/originalTokenCount")
+                .and_then(Value::as_u64),
+            post_tokens: v
+                .pointer("/systemPayload/info/newTokenCount")
+                .and_then(Value::as_u64),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a transcript at `path` is Qwen Code's: `<session>.jsonl` in a
+/// `chats` folder of a project under `~/.qwen/projects/` (or
+/// `$QWEN_HOME/projects/`).
+pub(crate) fn owns_transcript(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let up = |n: usize| {
+        path.ancestors()
+            .nth(n)
+            .and_then(|d| d.file_name())
+            .and_then(|d| d.to_str())
+    };
+    name.ends_with(".jsonl")
+        && !name.starts_with("session-")
+        && up(1) == Some("chats")
+        && up(3) == Some("projects")
+}
+
+/// Qwen's settings that interband reads: the window and the threshold.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Settings {
+    /// `model.generationConfig.contextWindowSize`.
+    pub window: Option<u64>,
+    /// `context.autoCompactThreshold`, in (0, 1].
+    pub threshold: Option<f64>,
+}
+
+/// Qwen's settings: the project's `.qwen/settings.json` over the user's
+/// (`$QWEN_HOME/settings.json`, else `~/.qwen/settings.json`), each read
+/// once, bounded and without blocking.
+pub fn settings(project: Option<&Path>, env: &dyn interband::settings::Env) -> Settings {
+    let read = |file: &Path| -> Settings {
+        let Some(v) = interband::fsio::read_regular(file, 1 << 20)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        else {
+            return Settings::default();
+        };
+        Settings {
+            window: v
+                .pointer("/model/generationConfig/contextWindowSize")
+                .and_then(crate::usage::count)
+                .filter(|w| *w > 0),
+            threshold: v
+                .pointer("/context/autoCompactThreshold")
+                .and_then(Value::as_f64)
+                .filter(|t| *t > 0.0 && *t <= 1.0),
+        }
+    };
+    let user = crate::QWEN
+        .user_settings(env)
+        .map(|f| read(&f))
+        .unwrap_or_default();
+    let theirs = project
+        .map(|p| read(&p.join(".qwen/settings.json")))
+        .unwrap_or_default();
+    Settings {
+        window: theirs.window.or(user.window),
+        threshold: theirs.threshold.or(user.threshold),
+    }
+}
+
+/// The window and compaction point of a Qwen session ([`crate::Host::limits`]):
+/// what the host stated (its `Stop` input), else its settings' window, else
+/// `[interpulse] window`, else [`LARGEST_WINDOW`] assumed with
+/// [`DEFAULT_WINDOW`] the other possibility (a usage past the smaller one
+/// settles it).
+pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> crate::Limits {
+    use interband::context::WindowSource as From;
+    let s = settings(k.project, env);
+    let known = k
+        .stated
+        .filter(|(w, _)| *w > 0)
+        .or(s.window.map(|w| (w, From::HostSettings)))
+        .or((k.configured > 0).then_some((k.configured, From::Configured)));
+    let (window, source, other) = match known {
+        Some((w, source)) => (w, source, None),
+        None if k.used > DEFAULT_WINDOW => (LARGEST_WINDOW, From::Usage, None),
+        None => (LARGEST_WINDOW, From::Guess, Some(DEFAULT_WINDOW)),
+    };
+    crate::Limits {
+        window,
+        compact_at: compaction_point(window, s.threshold.unwrap_or(DEFAULT_THRESHOLD)),
+        source,
+        other,
+    }
+}
+
+/// Why the Qwen Code running this hook is headless (`qwen "prompt"`,
+/// `qwen -p`, a prompt from a pipe), `None` for an interactive one and where
+/// no Qwen process is found among the hook's parent and grandparent.
+pub(crate) fn headless_of(
+    _transcript: Option<&Path>,
+    _env: &dyn interband::settings::Env,
+) -> Option<String> {
+    let (pid, args) = crate::process::host_ancestor(|a| qwen_args(a).is_some())?;
+    headless_args(&args).or_else(|| {
+        (crate::process::stdin_is_terminal(pid) == Some(false))
+            .then(|| "its `qwen` process does not read a terminal".to_owned())
+    })
+}
+
+/// The arguments after the program, when `args` are Qwen Code's (`qwen ...`,
+/// `node .../bin/qwen ...`, `node .../@qwen-code/qwen-code/cli.js ...`).
+fn qwen_args(args: &[String]) -> Option<&[String]> {
+    let at = args.iter().take(8).position(|a| {
+        crate::process::names(a, "qwen")
+            || (a.contains("qwen-code") && (a.ends_with(".js") || a.ends_with(".mjs")))
+    })?;
+    Some(&args[at + 1..])
+}
+
+/// Options of Qwen's that take a value (its `--help`, 0.24.4); an array's
+/// values run to the next option.
+const VALUED: &[&str] = &[
+    "-m",
+    "--model",
+    "-o",
+    "--output-format",
+    "--input-format",
+    "--approval-mode",
+    "--auth-type",
+    "--openai-api-key",
+    "--openai-base-url",
+    "--openai-logging-dir",
+    "-r",
+    "--resume",
+    "--session-id",
+    "--system-prompt",
+    "--append-system-prompt",
+    "--output-style",
+    "--channel",
+    "--mcp-config",
+    "--proxy",
+    "--sandbox-image",
+    "--telemetry-target",
+    "--telemetry-otlp-endpoint",
+    "--telemetry-otlp-protocol",
+    "--telemetry-outfile",
+    "--json-fd",
+    "--json-file",
+    "--json-schema",
+    "--input-file",
+    "--worktree",
+    "--max-session-turns",
+    "--max-wall-time",
+    "--max-tool-calls",
+    "--max-subagent-depth",
+];
+const ARRAYS: &[&str] = &[
+    "--fallback-model",
+    "--allowed-mcp-server-names",
+    "--allowed-tools",
+    "-e",
+    "--extensions",
+    "--include-directories",
+    "--add-dir",
+    "--core-tools",
+    "--exclude-tools",
+    "--disabled-slash-commands",
+];
+
+/// Why a process with the command line `args` is a headless Qwen Code, when
+/// its arguments say: `-p`/`--prompt`, or a prompt given as an argument
+/// (without `-i`, which goes on interactively); `None` for any other process.
+///
+/// ```
+/// # use interband_hosts::qwen::headless_args;
+/// let args = |a: &str| a.split(' ').map(str::to_owned).collect::<Vec<_>>();
+/// assert!(headless_args(&args("node /x/bin/qwen run it --output-format json --yolo -m m")).is_some());
+/// assert!(headless_args(&args("qwen -p hi")).is_some());
+/// assert_eq!(headless_args(&args("node /x/qwen-code/cli.js --yolo --auth-type openai -m mock-model")), None);
+/// assert_eq!(headless_args(&args("qwen -i hi")), None);
+/// assert_eq!(headless_args(&args("qwen --allowed-tools a b --resume s")), None);
+/// assert_eq!(headless_args(&args("node -p 1")), None);
+/// ```
+pub fn headless_args(args: &[String]) -> Option<String> {
+    let args = qwen_args(args)?;
+    let mut prompt = None;
+    let mut i = 0;
+    let mut in_array = false;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let flag = a.split('=').next().unwrap_or(a);
+        if a == "--" {
+            prompt = prompt.or(args.get(i + 1).map(|_| "a prompt as its argument"));
+            break;
+        } else if flag == "-i" || flag == "--prompt-interactive" {
+            return None;
+        } else if flag == "-p" || flag == "--prompt" {
+            prompt = Some("`-p`");
+        } else if a.starts_with('-') {
+            in_array = ARRAYS.contains(&flag);
+            if VALUED.contains(&flag) && !a.contains('=') {
+                i += 1;
+            }
+        } else if !in_array {
+            prompt = prompt.or(Some("a prompt as its argument"));
+        }
+        i += 1;
+    }
+    prompt.map(|how| format!("its `qwen` process was started with {how}"))
+}
+/// Where Qwen keeps a session's transcript: `projects/<slug>/chats/<session>.jsonl`.
+pub(crate) fn transcript_at(folder: &Path, project: &Path, session: &str) -> std::path::PathBuf {
+    folder
+        .join("projects")
+        .join(crate::project_slug(project))
+        .join("chats")
+        .join(format!("{session}.jsonl"))
+}
+/// What installing into Qwen's settings must say: hooks turned off there
+/// (`disableAllHooks`), or a project's hooks that a folder Qwen does not
+/// trust ignores (0.24 and later, with folder trust on).
+pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    if settings.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
+        notes.push("Qwen Code hooks are turned off here (`disableAllHooks: true`): interband's will not run".to_owned());
+    }
+    if settings
+        .pointer("/security/folderTrust/enabled")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        notes.push(
+            "folder trust is on: Qwen Code runs a project's hooks only in a folder it trusts"
+                .to_owned(),
+        );
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Host;
+    use crate::digest::Item;
+
+    fn fixture(version: &str, name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/../tests/fixtures/qwen-code-{version}/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn the_figure_is_the_last_reply_s_prompt_tokens_in_both_releases() {
+        for version in ["0.24.4", "0.21.2"] {
+            let t = fixture(version, "transcript.jsonl");
+            let last = String::from_utf8_lossy(&t)
+                .lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find_map(|v| v.pointer("/usageMetadata/promptTokenCount")?.as_u64())
+                .unwrap();
+            let forward = Host::Qwen.read_forward(&t);
+            assert_eq!(forward.used(), Some(last), "{version}");
+            let from_end = crate::tail::tail_of(&t, Host::Qwen);
+            assert_eq!(
+                from_end.usage.map(|u| u.used_tokens),
+                Some(last),
+                "{version}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_compression_starts_the_context_over_at_its_estimate() {
+        let t = fixture("0.24.4", "transcript.auto-compaction.jsonl");
+        let text = String::from_utf8_lossy(&t);
+        let at = text
+            .lines()
+            .position(|l| l.contains("chat_compression"))
+            .expect("the capture has one");
+        let before: Vec<&str> = text.lines().take(at + 1).collect();
+        let r = Host::Qwen.read_forward(format!("{}\n", before.join("\n")).as_bytes());
+        assert!(
+            r.latest_boundary.is_some(),
+            "a compaction with no reply after it"
+        );
+        let v: Value = serde_json::from_str(before[at]).unwrap();
+        assert_eq!(
+            r.used(),
+            v.pointer("/systemPayload/info/newTokenCount")
+                .and_then(Value::as_u64)
+        );
+    }
+
+    #[test]
+    fn its_transcripts_are_told_apart_from_every_other_host_s() {
+        for name in [
+            "Stop.input.json",
+            "PostToolUse.run_shell_command.input.json",
+        ] {
+            let v: Value = serde_json::from_slice(&fixture("0.24.4", name)).unwrap();
+            let path = v["transcript_path"].as_str().unwrap();
+            assert_eq!(Host::of_transcript(path), Some(Host::Qwen), "{path}");
+            assert_eq!(
+                Host::detect("PostToolUse", Some(path), false, true),
+                Host::Qwen,
+                "its timestamp does not make it Gemini's"
+            );
+        }
+        for other in [
+            "/h/.gemini/tmp/p/chats/session-2026-11-30T07-27-566ab2a4.jsonl",
+            "/h/.claude/projects/-p/d6d5.jsonl",
+            "/h/.codex/sessions/2026/11/30/rollout-2026-11-30T07-24-45-01a2.jsonl",
+        ] {
+            assert_ne!(Host::of_transcript(other), Some(Host::Qwen), "{other}");
+        }
+        let at = transcript_at(Path::new("/h/.qwen"), Path::new("/w/my.proj"), "s1");
+        assert_eq!(
+            at.to_str(),
+            Some("/h/.qwen/projects/-w-my-proj/chats/s1.jsonl")
+        );
+        assert!(owns_transcript(&at));
+    }
+
+    #[test]
+    fn the_window_is_what_qwen_states_else_a_guess_that_says_nothing_too_soon() {
+        use interband::context::WindowSource;
+        let env = |_: &str| None;
+        let guess = limits(
+            &crate::Known {
+                used: 150_000,
+                ..Default::default()
+            },
+            &env,
+        );
+        assert_eq!(
+            (guess.window, guess.source, guess.other),
+            (1_000_000, WindowSource::Guess, Some(200_000))
+        );
+        assert_eq!(guess.compact_at, 850_000);
+        let past = limits(
+            &crate::Known {
+                used: 250_000,
+                ..Default::default()
+            },
+            &env,
+        );
+        assert_eq!((past.window, past.source), (1_000_000, WindowSource::Usage));
+        let stated = limits(
+            &crate::Known {
+                stated: Some((200_000, WindowSource::HookInput)),
+                used: 150_000,
+                ..Default::default()
+            },
+            &env,
+        );
+        assert_eq!((stated.window, stated.compact_at), (200_000, 167_000));
+    }
+
+    #[test]
+    fn its_settings_set_the_window_and_the_threshold_the_project_s_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join("proj");
+        std::fs::create_dir_all(home.join(".qwen")).unwrap();
+        std::fs::create_dir_all(project.join(".qwen")).unwrap();
+        std::fs::write(
+            home.join(".qwen/settings.json"),
+            r#"{"model":{"generationConfig":{"contextWindowSize":160000}},"context":{"autoCompactThreshold":0.9}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".qwen/settings.json"),
+            r#"{"context":{"autoCompactThreshold":0.5}}"#,
+        )
+        .unwrap();
+        let h = home.to_string_lossy().into_owned();
+        let env = move |v: &str| (v == "HOME").then(|| h.clone());
+        let l = limits(
+            &crate::Known {
+                project: Some(&project),
+                ..Default::default()
+            },
+            &env,
+        );
+        assert_eq!(
+            (l.window, l.source),
+            (160_000, interband::context::WindowSource::HostSettings)
+        );
+        assert_eq!(
+            l.compact_at, 80_000,
+            "the project's 0.5 of 160k, as the capture saw it compact"
+        );
+        // QWEN_HOME holds the user's settings.json directly.
+        let q = home.join(".qwen").to_string_lossy().into_owned();
+        let moved = move |v: &str| (v == "QWEN_HOME").then(|| q.clone());
+        assert_eq!(settings(None, &moved).window, Some(160_000));
+    }
+
+    #[test]
+    fn a_note_reads_its_prompts_commands_files_and_failures() {
+        let t = fixture("0.24.4", "transcript.jsonl");
+        let mut items = Vec::new();
+        for line in t.split(|&b| b == b'\n') {
+            digest::items(line, &mut items);
+        }
+        assert!(
+            items.contains(&Item::Prompt("do the tasks".into())),
+            "{items:?}"
+        );
+        let calls: Vec<&crate::digest::Call> = items
+            .iter()
+            .filter_map(|i| if let Item::Call(c) = i { Some(c) } else { None })
+            .collect();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.command.as_deref() == Some("echo ok-shell"))
+        );
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.files.iter().any(|f| f.ends_with("new.txt")))
+        );
+        let failed: Vec<&str> = items
+            .iter()
+            .filter_map(|i| {
+                if let Item::Failed { message, .. } = i {
+                    Some(message.as_str())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert!(
+            failed.iter().any(|m| m.contains("echo failing")),
+            "{failed:?}"
+        );
+        assert!(
+            failed.iter().any(|m| m.contains("File not found")),
+            "{failed:?}"
+        );
+        assert!(
+            !items
+                .iter()
+                .any(|i| matches!(i, Item::Prompt(p) if p.contains("qwen:"))),
+            "Qwen's own parts are no prompt"
+        );
+        let mut compacted = Vec::new();
+        for line in fixture("0.24.4", "transcript.auto-compaction.jsonl").split(|&b| b == b'\n') {
+            digest::items(line, &mut compacted);
+        }
+        assert!(
+            compacted
+                .iter()
+                .any(|i| matches!(i, Item::Summary(s) if s.contains("<state_snapshot>")))
+        );
+    }
+}
