@@ -12,6 +12,7 @@
 
 pub mod codex;
 pub mod gemini;
+pub mod openai;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
