@@ -122,9 +122,9 @@ pub mod exit {
     pub const TROUBLE: u8 = 2;
 }
 
-/// `interband hook [--host KEY]` and a bare `interband statusline` run once
-/// per tool call or redraw, at the process-spawn floor: they skip building
-/// the whole argument parser.
+/// `interband hook [--host KEY]` and `interband statusline [--host KEY]` run
+/// once per tool call or redraw, at the process-spawn floor: they skip
+/// building the whole argument parser.
 fn fast_path() -> Option<Command> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).take(4).collect();
     let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
@@ -134,6 +134,10 @@ fn fast_path() -> Option<Command> {
             host: Some(key.to_owned()),
         })),
         ["statusline"] => Some(Command::Statusline(commands::hook::Statusline::default())),
+        ["statusline", "--host", key] => Some(Command::Statusline(commands::hook::Statusline {
+            host: Some(key.to_owned()),
+            ..Default::default()
+        })),
         _ => None,
     }
 }

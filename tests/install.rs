@@ -142,7 +142,7 @@ fn claude_install_merges_wraps_the_statusline_and_uninstall_restores_the_origina
     // The statusLine wraps theirs and keeps its padding.
     assert_eq!(
         s["statusLine"],
-        json!({"type": "command", "command": format!("{prog} statusline --wrap sh -c '~/bin/my-status --short'"), "padding": 0})
+        json!({"type": "command", "command": format!("{prog} statusline --host claude --wrap sh -c '~/bin/my-status --short'"), "padding": 0})
     );
     // The key order of their file is kept.
     let text = std::fs::read_to_string(&path).unwrap();
@@ -279,7 +279,7 @@ fn a_missing_settings_file_is_created_and_uninstall_removes_it() {
     }
     assert_eq!(
         s["statusLine"],
-        json!({"type": "command", "command": format!("{} statusline", program())})
+        json!({"type": "command", "command": format!("{} statusline --host claude", program())})
     );
     assert!(!sibling(&path, ".interband-backup").exists());
 
@@ -848,7 +848,8 @@ fn an_install_from_another_place_moves_the_hooks_to_it_and_uninstall_still_resto
     }
     let status = after["statusLine"]["command"].as_str().unwrap();
     assert!(
-        status.starts_with("/b/interband statusline --wrap ") && status.contains("my-status"),
+        status.starts_with("/b/interband statusline --host claude --wrap ")
+            && status.contains("my-status"),
         "{status}"
     );
     assert!(
@@ -1499,7 +1500,7 @@ fn statusline_only_adds_the_statusline_alone_and_uninstall_takes_it_out() {
     assert_eq!(
         s["statusLine"]["command"],
         format!(
-            "{} statusline --wrap sh -c '~/bin/my-status --short'",
+            "{} statusline --host claude --wrap sh -c '~/bin/my-status --short'",
             program()
         )
     );

@@ -219,10 +219,35 @@ pub struct Input {
     pub used_percentage: Option<f64>,
     /// `context_window.remaining_percentage` (raw).
     pub remaining_percentage: Option<f64>,
+    /// The host whose statusline input it is (its window and compaction
+    /// rules; Claude Code's unless the command named another).
+    pub host: interband_hosts::Host,
 }
 
 impl Input {
-    /// Parses the statusline's stdin. Never fails: garbage gives `Input::default()`.
+    /// Parses `host`'s statusline input: as Claude Code's, the context as
+    /// the host's profile reads it where it differs
+    /// ([`interband_hosts::Profile::statusline_context`]). Never fails.
+    pub fn parse_as(bytes: &[u8], host: interband_hosts::Host) -> Input {
+        let mut input = Input::parse(bytes);
+        input.host = host;
+        if let Some(read) = host.profile().statusline_context {
+            let stated = serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|v| read(&v));
+            input.usage = stated.map(|(used, _)| Usage {
+                input_tokens: used,
+                ..Usage::default()
+            });
+            input.window = stated.and_then(|(_, w)| w).filter(|&w| w > 0);
+            // Claude's percentages are of the window; another host's may not be.
+            input.used_percentage = None;
+            input.remaining_percentage = None;
+        }
+        input
+    }
+
+    /// Parses Claude Code's statusline stdin. Never fails: garbage gives `Input::default()`.
     pub fn parse(bytes: &[u8]) -> Input {
         let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
             return Input::default();
@@ -263,6 +288,7 @@ impl Input {
             usage,
             used_percentage: number(&cw["used_percentage"]),
             remaining_percentage: number(&cw["remaining_percentage"]),
+            host: interband_hosts::Host::Claude,
         }
     }
 
@@ -280,16 +306,17 @@ impl Input {
     }
 
     /// The context figures the input itself gives, once usage is known. The
-    /// window is the input's (else its model's, by Claude Code's rules).
+    /// window is the input's (else its model's, by its host's rules).
     pub fn figures(&self, env: &dyn Env) -> Option<Figures> {
         let used = self.used_tokens()?;
-        let limits = interband_hosts::Host::Claude.limits(
+        let limits = self.host.limits(
             &interband_hosts::Known {
                 stated: self.window.map(|w| (w, context::WindowSource::Statusline)),
                 transcript: self
                     .model_id
                     .as_deref()
-                    .map(interband_hosts::claude::requested_window),
+                    .zip(self.host.profile().model_window)
+                    .map(|(model, window)| window(model)),
                 model: self.model_id.as_deref(),
                 used,
                 ..Default::default()

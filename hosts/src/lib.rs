@@ -31,6 +31,7 @@ pub mod gemini;
 pub mod input;
 pub mod process;
 pub mod qwen;
+pub mod shape;
 pub mod tail;
 pub mod usage;
 
@@ -53,10 +54,11 @@ pub fn open_transcript(path: &std::path::Path) -> std::io::Result<(std::fs::File
 }
 
 /// An agent host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Host {
-    /// Claude Code.
+    /// Claude Code (the host a statusline input is, unless named).
+    #[default]
     Claude,
     /// OpenAI's Codex CLI.
     Codex,
@@ -88,6 +90,8 @@ pub struct Profile {
     /// The variable that moves the host's own folder (the first part of
     /// [`Profile::settings_file`], `~/.codex` say), when it has one.
     pub home_var: Option<&'static str>,
+    /// How that file holds a hook ([`shape::HookShape`]).
+    pub hook_shape: shape::HookShape,
     /// The events `interband install` registers there, each with its tool
     /// matcher and its timeout in the host's unit.
     pub hook_events: &'static [HookEvent],
@@ -97,6 +101,13 @@ pub struct Profile {
     pub install_notes: fn(settings: &serde_json::Value, flags: &str) -> Vec<String>,
     /// Whether the host runs a statusline command interband can take part in.
     pub statusline: bool,
+    /// The window a model's name says, where the host's names say one
+    /// (Claude Code's `[1m]`, by its table).
+    pub model_window: Option<fn(model: &str) -> u64>,
+    /// How its statusline input states the context, where that differs from
+    /// Claude Code's `context_window` (`current_usage`, `context_window_size`):
+    /// tokens in context, and the window when it says.
+    pub statusline_context: Option<StatuslineContext>,
     /// The variables of the hook's environment that name the project
     /// folder, best first; without one, the input's `cwd` is the project.
     pub project_vars: &'static [&'static str],
@@ -182,6 +193,10 @@ pub struct Profile {
     /// are read in one order, whole, never as two halves side by side.
     pub rewrites_lines: bool,
 }
+
+/// Reads a statusline input's context: tokens in context, and the window
+/// when it says.
+pub type StatuslineContext = fn(input: &serde_json::Value) -> Option<(u64, Option<u64>)>;
 
 /// One event `interband install` registers: the host's name for it, the
 /// tool matcher (None: every event, or every tool where the host's matcher
@@ -287,6 +302,7 @@ pub const CLAUDE: Profile = Profile {
     settings_file: ".claude/settings.json",
     // Timeouts in seconds.
     home_var: None,
+    hook_shape: shape::HookShape::Grouped,
     hook_events: &[
         ev("PostToolUse", Some("*"), 5),
         ev("Stop", None, 10),
@@ -295,6 +311,8 @@ pub const CLAUDE: Profile = Profile {
         ev("SessionEnd", None, 10),
     ],
     statusline: true,
+    model_window: Some(claude::requested_window),
+    statusline_context: None,
     project_vars: &["CLAUDE_PROJECT_DIR"],
     turn_start: None,
     context_start: "SessionStart",
@@ -348,6 +366,7 @@ pub const CODEX: Profile = Profile {
     // Seconds; matchers are regular expressions where `*` is invalid (no
     // matcher matches every tool); Codex clamps SessionEnd's timeout to 3 s.
     home_var: Some("CODEX_HOME"),
+    hook_shape: shape::HookShape::Grouped,
     hook_events: &[
         ev("PostToolUse", None, 5),
         ev("Stop", None, 10),
@@ -356,6 +375,8 @@ pub const CODEX: Profile = Profile {
         ev("SessionEnd", None, 3),
     ],
     statusline: false,
+    model_window: None,
+    statusline_context: None,
     project_vars: &[],
     turn_start: None,
     context_start: "SessionStart",
@@ -398,6 +419,7 @@ pub const GEMINI: Profile = Profile {
     // Milliseconds. AfterAgent ends a turn (Gemini's Stop); BeforeAgent
     // brings the note back after a compression Gemini does not announce.
     home_var: None,
+    hook_shape: shape::HookShape::Grouped,
     hook_events: &[
         ev("AfterTool", Some("*"), 5000),
         ev("AfterAgent", None, 10000),
@@ -407,6 +429,8 @@ pub const GEMINI: Profile = Profile {
         ev("SessionEnd", None, 10000),
     ],
     statusline: false,
+    model_window: None,
+    statusline_context: None,
     project_vars: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
     turn_start: Some("BeforeAgent"),
     context_start: "SessionStart",
@@ -458,6 +482,7 @@ pub const QWEN: Profile = Profile {
     home_var: Some("QWEN_HOME"),
     // Seconds from 0.23.4, milliseconds before; a value of 1000 or more is
     // milliseconds in both.
+    hook_shape: shape::HookShape::Grouped,
     hook_events: &[
         ev("PostToolUse", Some("*"), 5000),
         ev("PostToolUseFailure", Some("*"), 5000),
@@ -467,6 +492,8 @@ pub const QWEN: Profile = Profile {
         ev("SessionEnd", None, 10000),
     ],
     statusline: false,
+    model_window: None,
+    statusline_context: None,
     project_vars: &["QWEN_PROJECT_DIR"],
     turn_start: None,
     context_start: "SessionStart",

@@ -252,12 +252,16 @@ fn handle(host: Option<interband_hosts::Host>) -> Result<Option<String>> {
 /// `interband statusline`: the statusline bridge and renderer.
 #[derive(Args, Default)]
 pub struct Statusline {
+    /// The host that runs it, by its key (`claude`, `copilot`...):
+    /// `interband install` names it; without it, Claude Code's input.
+    #[arg(long, value_name = "KEY")]
+    pub host: Option<String>,
     /// Print each segment's render time after the line.
     #[arg(long)]
-    timings: bool,
+    pub timings: bool,
     /// Run your existing statusline command (argv, with the same stdin) and append our segment to its line.
     #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
-    wrap: Option<Vec<String>>,
+    pub wrap: Option<Vec<String>>,
 }
 
 impl Statusline {
@@ -268,7 +272,16 @@ impl Statusline {
              Claude Code runs it (`interband install` sets that up). Paste an input and press Ctrl-D, or it prints its line without one in 2 s.",
         );
         let buf = read_stdin(1 << 20, STDIN_WAIT).unwrap_or_default();
-        let input = interline::Input::parse(&buf);
+        let host = self.host.as_deref().and_then(|key| {
+            let host = interband_hosts::Host::from_key(key);
+            if host.is_none() {
+                log(&format!(
+                    "statusline: --host {key}: no such host; read as Claude Code's"
+                ));
+            }
+            host
+        });
+        let input = interline::Input::parse_as(&buf, host.unwrap_or(interband_hosts::Host::Claude));
         let project = std::env::current_dir().ok();
         let settings = AllSettings::load(project.as_deref(), &ProcessEnv);
         let s = &settings.interline.value;

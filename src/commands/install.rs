@@ -172,7 +172,7 @@ impl Target {
             }
             here
         };
-        let json = read_settings(&path).ok()??.json;
+        let json = read_settings(&path, self.host).ok()??.json;
         Some((path, json))
     }
 
@@ -239,7 +239,10 @@ struct Ours {
     hook: String,
     /// The hook as an earlier install wrote it, without the host.
     earlier_hook: String,
+    /// The statusline, naming its host (`statusline --host KEY`).
     statusline: String,
+    /// The statusline as an earlier install wrote it, without the host.
+    earlier_statusline: String,
 }
 
 /// How a hook runs a program found on each user's PATH (a project's
@@ -275,7 +278,8 @@ impl Ours {
         Ours {
             hook: hook(&format!("hook --host {}", host.profile().key)),
             earlier_hook: hook("hook"),
-            statusline: format!("{program} statusline"),
+            statusline: format!("{program} statusline --host {}", host.profile().key),
+            earlier_statusline: format!("{program} statusline"),
             program,
         }
     }
@@ -296,7 +300,15 @@ impl Ours {
     }
     /// Whether a statusLine command is ours (plain or wrapping).
     fn is_our_statusline(&self, command: &str) -> bool {
-        command == self.statusline || command.starts_with(&format!("{} --wrap ", self.statusline))
+        self.wrapped_by_ours(command).is_some()
+    }
+    /// What follows our statusline command in `command` (empty, or ` --wrap
+    /// ...`), this install's form or an earlier one's; `None` when it is not ours.
+    fn wrapped_by_ours<'c>(&self, command: &'c str) -> Option<&'c str> {
+        [&self.statusline, &self.earlier_statusline]
+            .into_iter()
+            .find_map(|ours| command.strip_prefix(ours.as_str()))
+            .filter(|rest| rest.is_empty() || rest.starts_with(" --wrap "))
     }
     /// The hook group added for `e`.
     fn group(&self, e: &Event) -> Value {
@@ -320,7 +332,7 @@ impl Install {
         let ours = Ours::new(t.program()?, t.host);
         let files = Files::new(&path, t.project);
         files.sweep(t);
-        let original = read_settings(&path)?;
+        let original = read_settings(&path, t.host)?;
         let mut old_record = read_record(&files.record)?;
         let first_install = old_record.is_none();
         let mut settings = original.as_ref().map_or(json!({}), |o| o.json.clone());
@@ -521,9 +533,9 @@ impl Install {
             say_part!("{out}");
             return Ok(exit::OK);
         }
-        let after = pretty(&settings);
+        let after = pretty_own(&settings, t.host);
         if t.dry_run {
-            let before = original.as_ref().map(|o| pretty(&o.json));
+            let before = original.as_ref().map(|o| pretty_own(&o.json, t.host));
             out.push_str(&dry_run_diff(&path, before.as_deref(), Some(&after)));
             let _ = writeln!(out, "(dry run: nothing written)");
             print_notes(&mut out, &notes);
@@ -634,7 +646,7 @@ impl Uninstall {
         let files = Files::new(&path, t.project);
         files.sweep(t);
         let record = read_record(&files.record)?;
-        let Some(original) = read_settings(&path)? else {
+        let Some(original) = read_settings(&path, t.host)? else {
             if record.is_some() && !t.dry_run {
                 remove_file(&files.record)?;
             }
@@ -691,13 +703,18 @@ impl Uninstall {
         // else changed since (else written anew).
         let backup = interband::fsio::read_regular(&files.backup, MAX_SETTINGS_BYTES)
             .ok()
-            .filter(|b| serde_json::from_slice::<Value>(b).is_ok_and(|v| v == settings))
+            .filter(|b| {
+                serde_json::from_slice::<Value>(b).is_ok_and(|mut v| {
+                    host.profile().hook_shape.to_grouped(&mut v);
+                    v == settings
+                })
+            })
             .and_then(|b| String::from_utf8(b).ok());
         let restored = !delete && backup.is_some();
-        let after = (!delete).then(|| backup.unwrap_or_else(|| pretty(&settings)));
+        let after = (!delete).then(|| backup.unwrap_or_else(|| pretty_own(&settings, host)));
         let mut out = String::new();
         if t.dry_run {
-            let before = pretty(&original.json);
+            let before = pretty_own(&original.json, host);
             out.push_str(&dry_run_diff(&path, Some(&before), after.as_deref()));
             let _ = writeln!(out, "(dry run: nothing written)");
             say_part!("{out}");
@@ -830,8 +847,7 @@ fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, to: &Ours) {
         && settings.get("statusLine") == Some(&s.installed)
         && let Some(rest) = s.installed["command"]
             .as_str()
-            .and_then(|c| c.strip_prefix(&from.statusline))
-            .filter(|rest| rest.is_empty() || rest.starts_with(" --wrap "))
+            .and_then(|c| from.wrapped_by_ours(c))
     {
         s.installed["command"] = format!("{}{rest}", to.statusline).into();
         settings["statusLine"] = s.installed.clone();
@@ -1074,13 +1090,13 @@ fn remove_found_statusline(
             .pointer("/statusLine/command")
             .and_then(Value::as_str)
     {
-        let prefix = format!("{} --wrap sh -c ", ours.statusline);
-        if c == ours.statusline {
+        let rest = ours.wrapped_by_ours(c);
+        if rest == Some("") {
             remove_key(settings, "statusLine");
             removed.push("statusLine".into());
-        } else if let Some([theirs]) = c
-            .strip_prefix(&prefix)
-            .and_then(|rest| shell_words::split(rest).ok())
+        } else if let Some([theirs]) = rest
+            .and_then(|r| r.strip_prefix(" --wrap sh -c "))
+            .and_then(|r| shell_words::split(r).ok())
             .as_deref()
         {
             settings["statusLine"]["command"] = theirs.as_str().into();
@@ -1201,14 +1217,24 @@ fn read_json(path: &Path) -> Result<Option<Original>> {
     }))
 }
 
-fn read_settings(path: &Path) -> Result<Option<Original>> {
-    let o = read_json(path)?;
-    if let Some(o) = &o
-        && !o.json.is_object()
-    {
-        return Err(invalid(path, "not a JSON object"));
+/// Reads `host`'s settings file, its hooks in the shape interband edits
+/// ([`interband_hosts::shape`]; [`pretty_own`] writes them back in the host's).
+fn read_settings(path: &Path, host: Host) -> Result<Option<Original>> {
+    let mut o = read_json(path)?;
+    if let Some(o) = &mut o {
+        if !o.json.is_object() {
+            return Err(invalid(path, "not a JSON object"));
+        }
+        host.profile().hook_shape.to_grouped(&mut o.json);
     }
     Ok(o)
+}
+
+/// `settings` as `host`'s file holds them, [`pretty`].
+fn pretty_own(settings: &Value, host: Host) -> String {
+    let mut own = settings.clone();
+    host.profile().hook_shape.to_own(&mut own);
+    pretty(&own)
 }
 
 /// Checks the parts of the settings that install and uninstall change.

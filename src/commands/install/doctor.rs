@@ -151,7 +151,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
         found.push(info(name, "hooks", "no home folder: cannot look".into()));
         return;
     };
-    let settings = match read_settings(&path) {
+    let settings = match read_settings(&path, host) {
         Ok(Some(o)) => o.json,
         Ok(None) => {
             found.push(info(
@@ -228,7 +228,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     let project = target(host, true);
     if let Ok(p) = project.located()
         && p != located
-        && let Ok(Some(o)) = read_settings(&p)
+        && let Ok(Some(o)) = read_settings(&p, host)
         && !our_hooks(&o.json).is_empty()
     {
         found.push(problem(
