@@ -45,6 +45,21 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     // it, read once for the whole call: the producer's and the consumers'
     // settings both come from them.
     let project = host.project_dir(input.cwd.as_deref(), o.env);
+    // An event without its transcript (Copilot CLI's tool calls): the one the
+    // host keeps for the session, when it is there.
+    if input.transcript_path.is_none()
+        && !input.session_id.trim().is_empty()
+        && let Some(folder) = profile.host_home(o.env)
+    {
+        let at = (profile.transcript_at)(
+            &folder,
+            project.as_deref().unwrap_or(std::path::Path::new("")),
+            &interband::paths::safe_key(&input.session_id),
+        );
+        if at.is_file() {
+            input.transcript_path = Some(at.to_string_lossy().into_owned());
+        }
+    }
     let files = interband::settings::Files::read(project.as_deref(), o.env);
     let pulse = interpulse::config::Config::load_with_problems(&files, o.env);
     let theirs = AllSettings::load_from(&files, o.env);

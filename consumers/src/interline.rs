@@ -233,13 +233,14 @@ impl Input {
         input.host = host;
         if let Some(read) = host.profile().statusline_context {
             let stated = serde_json::from_slice::<Value>(bytes)
-                .ok()
-                .and_then(|v| read(&v));
-            input.usage = stated.map(|(used, _)| Usage {
+                .map(|v| read(&v))
+                .unwrap_or_default();
+            input.usage = stated.used.map(|used| Usage {
                 input_tokens: used,
                 ..Usage::default()
             });
-            input.window = stated.and_then(|(_, w)| w).filter(|&w| w > 0);
+            input.window = stated.window.filter(|&w| w > 0);
+            input.transcript_path = stated.transcript;
             // Claude's percentages are of the window; another host's may not be.
             input.used_percentage = None;
             input.remaining_percentage = None;

@@ -23,7 +23,9 @@ pub struct HookInput {
     pub tool_name: String,
     /// The tool's input.
     pub tool_input: Option<Box<RawValue>>,
-    /// The tool's output, kept raw: only its size matters here.
+    /// The tool's output, kept raw: only its size matters here (Copilot
+    /// CLI's `tool_result`).
+    #[serde(alias = "tool_result")]
     pub tool_response: Option<Box<RawValue>>,
     /// Set when the call happened inside a subagent.
     pub agent_id: Option<String>,
@@ -220,6 +222,17 @@ impl HookInput {
 pub fn additional_context(event: &str, text: &str) -> String {
     serde_json::json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
         .to_string()
+}
+
+/// The stdout that gives the agent `text` as a top-level `additionalContext`
+/// (GitHub Copilot CLI reads it there, whatever the event, and ignores the
+/// `hookSpecificOutput` shape).
+///
+/// ```
+/// assert_eq!(interband_hosts::input::top_level_context("PostToolUse", "hi"), r#"{"additionalContext":"hi"}"#);
+/// ```
+pub fn top_level_context(_event: &str, text: &str) -> String {
+    serde_json::json!({ "additionalContext": text }).to_string()
 }
 
 /// The stdout that shows `text` to the person (never to the model).

@@ -104,9 +104,9 @@ pub struct Profile {
     /// The window a model's name says, where the host's names say one
     /// (Claude Code's `[1m]`, by its table).
     pub model_window: Option<fn(model: &str) -> u64>,
-    /// How its statusline input states the context, where that differs from
-    /// Claude Code's `context_window` (`current_usage`, `context_window_size`):
-    /// tokens in context, and the window when it says.
+    /// How its statusline input states the context and the transcript, where
+    /// that differs from Claude Code's (`context_window.current_usage`,
+    /// `context_window_size`, `transcript_path`).
     pub statusline_context: Option<StatuslineContext>,
     /// The variables of the hook's environment that name the project
     /// folder, best first; without one, the input's `cwd` is the project.
@@ -194,9 +194,20 @@ pub struct Profile {
     pub rewrites_lines: bool,
 }
 
-/// Reads a statusline input's context: tokens in context, and the window
-/// when it says.
-pub type StatuslineContext = fn(input: &serde_json::Value) -> Option<(u64, Option<u64>)>;
+/// Reads a statusline input where it differs from Claude Code's
+/// ([`Profile::statusline_context`]).
+pub type StatuslineContext = fn(input: &serde_json::Value) -> Stated;
+
+/// What a statusline input states, as its host's profile reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stated {
+    /// Tokens in context, when it says.
+    pub used: Option<u64>,
+    /// The window, when it says.
+    pub window: Option<u64>,
+    /// The session's transcript (the file the hooks name), when it says.
+    pub transcript: Option<String>,
+}
 
 /// One event `interband install` registers: the host's name for it, the
 /// tool matcher (None: every event, or every tool where the host's matcher
