@@ -34,9 +34,8 @@ pub struct Outside<'a> {
 
 /// Handles one hook event (`buf`: its JSON). Returns the host response.
 pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
-    let mut input =
-        HookInput::parse(buf).map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
-    input.named = o.host;
+    let mut input = HookInput::parse_as(buf, o.host)
+        .map_err(|e| anyhow::anyhow!("stdin is not a hook input: {e}"))?;
     let event = input.hook_event_name.as_str();
     let host = input.host();
     let profile = host.profile();

@@ -39,7 +39,9 @@ pub struct HookInput {
     pub context_limit: Option<serde_json::Value>,
     /// Codex CLI's turn (only Codex sends it).
     pub turn_id: Option<String>,
-    /// Gemini CLI's event time (only Gemini sends it at the top level).
+    /// The event's time, as text (Gemini CLI, Qwen Code, Copilot CLI); a
+    /// number (Copilot's milliseconds) reads as none.
+    #[serde(deserialize_with = "or_default")]
     pub timestamp: Option<String>,
     /// A context's start: `startup`, `resume`, `clear`, `compact`, `fork`.
     #[serde(deserialize_with = "or_default")]
@@ -128,7 +130,24 @@ impl HookInput {
     /// assert_eq!((c.context_tokens(), c.window()), (Some(145_000), Some(200_000)));
     /// ```
     pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
-        let mut input: HookInput = serde_json::from_slice(bytes)?;
+        Self::parse_as(bytes, None)
+    }
+
+    /// Parses the hook input of `host`, when the command line named it
+    /// (`--host`): an input the host sends in a shape of its own is first
+    /// made the one this type reads ([`crate::Profile::input_shape`]), and
+    /// [`HookInput::named`] is set.
+    pub fn parse_as(bytes: &[u8], host: Option<crate::Host>) -> Result<Self, serde_json::Error> {
+        let reshape = host.and_then(|h| h.profile().input_shape);
+        let mut input: HookInput = match reshape {
+            Some(reshape) => {
+                let mut v: serde_json::Value = serde_json::from_slice(bytes)?;
+                reshape(&mut v);
+                serde_json::from_str(&v.to_string())?
+            }
+            None => serde_json::from_slice(bytes)?,
+        };
+        input.named = host;
         if input.context_window.is_none()
             && let Some(used) = input.input_tokens.take()
         {

@@ -175,6 +175,10 @@ pub struct Profile {
     /// Whether a transcript whose name ends `.json` is one JSON document
     /// (Gemini CLI before 0.39), not JSONL.
     pub json_documents: bool,
+    /// Makes a hook input the host sends in a shape of its own the one
+    /// [`input::HookInput`] reads (snake_case, with `hook_event_name`), where
+    /// it has such a shape.
+    pub input_shape: Option<fn(input: &mut serde_json::Value)>,
     /// Events only this host sends, which name it whatever else the input says.
     pub own_events: &'static [&'static str],
     /// Why nobody is at the keyboard of the session running this hook,
@@ -358,6 +362,7 @@ pub const CLAUDE: Profile = Profile {
     transcript_at: claude::transcript_at,
     install_notes: claude::install_notes,
     json_documents: false,
+    input_shape: None,
     own_events: &[],
     headless: claude::headless_of,
     limits: claude::limits,
@@ -411,6 +416,7 @@ pub const CODEX: Profile = Profile {
     transcript_at: codex::transcript_at,
     install_notes: codex::install_notes,
     json_documents: false,
+    input_shape: None,
     own_events: &[],
     headless: codex::headless_of,
     limits: codex::limits,
@@ -472,6 +478,7 @@ pub const GEMINI: Profile = Profile {
     transcript_at: gemini::transcript_at,
     install_notes: gemini::install_notes,
     json_documents: true,
+    input_shape: None,
     own_events: GEMINI_EVENTS,
     headless: gemini::headless_of,
     limits: gemini::limits,
@@ -535,6 +542,7 @@ pub const QWEN: Profile = Profile {
     transcript_at: qwen::transcript_at,
     install_notes: qwen::install_notes,
     json_documents: false,
+    input_shape: None,
     own_events: &[],
     headless: qwen::headless_of,
     limits: qwen::limits,
