@@ -25,6 +25,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod digest;
 pub mod forward;
 pub mod gemini;
@@ -66,6 +67,8 @@ pub enum Host {
     Gemini,
     /// Alibaba's Qwen Code.
     Qwen,
+    /// GitHub Copilot CLI.
+    Copilot,
 }
 
 /// What is host-specific, as data.
@@ -550,6 +553,69 @@ pub const QWEN: Profile = Profile {
     rewrites_lines: false,
 };
 
+/// GitHub Copilot CLI.
+pub const COPILOT: Profile = Profile {
+    host: Host::Copilot,
+    name: "GitHub Copilot CLI",
+    // A tool that fails (a missing file; not a command's non-zero exit)
+    // fires PostToolUseFailure instead.
+    tool_events: &["PostToolUse", "PostToolUseFailure"],
+    end_of_turn: "Stop",
+    pre_compaction: "PreCompact",
+    key: "copilot",
+    settings_file: ".copilot/settings.json",
+    home_var: Some("COPILOT_HOME"),
+    // PascalCase keys, whose inputs are snake_case like Claude Code's; each
+    // hook `{type, bash, timeoutSec}`, in seconds.
+    hook_shape: shape::HookShape::Flat {
+        command: "bash",
+        timeout: "timeoutSec",
+    },
+    hook_events: &[
+        ev("PostToolUse", None, 5),
+        ev("PostToolUseFailure", None, 5),
+        ev("Stop", None, 10),
+        ev("PreCompact", None, 10),
+        ev("SessionStart", None, 5),
+        ev("SessionEnd", None, 10),
+    ],
+    install_notes: copilot::install_notes,
+    statusline: true,
+    model_window: None,
+    statusline_context: Some(copilot::statusline_context),
+    project_vars: &[],
+    turn_start: None,
+    context_start: "SessionStart",
+    session_end: "SessionEnd",
+    pre_compaction_means_compaction: true,
+    // No hook after its compaction: the note comes back with the next tool call.
+    start_after_compaction: false,
+    writes_calls_after_their_hooks: false,
+    // Only a top-level additionalContext reaches the model.
+    context_output: input::top_level_context,
+    pre_compaction_steers: false,
+    compact_command: "/compact",
+    headless_compact: None,
+    window_order: "the statusline's displayed_context_limit; the session log's maxPromptTokens \
+        (each call's); COPILOT_PROVIDER_MAX_PROMPT_TOKENS; interpulse.window; 128,000 assumed \
+        (64,000 possible) until Copilot states it",
+    heavy_tools: &["Read", "Grep", "Glob", "view", "grep", "glob", "web_fetch"],
+    edit_tools: &["Edit", "Write", "edit", "create"],
+    shell_tools: &["Bash", "bash"],
+    reader: copilot::fact,
+    states_window: false,
+    forward: copilot::forward,
+    owns_transcript: copilot::owns_transcript,
+    transcript_at: copilot::transcript_at,
+    json_documents: false,
+    input_shape: Some(copilot::input_shape),
+    own_events: &[],
+    headless: copilot::headless_of,
+    limits: copilot::limits,
+    digest: copilot::digest::items,
+    rewrites_lines: false,
+};
+
 /// Events only Gemini CLI sends.
 const GEMINI_EVENTS: &[&str] = &[
     "AfterTool",
@@ -601,7 +667,13 @@ impl Host {
     }
 
     /// Every host.
-    pub const ALL: [Host; 4] = [Host::Claude, Host::Codex, Host::Gemini, Host::Qwen];
+    pub const ALL: [Host; 5] = [
+        Host::Claude,
+        Host::Codex,
+        Host::Gemini,
+        Host::Qwen,
+        Host::Copilot,
+    ];
 
     /// Its profile.
     pub fn profile(self) -> &'static Profile {
@@ -610,6 +682,7 @@ impl Host {
             Host::Codex => &CODEX,
             Host::Gemini => &GEMINI,
             Host::Qwen => &QWEN,
+            Host::Copilot => &COPILOT,
         }
     }
 

@@ -345,6 +345,10 @@ mod tests {
                 json!({"id": format!("g{n}"), "type": "gemini", "model": "gemini-2.5-flash",
                     "tokens": {"input": n, "output": 1}})
             }),
+            Host::Copilot => [100_000.into(), input.clone()].map(|n: Value| {
+                json!({"type": "session.usage_record", "id": format!("u{n}"), "data": {"usage": {
+                    "model": "gpt-4.1", "inputTokens": n, "interactionType": "conversation-agent"}}})
+            }),
             Host::Qwen => [100_000.into(), input.clone()].map(|n: Value| {
                 json!({"uuid": format!("q{n}"), "type": "assistant", "model": "qwen3-coder-plus",
                     "usageMetadata": {"promptTokenCount": n, "candidatesTokenCount": 1}})

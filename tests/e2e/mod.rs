@@ -380,8 +380,10 @@ pub fn opt_in(
         ));
     }
     let bin = find().ok_or("the CLI could not be installed with npm")?;
+    // In a home of its own: a CLI's first run writes there (never the user's).
+    let home = tempfile::tempdir().map_err(|e| format!("no temp folder: {e}"))?;
     let mut c = std::process::Command::new(&bin);
-    c.arg("--version");
+    c.arg("--version").env("HOME", home.path());
     let ran = run_timed(c, timeout).map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     if !ran.status.is_some_and(|s| s.success()) {
         return Err(format!(

@@ -65,6 +65,8 @@ struct State {
     script: VecDeque<Turn>,
     last: u64,
     calls: u64,
+    /// How long a main answer takes, as a real model's would.
+    latency: std::time::Duration,
 }
 
 pub struct Mock {
@@ -87,6 +89,13 @@ impl Mock {
     /// The base URL, `/v1` included.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Each main answer takes `latency`, as a real model's would (Copilot
+    /// writes its session log every so often: without a delay a hook reads
+    /// a log that a whole quick run has not reached yet).
+    pub fn latency(&self, latency: std::time::Duration) {
+        self.state.lock().unwrap().latency = latency;
     }
 
     pub fn script(&self, turns: impl IntoIterator<Item = Turn>) {
@@ -155,6 +164,10 @@ fn answer(
         return ("404 Not Found", "application/json", "{}".into());
     }
     let kind = classify(&body, shell);
+    let latency = state.lock().unwrap().latency;
+    if kind == Kind::Main {
+        std::thread::sleep(latency);
+    }
     let (turn, id) = {
         let mut s = state.lock().unwrap();
         let last = s.last;
