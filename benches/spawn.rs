@@ -262,6 +262,21 @@ fn make_host_transcript(
                 "info": {"total_token_usage": {"total_tokens": 120_000}, "last_token_usage": {"input_tokens": 119_980,
                 "cached_input_tokens": 0, "output_tokens": 20, "total_tokens": 120_000}, "model_context_window": 190_000}}}),
         ),
+        "qwen" => (
+            dir.join(format!("qwen-{filler}/projects/-proj/chats")),
+            "../qwen-code-0.24.4/transcript.jsonl",
+            format!("{session}.jsonl"),
+            serde_json::json!({"uuid": "last", "type": "assistant", "model": "qwen3-coder-plus", "sessionId": session,
+                "message": {"role": "model", "parts": [{"text": "ok"}]},
+                "usageMetadata": {"promptTokenCount": 120_000, "candidatesTokenCount": 20, "totalTokenCount": 120_020}}),
+        ),
+        "copilot" => (
+            dir.join(format!("copilot-{filler}/session-state/{session}")),
+            "../copilot-cli-1.0.102/events.compaction-headless.jsonl",
+            "events.jsonl".to_owned(),
+            serde_json::json!({"type": "session.usage_record", "id": "last", "data": {"usage": {"model": "gpt-4.1",
+                "inputTokens": 50_000, "outputTokens": 20, "interactionType": "conversation-agent", "maxPromptTokens": 64_000}}}),
+        ),
         _ => (
             dir.join(format!("gemini-{filler}/tmp/proj/chats")),
             "../gemini-cli-0.61.0/transcript.session.jsonl",
@@ -327,6 +342,8 @@ struct HostFiles {
 fn host_input(host: &str, session: &str, transcript: &Path) -> Vec<u8> {
     let file = match host {
         "codex" => "../codex-0.171.0/PostToolUse.input.json",
+        "qwen" => "../qwen-code-0.24.4/PostToolUse.run_shell_command.input.json",
+        "copilot" => "../copilot-cli-1.0.102/PostToolUse.bash.input.json",
         _ => "../gemini-cli-0.61.0/AfterTool.run_shell_command.input.json",
     };
     let real = std::fs::read(Path::new(FIXTURES).join(file)).expect("fixture");
@@ -434,8 +451,11 @@ fn cases(
         if suffix.is_empty() {
             // The other hosts' formats, for the build we ship.
             for h in hosts {
+                // As `interband install` registers it: the host named.
+                let key = h.host.trim_end_matches("-json");
+                let hook = [bin, "hook", "--host", key];
                 cases.push(
-                    Case::new(format!("hook, {}{suffix}", h.host), &[bin, "hook"])
+                    Case::new(format!("hook, {}{suffix}", h.host), &hook)
                         .with_stdin(&host_input(h.host, &h.session, &h.small)),
                 );
                 let size = if h.host == "gemini-json" {
@@ -444,7 +464,7 @@ fn cases(
                     "500 MB"
                 };
                 cases.push(
-                    Case::new(format!("hook, {}, {size}{suffix}", h.host), &[bin, "hook"])
+                    Case::new(format!("hook, {}, {size}{suffix}", h.host), &hook)
                         .with_stdin(&host_input(h.host, &h.session_big, &h.big)),
                 );
             }
@@ -561,7 +581,13 @@ fn bench() -> Result<(), String> {
     make_transcript(&big, big_mb << 20).map_err(|e| format!("cannot write a transcript: {e}"))?;
     let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
     let mut hosts = Vec::new();
-    for (host, n) in [("codex", 1), ("gemini", 2), ("gemini-json", 3)] {
+    for (host, n) in [
+        ("codex", 1),
+        ("gemini", 2),
+        ("gemini-json", 3),
+        ("qwen", 4),
+        ("copilot", 5),
+    ] {
         let session = format!("{n}0a22b57-8342-7ec3-a13e-3f0ced12dfe6");
         let session_big = format!("{n}1a22b57-8342-7ec3-a13e-3f0ced12dfe6");
         let write = |session: &str, filler| {
