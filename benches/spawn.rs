@@ -268,14 +268,14 @@ fn make_host_transcript(
             format!("{session}.jsonl"),
             serde_json::json!({"uuid": "last", "type": "assistant", "model": "qwen3-coder-plus", "sessionId": session,
                 "message": {"role": "model", "parts": [{"text": "ok"}]},
-                "usageMetadata": {"promptTokenCount": 120_000, "candidatesTokenCount": 20, "totalTokenCount": 120_020}}),
+                "usageMetadata": {"promptTokenCount": 600_000, "candidatesTokenCount": 20, "totalTokenCount": 600_020}}),
         ),
         "copilot" => (
             dir.join(format!("copilot-{filler}/session-state/{session}")),
             "../copilot-cli-1.0.102/events.compaction-headless.jsonl",
             "events.jsonl".to_owned(),
             serde_json::json!({"type": "session.usage_record", "id": "last", "data": {"usage": {"model": "gpt-4.1",
-                "inputTokens": 50_000, "outputTokens": 20, "interactionType": "conversation-agent", "maxPromptTokens": 64_000}}}),
+                "inputTokens": 36_000, "outputTokens": 20, "interactionType": "conversation-agent", "maxPromptTokens": 64_000}}}),
         ),
         _ => (
             dir.join(format!("gemini-{filler}/tmp/proj/chats")),

@@ -1,0 +1,191 @@
+//! What people read, as snapshots (insta): the agent's warning at each
+//! level, the memory note, the statusline line at each level, the replay
+//! report of the real captured session, and install's dry-run diff. Each is
+//! made by the real binary from real captured inputs, in a temp root and
+//! home; what changes from run to run (temp paths, times, ids, durations) is
+//! replaced by a placeholder. A changed text fails until its snapshot is
+//! reviewed (`cargo insta review`, or `INSTA_UPDATE=always` then `git diff`).
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The real Claude Code transcript up to its compaction, then a reply with
+/// `used` tokens in context of a 200k model.
+fn transcript(dir: &Path, used: u64) -> std::path::PathBuf {
+    let real = String::from_utf8(capture("transcript.compacted_session.jsonl")).unwrap();
+    let lines: Vec<&str> = real.lines().collect();
+    let template = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains(r#""type":"assistant""#))
+        .unwrap();
+    let mut last: Value = serde_json::from_str(template).unwrap();
+    last["message"]["model"] = json!(interpulse::synthetic::MODEL);
+    last["requestedModel"] = json!(interpulse::synthetic::MODEL);
+    last["message"]["usage"]["input_tokens"] = json!(used / 10);
+    last["message"]["usage"]["cache_creation_input_tokens"] = json!(0);
+    last["message"]["usage"]["cache_read_input_tokens"] = json!(used - used / 10);
+    let boundary = lines
+        .iter()
+        .position(|l| l.contains("compact_boundary"))
+        .unwrap();
+    let path = dir.join(format!("t-{used}.jsonl"));
+    std::fs::write(&path, format!("{}\n{last}\n", lines[..boundary].join("\n"))).unwrap();
+    path
+}
+
+/// Temp paths, the binary's path, times, dates, durations and ids, as placeholders.
+fn settings(w: &World) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.add_filter(&regex_escape(&w.dir.path().to_string_lossy()), "[TMP]");
+    // The temp folder's own name (a note's title names its project so).
+    let name = w
+        .dir
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    s.add_filter(&regex_escape(&name), "[TMP-NAME]");
+    s.add_filter(&regex_escape(BIN), "[BIN]");
+    s.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "[TIME]");
+    s.add_filter(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?( UTC)?", "[TIME]");
+    s.add_filter(r"\b\d+(\.\d+)? ?(ms|µs)\b", "[DURATION]");
+    s.add_filter(r"cp\d+-[0-9a-f]{8}", "cp[N]-[ID]");
+    s.add_filter(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        "[UUID]",
+    );
+    s.set_prepend_module_to_snapshot(false);
+    s
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
+}
+
+fn hook(w: &World, session: &str, transcript: &Path) -> Option<String> {
+    let mut v: Value = serde_json::from_slice(&capture("PostToolUse.input.json")).unwrap();
+    v["session_id"] = json!(session);
+    v["transcript_path"] = json!(transcript);
+    v["cwd"] = json!(w.dir.path());
+    let o = w.run_with_stdin(&["hook", "--host", "claude"], v.to_string().as_bytes());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    (!out.trim().is_empty()).then(|| {
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    })
+}
+
+#[test]
+fn the_warning_at_each_level_and_the_note_a_checkpoint_writes() {
+    let w = World::new();
+    let mut said = String::new();
+    for (level, used) in [("yellow", 120_000), ("orange", 140_000), ("red", 160_000)] {
+        let t = transcript(w.dir.path(), used);
+        let text = hook(&w, &format!("s-{level}"), &t).expect("a warning");
+        said.push_str(&format!("--- {level}, {used} tokens of 200k\n{text}\n"));
+    }
+    settings(&w).bind(|| insta::assert_snapshot!("warnings", said));
+
+    let notes = files_under(&w.root().join("intermem/notes"));
+    let note = notes
+        .iter()
+        .find(|n| n.contains("s-orange") && n.ends_with("pressure.md"))
+        .unwrap_or_else(|| panic!("the orange checkpoint's note: {notes:?}"));
+    let text = std::fs::read_to_string(w.root().join("intermem/notes").join(note)).unwrap();
+    settings(&w).bind(|| insta::assert_snapshot!("note", text));
+}
+
+#[test]
+fn the_statusline_at_each_level() {
+    let w = World::new();
+    let mut lines = String::new();
+    for (window, used) in [
+        (200_000, 40_000),
+        (200_000, 120_000),
+        (200_000, 140_000),
+        (200_000, 160_000),
+        (1_000_000, 160_000),
+    ] {
+        let mut input: Value = serde_json::from_slice(&capture("statusLine.input.json")).unwrap();
+        input["session_id"] = json!(format!("s-{window}-{used}"));
+        input["context_window"]["context_window_size"] = json!(window);
+        input["context_window"]["current_usage"] = json!({"input_tokens": used, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+        // Claude Code's own percentage, as it computes it (the line shows it).
+        let pct = used * 100 / window;
+        input["context_window"]["used_percentage"] = json!(pct);
+        input["context_window"]["remaining_percentage"] = json!(100 - pct);
+        let o = w
+            .cmd(&["statusline", "--host", "claude"])
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin
+                    .take()
+                    .unwrap()
+                    .write_all(input.to_string().as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        lines.push_str(&format!(
+            "{used:>7} of {window:>9}: {}\n",
+            stdout(&o).trim_end()
+        ));
+    }
+    settings(&w).bind(|| insta::assert_snapshot!("statusline", lines));
+}
+
+#[test]
+fn the_replay_report_of_the_real_session() {
+    let w = World::new();
+    let fixture =
+        repo().join("tests/fixtures/claude-code-2.1.332/transcript.compacted_session.jsonl");
+    let o = w.run(&["replay", fixture.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut s = settings(&w);
+    s.add_filter(&regex_escape(&repo().to_string_lossy()), "[REPO]");
+    s.add_filter(r"\b\d+(\.\d+)? ?s\b", "[DURATION]");
+    s.bind(|| insta::assert_snapshot!("replay", stdout(&o)));
+}
+
+#[test]
+fn install_s_dry_run_diff() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(
+        &path,
+        "{\n  \"model\": \"opus\",\n  \"statusLine\": {\"type\": \"command\", \"command\": \"~/bin/my-status\"}\n}\n",
+    )
+    .unwrap();
+    let o = w.run(&[
+        "install",
+        "--settings",
+        path.to_str().unwrap(),
+        "--command",
+        "/opt/interband/bin/interband",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    settings(&w).bind(|| insta::assert_snapshot!("install_dry_run", stdout(&o)));
+}
