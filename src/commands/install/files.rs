@@ -1,0 +1,391 @@
+//! The settings file, its backup and the install record: read, checked, written atomically, restored.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// The settings file, its backup and the install record.
+
+pub(super) struct Files {
+    pub(super) settings: PathBuf,
+    pub(super) backup: PathBuf,
+    pub(super) record: PathBuf,
+}
+
+impl Files {
+    /// Next to the settings file; for a project's (which is usually
+    /// committed), in the user's own state folder instead
+    /// (`$XDG_STATE_HOME/interband/installs/`, else `~/.local/state/...`),
+    /// named after the file's path.
+    pub(super) fn new(path: &Path, project: bool) -> Self {
+        let base = if project {
+            let name = interband_consumers::intermem::slug(path);
+            match state_home() {
+                Some(s) => s.join("interband/installs").join(name),
+                None => path.to_owned(),
+            }
+        } else {
+            path.to_owned()
+        };
+        let with = |suffix: &str| {
+            let mut s = base.as_os_str().to_owned();
+            s.push(suffix);
+            PathBuf::from(s)
+        };
+        Files {
+            settings: path.to_owned(),
+            backup: with(".interband-backup"),
+            record: with(".interband-install.json"),
+        }
+    }
+
+    /// Removes what an install or uninstall killed mid-write left beside
+    /// these files (`.interband-tmp.*` copies of the user's settings, a
+    /// minute old or more: never a write under way).
+    pub(super) fn sweep(&self, t: &Target) {
+        let age = std::time::Duration::from_secs(60);
+        let config = (t.host == Host::Codex)
+            .then(|| t.codex_config().ok())
+            .flatten();
+        for p in [&self.settings, &self.record]
+            .into_iter()
+            .chain(config.as_ref())
+        {
+            interband::fsio::sweep_temps_beside(p, age);
+        }
+    }
+}
+
+/// The user's state folder: `$XDG_STATE_HOME`, else `~/.local/state`.
+pub(super) fn state_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+}
+
+/// A settings file as read: its bytes, its JSON and its permission bits.
+pub(super) struct Original {
+    pub(super) bytes: Vec<u8>,
+    pub(super) json: Value,
+    pub(super) mode: u32,
+}
+
+/// Settings files are small; this bounds what a mistaken path can make us read.
+pub(super) const MAX_SETTINGS_BYTES: u64 = 16 << 20;
+
+pub(super) fn invalid(path: &Path, reason: impl Into<String>) -> anyhow::Error {
+    interband::Error::Invalid {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+    .into()
+}
+
+/// Reads and parses a JSON file; None when it does not exist.
+pub(super) fn read_json(path: &Path) -> Result<Option<Original>> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::Error::new(e).context(path.display().to_string())),
+    };
+    if !meta.is_file() {
+        anyhow::bail!("{}: not a regular file", path.display());
+    }
+    if meta.len() > MAX_SETTINGS_BYTES {
+        anyhow::bail!(
+            "{}: {} bytes is over the {MAX_SETTINGS_BYTES}-byte limit",
+            path.display(),
+            meta.len()
+        );
+    }
+    // Never blocking, bounded even if the file grew since the stat.
+    let bytes = interband::fsio::read_regular(path, MAX_SETTINGS_BYTES)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| invalid(path, "not valid UTF-8"))?;
+    let json =
+        serde_json::from_str(text).map_err(|e| invalid(path, format!("not valid JSON: {e}")))?;
+    Ok(Some(Original {
+        bytes,
+        json,
+        mode: meta.permissions().mode() & 0o7777,
+    }))
+}
+
+/// Reads `host`'s settings file, its hooks in the shape interband edits
+/// ([`interband_hosts::shape`]; [`pretty_own`] writes them back in the host's).
+pub(super) fn read_settings(path: &Path, host: Host) -> Result<Option<Original>> {
+    let mut o = read_json(path)?;
+    if let Some(o) = &mut o {
+        if !o.json.is_object() {
+            return Err(invalid(path, "not a JSON object"));
+        }
+        host.profile().hook_shape.to_grouped(&mut o.json);
+    }
+    Ok(o)
+}
+
+/// `settings` as `host`'s file holds them, [`pretty`].
+pub(super) fn pretty_own(settings: &Value, host: Host) -> String {
+    let mut own = settings.clone();
+    host.profile().hook_shape.to_own(&mut own);
+    pretty(&own)
+}
+
+/// Checks the parts of the settings that install and uninstall change.
+pub(super) fn check_shape(path: &Path, settings: &Value, host: Host) -> Result<()> {
+    if !settings.is_object() {
+        return Err(invalid(path, "not a JSON object"));
+    }
+    match settings.get("hooks") {
+        None | Some(Value::Object(_)) => {}
+        Some(_) => return Err(invalid(path, "\"hooks\" is not an object")),
+    }
+    for e in host.events() {
+        match settings.get("hooks").and_then(|h| h.get(e.name)) {
+            None | Some(Value::Array(_)) => {}
+            Some(_) => {
+                return Err(invalid(
+                    path,
+                    format!("\"hooks.{}\" is not an array", e.name),
+                ));
+            }
+        }
+    }
+    if host.has_statusline() {
+        match settings.get("statusLine") {
+            None | Some(Value::Object(_)) => {}
+            Some(_) => return Err(invalid(path, "\"statusLine\" is not an object")),
+        }
+    }
+    Ok(())
+}
+
+/// What one install added to one event.
+pub(super) struct Added {
+    pub(super) event: String,
+    /// The event's array did not exist before.
+    pub(super) created_event: bool,
+    pub(super) group: Value,
+}
+
+pub(super) struct StatusRecord {
+    pub(super) installed: Value,
+    /// None: there was no statusLine.
+    pub(super) original: Option<Value>,
+}
+
+/// `<file>.interband-install.json`: what install added, so uninstall can take exactly that out.
+pub(super) struct Record {
+    pub(super) host: Host,
+    pub(super) program: String,
+    pub(super) created_file: bool,
+    /// Install created the file's folder too (`.claude/` in a project).
+    pub(super) created_dir: bool,
+    pub(super) created_hooks: bool,
+    pub(super) added: Vec<Added>,
+    pub(super) statusline: Option<StatusRecord>,
+}
+
+pub(super) const RECORD_FORMAT: &str = "interband-install/1";
+
+impl Record {
+    pub(super) fn to_json(&self) -> Value {
+        let added: Vec<Value> = self
+            .added
+            .iter()
+            .map(|a| json!({"event": a.event, "created_event": a.created_event, "group": a.group}))
+            .collect();
+        let mut o = json!({
+            "format": RECORD_FORMAT,
+            "host": self.host.key(),
+            "program": self.program,
+            "created_file": self.created_file,
+            "created_dir": self.created_dir,
+            "created_hooks": self.created_hooks,
+            "added": added,
+        });
+        if let Some(s) = &self.statusline {
+            o["statusLine"] = json!({
+                "installed": s.installed,
+                "original": s.original,
+                "had_original": s.original.is_some(),
+            });
+        }
+        o
+    }
+
+    pub(super) fn from_json(j: &Value) -> Option<Record> {
+        let s = |k: &str| Some(j.get(k)?.as_str()?.to_owned());
+        let b = |j: &Value, k: &str| j.get(k)?.as_bool();
+        if s("format")? != RECORD_FORMAT {
+            return None;
+        }
+        let host = Host::from_key(&s("host")?)?;
+        let added = j
+            .get("added")?
+            .as_array()?
+            .iter()
+            .map(|a| {
+                Some(Added {
+                    event: a.get("event")?.as_str()?.to_owned(),
+                    created_event: b(a, "created_event")?,
+                    group: a.get("group")?.clone(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let statusline = match j.get("statusLine") {
+            None => None,
+            Some(st) => Some(StatusRecord {
+                installed: st.get("installed")?.clone(),
+                original: if b(st, "had_original")? {
+                    Some(st.get("original")?.clone())
+                } else {
+                    None
+                },
+            }),
+        };
+        Some(Record {
+            host,
+            program: s("program")?,
+            created_file: b(j, "created_file")?,
+            created_dir: b(j, "created_dir").unwrap_or(false),
+            created_hooks: b(j, "created_hooks")?,
+            added,
+            statusline,
+        })
+    }
+}
+
+pub(super) fn read_record(path: &Path) -> Result<Option<Record>> {
+    let Some(o) = read_json(path)? else {
+        return Ok(None);
+    };
+    Record::from_json(&o.json)
+        .map(Some)
+        .ok_or_else(|| invalid(path, "not an interband install record"))
+}
+
+pub(super) fn exists(path: &Path) -> Result<bool> {
+    path.try_exists()
+        .with_context(|| path.display().to_string())
+}
+
+/// Writes atomically and durably; `mode` keeps the permissions of the file replaced.
+/// Fails if the settings file changed since it was read (the host or the
+/// user wrote it meanwhile): writing now would lose their change.
+pub(super) fn unchanged_since_read(path: &Path, original: Option<&Original>) -> Result<()> {
+    let now = match interband::fsio::read_regular(path, MAX_SETTINGS_BYTES) {
+        Ok(bytes) => Some(bytes),
+        Err(interband::Error::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if now.as_deref() != original.map(|o| o.bytes.as_slice()) {
+        anyhow::bail!(
+            "{}: changed while interband was editing it; nothing written, run the command again",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether an executable `name` is on the PATH.
+pub(super) fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// The file a chain of symbolic links at `path` ends at (`path` itself when
+/// it is no link): a user's settings kept in a dotfiles repository are
+/// written there, so the link stays a link. The end may not exist yet (a
+/// link to a file the dotfiles repository does not have yet).
+pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
+    let mut at = path.to_owned();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at).with_context(|| {
+                    format!("{}: cannot follow the symbolic link", at.display())
+                })?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(to),
+                    None => to,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    anyhow::bail!("{}: too many levels of symbolic links", path.display())
+}
+
+pub(super) fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| dir.display().to_string())?;
+    }
+    interband::fsio::write_atomic(path, bytes, true)?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| path.display().to_string())?;
+    }
+    Ok(())
+}
+
+pub(super) fn remove_file(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(anyhow::Error::new(e).context(path.display().to_string()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A unified diff of the settings text before and after (None: no file).
+pub(super) fn dry_run_diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
+    let name = path.display().to_string();
+    let label = |text: Option<&str>| {
+        if text.is_some() {
+            name.as_str()
+        } else {
+            "/dev/null"
+        }
+    };
+    TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(label(before), label(after))
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON helpers (serde_json's `preserve_order` keeps the keys in the file's order).
+
+/// Pretty text (two-space indent) with a trailing newline.
+pub(super) fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("a JSON value serializes");
+    s.push('\n');
+    s
+}
+
+/// The fields of a value checked to be an object.
+pub(super) fn obj(v: &mut Value) -> &mut serde_json::Map<String, Value> {
+    v.as_object_mut().expect("checked to be an object")
+}
+
+/// Removes `key` from an object, keeping the order of the other keys.
+pub(super) fn remove_key(v: &mut Value, key: &str) {
+    if let Some(o) = v.as_object_mut() {
+        o.shift_remove(key);
+    }
+}

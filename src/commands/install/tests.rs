@@ -1,0 +1,103 @@
+//! install's own tests: command recognition, the diff, the JSON helpers.
+use super::*;
+
+#[test]
+fn a_settings_file_changed_since_it_was_read_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.json");
+    assert!(unchanged_since_read(&path, None).is_ok(), "still absent");
+    std::fs::write(&path, b"{}").unwrap();
+    let err = unchanged_since_read(&path, None).unwrap_err();
+    assert!(err.to_string().contains("settings.json: changed"), "{err}");
+    let original = Original {
+        bytes: b"{}".to_vec(),
+        json: json!({}),
+        mode: 0o600,
+    };
+    assert!(unchanged_since_read(&path, Some(&original)).is_ok());
+    std::fs::write(&path, br#"{"model": "opus"}"#).unwrap();
+    assert!(unchanged_since_read(&path, Some(&original)).is_err());
+}
+
+#[test]
+fn json_keeps_key_order_and_round_trips_pretty_text() {
+    let text = "{\n  \"z\": 1,\n  \"a\": [\n    true,\n    null,\n    -2.5e3\n  ],\n  \"m\": {},\n  \"s\": \"\\u00e9\\n\\\"q\\\"\"\n}\n";
+    let j: Value = serde_json::from_str(text).unwrap();
+    let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["z", "a", "m", "s"]);
+    let plain = "{\n  \"b\": [],\n  \"a\": \"x\"\n}\n";
+    assert_eq!(pretty(&serde_json::from_str(plain).unwrap()), plain);
+}
+
+#[test]
+fn a_repeated_key_keeps_its_first_place_and_last_value() {
+    let j: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+    assert_eq!(pretty(&j), "{\n  \"a\": 3,\n  \"b\": 2\n}\n");
+}
+
+#[test]
+fn object_equality_ignores_key_order_and_removal_keeps_it() {
+    assert_eq!(
+        json!({"a": 1, "b": [1, {"c": 2, "d": 3}]}),
+        json!({"b": [1, {"d": 3, "c": 2}], "a": 1})
+    );
+    assert_ne!(json!([1, 2]), json!([2, 1]));
+    let mut j = json!({"a": 1, "b": 2, "c": 3});
+    remove_key(&mut j, "a");
+    assert_eq!(pretty(&j), "{\n  \"b\": 2,\n  \"c\": 3\n}\n");
+}
+
+#[test]
+fn interband_commands_are_recognised_through_shell_quoting() {
+    assert!(runs_interband("/opt/x/interband hook", "hook"));
+    assert!(runs_interband("'/my dir/interband' hook", "hook"));
+    assert!(runs_interband(
+        "interband statusline --wrap x",
+        "statusline"
+    ));
+    assert!(!runs_interband("interband hook --extra", "hook"));
+    assert!(!runs_interband("notinterband hook", "hook"));
+    assert!(!runs_interband("'/open/interband hook", "hook"));
+    assert!(runs_interband(
+        "/opt/x/interband hook --host gemini",
+        "hook"
+    ));
+    assert!(!runs_interband(
+        "/opt/x/interband hook --host nosuch",
+        "hook"
+    ));
+    assert!(!runs_interband("/opt/x/interband hook --host", "hook"));
+    let ours = Ours::new(
+        shell_words::quote("/my dir/interband").into_owned(),
+        Host::Codex,
+    );
+    assert_eq!(ours.hook, "'/my dir/interband' hook --host codex");
+    assert!(
+        ours.is_our_hook("'/my dir/interband' hook"),
+        "an earlier install's"
+    );
+    let theirs = "a 'b' \"c\" $HOME\\ it's";
+    let wrapped = ours.wrapping(theirs);
+    let prefix = format!("{} --wrap sh -c ", ours.statusline);
+    let words = shell_words::split(wrapped.strip_prefix(&prefix).unwrap()).unwrap();
+    assert_eq!(words, [theirs]);
+}
+
+#[test]
+fn the_diff_is_unified() {
+    let p = Path::new("s.json");
+    let a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+    let b = "1\n2\n3\n4\n5\nsix\n7\n8\n9\n10\n11\n";
+    assert_eq!(
+        dry_run_diff(p, Some(a), Some(b)),
+        "--- s.json\n+++ s.json\n@@ -3,8 +3,9 @@\n 3\n 4\n 5\n-6\n+six\n 7\n 8\n 9\n 10\n+11\n"
+    );
+    assert_eq!(
+        dry_run_diff(p, None, Some("x\n")),
+        "--- /dev/null\n+++ s.json\n@@ -0,0 +1 @@\n+x\n"
+    );
+    assert_eq!(
+        dry_run_diff(p, Some("x\n"), None),
+        "--- s.json\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    );
+}
