@@ -13,34 +13,8 @@ fn fixture(name: &str) -> Vec<u8> {
     capture(name)
 }
 
-/// A transcript: the real one up to its compaction, then an assistant line
-/// whose usage puts `used` tokens in context, of a 200k model (the real
-/// one's `claude-opus-5-5` has 1M).
 fn transcript(dir: &Path, name: &str, used: u64) -> PathBuf {
-    let real = String::from_utf8(fixture("transcript.compacted_session.jsonl")).unwrap();
-    let lines: Vec<&str> = real.lines().collect();
-    let template = lines
-        .iter()
-        .rev()
-        .find(|l| l.contains(r#""type":"assistant""#))
-        .unwrap();
-    let mut last: Value = serde_json::from_str(template).unwrap();
-    last["message"]["model"] = json!(interpulse::synthetic::MODEL);
-    last["requestedModel"] = json!(interpulse::synthetic::MODEL);
-    last["message"]["usage"]["input_tokens"] = json!(used / 10);
-    last["message"]["usage"]["cache_creation_input_tokens"] = json!(0);
-    last["message"]["usage"]["cache_read_input_tokens"] = json!(used - used / 10);
-    let boundary = lines
-        .iter()
-        .position(|l| l.contains("compact_boundary"))
-        .unwrap();
-    let mut text = lines[..boundary].join("\n");
-    text.push('\n');
-    text.push_str(&last.to_string());
-    text.push('\n');
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    claude_transcript(dir, name, used)
 }
 
 /// The real PostToolUse input, for `session`, with `transcript`.

@@ -13,29 +13,8 @@ use std::path::Path;
 use common::*;
 use serde_json::{Value, json};
 
-/// The real Claude Code transcript up to its compaction, then a reply with
-/// `used` tokens in context of a 200k model.
 fn transcript(dir: &Path, used: u64) -> std::path::PathBuf {
-    let real = String::from_utf8(capture("transcript.compacted_session.jsonl")).unwrap();
-    let lines: Vec<&str> = real.lines().collect();
-    let template = lines
-        .iter()
-        .rev()
-        .find(|l| l.contains(r#""type":"assistant""#))
-        .unwrap();
-    let mut last: Value = serde_json::from_str(template).unwrap();
-    last["message"]["model"] = json!(interpulse::synthetic::MODEL);
-    last["requestedModel"] = json!(interpulse::synthetic::MODEL);
-    last["message"]["usage"]["input_tokens"] = json!(used / 10);
-    last["message"]["usage"]["cache_creation_input_tokens"] = json!(0);
-    last["message"]["usage"]["cache_read_input_tokens"] = json!(used - used / 10);
-    let boundary = lines
-        .iter()
-        .position(|l| l.contains("compact_boundary"))
-        .unwrap();
-    let path = dir.join(format!("t-{used}.jsonl"));
-    std::fs::write(&path, format!("{}\n{last}\n", lines[..boundary].join("\n"))).unwrap();
-    path
+    claude_transcript(dir, &format!("t-{used}.jsonl"), used)
 }
 
 /// Temp paths, the binary's path, times, dates, durations and ids, as placeholders.

@@ -80,6 +80,38 @@ pub fn names(arg: &str, name: &str) -> bool {
     file == name || file.strip_suffix(".exe") == Some(name)
 }
 
+/// The arguments after the program named `name` in a command line (its
+/// own executable, or a Node script whose path holds `script`), when the
+/// command line is that program's.
+pub fn args_after<'a>(args: &'a [String], name: &str, script: &str) -> Option<&'a [String]> {
+    let at = args.iter().take(8).position(|a| {
+        names(a, name) || (a.contains(script) && (a.ends_with(".js") || a.ends_with(".mjs")))
+    })?;
+    Some(&args[at + 1..])
+}
+
+/// Why a host process whose arguments are `args` (after its program) runs
+/// one prompt and exits: its `-p` or `--prompt` (before any `--`), said as
+/// "its `NAME` process was started with `-p`".
+///
+/// ```
+/// let args = |a: &str| a.split(' ').map(str::to_owned).collect::<Vec<_>>();
+/// let said = interband_hosts::process::prompt_flag(&args("-m x --prompt=hi"), "gemini");
+/// assert_eq!(said.as_deref(), Some("its `gemini` process was started with `--prompt`"));
+/// assert_eq!(interband_hosts::process::prompt_flag(&args("-- -p"), "gemini"), None);
+/// ```
+pub fn prompt_flag(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .find(|a| *a == "-p" || *a == "--prompt" || a.starts_with("--prompt="))
+        .map(|a| {
+            format!(
+                "its `{name}` process was started with `{}`",
+                a.split('=').next().unwrap_or(a)
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -236,3 +236,29 @@ pub fn assert_terminal_safe(what: &str, text: &str) {
         );
     }
 }
+
+/// The real Claude Code transcript up to its compaction, then a reply whose
+/// usage puts `used` tokens in context, of a 200k model (the real one's
+/// `claude-opus-5-5` has 1M), written to `dir/name`.
+pub fn claude_transcript(dir: &Path, name: &str, used: u64) -> PathBuf {
+    let real = String::from_utf8(capture("transcript.compacted_session.jsonl")).unwrap();
+    let lines: Vec<&str> = real.lines().collect();
+    let template = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains(r#""type":"assistant""#))
+        .unwrap();
+    let mut last: serde_json::Value = serde_json::from_str(template).unwrap();
+    last["message"]["model"] = serde_json::json!(interpulse::synthetic::MODEL);
+    last["requestedModel"] = serde_json::json!(interpulse::synthetic::MODEL);
+    last["message"]["usage"]["input_tokens"] = serde_json::json!(used / 10);
+    last["message"]["usage"]["cache_creation_input_tokens"] = serde_json::json!(0);
+    last["message"]["usage"]["cache_read_input_tokens"] = serde_json::json!(used - used / 10);
+    let boundary = lines
+        .iter()
+        .position(|l| l.contains("compact_boundary"))
+        .unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{}\n{last}\n", lines[..boundary].join("\n"))).unwrap();
+    path
+}

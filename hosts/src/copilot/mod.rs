@@ -243,11 +243,7 @@ pub(crate) fn headless_of(
 /// The arguments after the program, when `args` are Copilot CLI's (its
 /// native `copilot`, or `node .../bin/copilot`, `node .../@github/copilot/index.js`).
 fn copilot_args(args: &[String]) -> Option<&[String]> {
-    let at = args.iter().take(8).position(|a| {
-        crate::process::names(a, "copilot")
-            || (a.contains("@github/copilot") && (a.ends_with(".js") || a.ends_with(".mjs")))
-    })?;
-    Some(&args[at + 1..])
+    crate::process::args_after(args, "copilot", "@github/copilot")
 }
 
 /// Why a process with the command line `args` is a headless Copilot CLI
@@ -262,16 +258,7 @@ fn copilot_args(args: &[String]) -> Option<&[String]> {
 /// assert_eq!(headless_args(&args("node -p 1")), None);
 /// ```
 pub fn headless_args(args: &[String]) -> Option<String> {
-    copilot_args(args)?
-        .iter()
-        .take_while(|a| *a != "--")
-        .find(|a| *a == "-p" || *a == "--prompt" || a.starts_with("--prompt="))
-        .map(|a| {
-            format!(
-                "its `copilot` process was started with `{}`",
-                a.split('=').next().unwrap_or(a)
-            )
-        })
+    crate::process::prompt_flag(copilot_args(args)?, "copilot")
 }
 
 /// Copilot CLI's camelCase hook input (what its camelCase keys are always

@@ -52,11 +52,7 @@ pub fn headless() -> Option<String> {
 /// The arguments after the program, when `args` are Gemini CLI's (`gemini
 /// ...`, or `node .../gemini ...`, `node .../@google/gemini-cli/dist/index.js ...`).
 fn gemini_args(args: &[String]) -> Option<&[String]> {
-    let at = args.iter().take(8).position(|a| {
-        crate::process::names(a, "gemini")
-            || (a.contains("gemini-cli") && (a.ends_with(".js") || a.ends_with(".mjs")))
-    })?;
-    Some(&args[at + 1..])
+    crate::process::args_after(args, "gemini", "gemini-cli")
 }
 
 /// Why a process with the command line `args` is a headless Gemini CLI,
@@ -72,16 +68,7 @@ fn gemini_args(args: &[String]) -> Option<&[String]> {
 /// assert_eq!(headless_args(&args("node -p 1")), None);
 /// ```
 pub fn headless_args(args: &[String]) -> Option<String> {
-    gemini_args(args)?
-        .iter()
-        .take_while(|a| *a != "--")
-        .find(|a| *a == "-p" || *a == "--prompt" || a.starts_with("--prompt="))
-        .map(|a| {
-            format!(
-                "its `gemini` process was started with `{}`",
-                a.split('=').next().unwrap_or(a)
-            )
-        })
+    crate::process::prompt_flag(gemini_args(args)?, "gemini")
 }
 
 /// The token limit of current Gemini models: 1,048,576.

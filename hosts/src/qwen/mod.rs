@@ -275,11 +275,7 @@ pub(crate) fn headless_of(
 /// The arguments after the program, when `args` are Qwen Code's (`qwen ...`,
 /// `node .../bin/qwen ...`, `node .../@qwen-code/qwen-code/cli.js ...`).
 fn qwen_args(args: &[String]) -> Option<&[String]> {
-    let at = args.iter().take(8).position(|a| {
-        crate::process::names(a, "qwen")
-            || (a.contains("qwen-code") && (a.ends_with(".js") || a.ends_with(".mjs")))
-    })?;
-    Some(&args[at + 1..])
+    crate::process::args_after(args, "qwen", "qwen-code")
 }
 
 /// Options of Qwen's that take a value (its `--help`, 0.24.4); an array's
