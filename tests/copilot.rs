@@ -245,3 +245,19 @@ fn install_writes_copilot_s_flat_hooks_and_statusline_and_uninstall_gives_them_b
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(moved.join("settings.json").exists());
 }
+
+#[test]
+fn replay_re_enacts_a_real_copilot_session_with_its_compactions() {
+    let w = World::new();
+    let t = fixture_path("events.compaction-headless.jsonl");
+    let o = w.run(&["replay", "--host", "copilot", t.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("(GitHub Copilot CLI)"), "{out}");
+    assert!(out.contains("compaction (auto): 20k"), "{out}");
+    assert!(out.contains("level yellow → red"), "{out}");
+    assert!(
+        out.contains("the latest note comes back"),
+        "the note back after Copilot's compaction, with the next tool call: {out}"
+    );
+}

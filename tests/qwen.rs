@@ -238,3 +238,22 @@ fn install_writes_qwen_s_settings_and_uninstall_gives_them_back() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(moved.join("settings.json").exists());
 }
+
+#[test]
+fn replay_re_enacts_a_real_qwen_session_with_its_compaction() {
+    let w = World::new();
+    let t = repo().join("tests/fixtures/qwen-code-0.24.4/transcript.auto-compaction.jsonl");
+    let o = w.run(&["replay", "--host", "qwen", t.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("(Qwen Code)"), "{out}");
+    assert!(
+        out.contains("compaction (auto): 180k → 176k tokens"),
+        "{out}"
+    );
+    assert!(
+        out.contains("memory note written (pre_compact_auto)"),
+        "{out}"
+    );
+    assert!(out.contains("the latest note comes back"), "{out}");
+}

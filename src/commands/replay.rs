@@ -29,8 +29,8 @@ pub struct Replay {
     /// `200000`, `200k`, `1m` or `1M` all name a number of tokens.
     #[arg(long, value_name = "TOKENS", value_parser = parse_tokens)]
     window: Option<u64>,
-    /// The host that wrote the transcript, when its name and lines do not tell.
-    #[arg(long, value_parser = ["claude", "codex", "gemini"])]
+    /// The host that wrote the transcript, by its key, when its name and lines do not tell.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Host::ALL.map(|h| h.profile().key)))]
     host: Option<String>,
     /// Use the default settings, not the settings files and `INTERBAND_*` variables.
     #[arg(long)]
@@ -70,11 +70,7 @@ impl Replay {
         let opts = Options {
             defaults: self.defaults,
             window: self.window,
-            host: self.host.as_deref().map(|h| match h {
-                "codex" => Host::Codex,
-                "gemini" => Host::Gemini,
-                _ => Host::Claude,
-            }),
+            host: self.host.as_deref().and_then(Host::from_key),
         };
         let result = replay::replay(path, &opts, &mut |bytes| {
             if let Some(bar) = &bar {
