@@ -161,7 +161,11 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
         .or(bridge.map(|b| (b.window, WindowSource::Statusline)))
         .or_else(|| {
             // A window a hook input stated before stands (Qwen's Stop states
-            // it, its tool calls do not).
+            // it, its tool calls do not); a host whose inputs never state
+            // one costs no read.
+            if !host.profile().input_states_window {
+                return None;
+            }
             let dir = state_dir(h.bus, false).ok()?;
             let s = interband::lock::read_json_or_default::<State>(
                 &dir,
