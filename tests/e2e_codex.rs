@@ -15,13 +15,12 @@
 mod common;
 mod e2e;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::*;
 use e2e::codex::{Kind, Mock, command, text};
-use e2e::run_timed;
 use serde_json::Value;
 
 const CODEX_VERSION: &str = "0.171.0";
@@ -46,12 +45,7 @@ struct Codex<'a> {
 
 impl Codex<'_> {
     fn exec(&self, prompt: &str) {
-        let interband_dir = Path::new(BIN).parent().unwrap();
-        let mut path = std::ffi::OsString::from(interband_dir);
-        if let Some(p) = std::env::var_os("PATH") {
-            path.push(":");
-            path.push(p);
-        }
+        let path = e2e::path_with_interband();
         let mut c = Command::new(&self.bin);
         c.args(["exec", "--skip-git-repo-check", prompt])
             .current_dir(&self.project)
@@ -61,17 +55,12 @@ impl Codex<'_> {
             .env("CODEX_HOME", &self.home)
             .env("INTERBAND_ROOT", self.w.root())
             .env("INTERBAND_LOG", self.w.dir.path().join("interband.log"));
-        let ran = run_timed(c, TIME_BOX).unwrap();
-        let log = std::fs::read_to_string(self.w.dir.path().join("interband.log"));
-        let why = format!(
-            "codex exec {prompt:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
-            ran.stdout, ran.stderr
+        e2e::run_ok(
+            c,
+            &format!("codex exec {prompt:?}"),
+            TIME_BOX,
+            &self.w.dir.path().join("interband.log"),
         );
-        let status = ran
-            .status
-            .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
-        assert!(status.success(), "{status}: {why}");
-        println!("e2e: codex exec took {:.1} s", ran.took.as_secs_f64());
     }
 
     /// The session's rollout, and the total tokens of its last usage.

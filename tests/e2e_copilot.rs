@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use common::*;
 use e2e::openai::{Kind, Mock, command, text};
-use e2e::run_timed;
 
 const COPILOT_VERSION: &str = "1.0.102";
 const TIME_BOX: Duration = Duration::from_secs(120);
@@ -46,12 +45,7 @@ const LIMIT: u64 = 20_000;
 
 /// Runs `copilot -p PROMPT` headless; what it printed on stderr.
 fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) -> String {
-    let interband_dir = Path::new(BIN).parent().unwrap();
-    let mut path = std::ffi::OsString::from(interband_dir);
-    if let Some(p) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(p);
-    }
+    let path = e2e::path_with_interband();
     let mut c = Command::new(bin);
     c.args(["-p", prompt, "--allow-all-tools"])
         .current_dir(project)
@@ -66,17 +60,12 @@ fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) -> Stri
         .env("COPILOT_PROVIDER_MAX_PROMPT_TOKENS", LIMIT.to_string())
         .env("INTERBAND_ROOT", w.root())
         .env("INTERBAND_LOG", w.dir.path().join("interband.log"));
-    let ran = run_timed(c, TIME_BOX).unwrap();
-    let log = std::fs::read_to_string(w.dir.path().join("interband.log"));
-    let why = format!(
-        "copilot -p {prompt:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
-        ran.stdout, ran.stderr
+    let ran = e2e::run_ok(
+        c,
+        &format!("copilot -p {prompt:?}"),
+        TIME_BOX,
+        &w.dir.path().join("interband.log"),
     );
-    let status = ran
-        .status
-        .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
-    assert!(status.success(), "{status}: {why}");
-    println!("e2e: copilot -p took {:.1} s", ran.took.as_secs_f64());
     ran.stderr
 }
 

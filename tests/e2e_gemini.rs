@@ -22,7 +22,6 @@ use std::time::Duration;
 
 use common::*;
 use e2e::gemini::{Mock, command, text};
-use e2e::run_timed;
 use serde_json::json;
 
 const GEMINI_VERSION: &str = "0.61.0";
@@ -40,12 +39,7 @@ fn gemini_bin() -> Option<PathBuf> {
 
 /// Runs `gemini -p PROMPT`; what it printed on stderr.
 fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) -> String {
-    let interband_dir = Path::new(BIN).parent().unwrap();
-    let mut path = std::ffi::OsString::from(interband_dir);
-    if let Some(p) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(p);
-    }
+    let path = e2e::path_with_interband();
     let mut c = Command::new(bin);
     c.args(["-m", "gemini-2.5-flash", "-p", prompt, "--yolo"])
         .current_dir(project)
@@ -57,17 +51,12 @@ fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, prompt: &str) -> Stri
         .env("GOOGLE_GEMINI_BASE_URL", mock.url())
         .env("INTERBAND_ROOT", w.root())
         .env("INTERBAND_LOG", w.dir.path().join("interband.log"));
-    let ran = run_timed(c, TIME_BOX).unwrap();
-    let log = std::fs::read_to_string(w.dir.path().join("interband.log"));
-    let why = format!(
-        "gemini -p {prompt:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
-        ran.stdout, ran.stderr
+    let ran = e2e::run_ok(
+        c,
+        &format!("gemini -p {prompt:?}"),
+        TIME_BOX,
+        &w.dir.path().join("interband.log"),
     );
-    let status = ran
-        .status
-        .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
-    assert!(status.success(), "{status}: {why}");
-    println!("e2e: gemini -p took {:.1} s", ran.took.as_secs_f64());
     ran.stderr
 }
 

@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use common::*;
 use e2e::openai::{Kind, Mock, command, text};
-use e2e::run_timed;
 use serde_json::json;
 
 const QWEN_VERSION: &str = "0.24.4";
@@ -42,12 +41,7 @@ fn qwen_bin() -> Option<PathBuf> {
 
 /// Runs `qwen [ARGS] PROMPT` headless; what it printed on stderr.
 fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, args: &[&str], prompt: &str) -> String {
-    let interband_dir = Path::new(BIN).parent().unwrap();
-    let mut path = std::ffi::OsString::from(interband_dir);
-    if let Some(p) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(p);
-    }
+    let path = e2e::path_with_interband();
     let mut c = Command::new(bin);
     c.args(args)
         .arg(prompt)
@@ -71,17 +65,12 @@ fn run(bin: &Path, w: &World, mock: &Mock, project: &Path, args: &[&str], prompt
         .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
         .env("INTERBAND_ROOT", w.root())
         .env("INTERBAND_LOG", w.dir.path().join("interband.log"));
-    let ran = run_timed(c, TIME_BOX).unwrap();
-    let log = std::fs::read_to_string(w.dir.path().join("interband.log"));
-    let why = format!(
-        "qwen {prompt:?}\nstdout: {}\nstderr: {}\ninterband log: {log:?}",
-        ran.stdout, ran.stderr
+    let ran = e2e::run_ok(
+        c,
+        &format!("qwen {prompt:?}"),
+        TIME_BOX,
+        &w.dir.path().join("interband.log"),
     );
-    let status = ran
-        .status
-        .unwrap_or_else(|| panic!("killed after {TIME_BOX:?}: {why}"));
-    assert!(status.success(), "{status}: {why}");
-    println!("e2e: qwen took {:.1} s", ran.took.as_secs_f64());
     ran.stderr
 }
 

@@ -793,13 +793,6 @@ impl Host {
         (self.profile().headless)(transcript, env)
     }
 
-    /// The host named `name`, its key in any case (`claude`, `Codex`...).
-    pub fn from_name(name: &str) -> Option<Host> {
-        Host::ALL
-            .into_iter()
-            .find(|h| h.as_str().eq_ignore_ascii_case(name.trim()))
-    }
-
     /// Its short name, the profile's key: `claude`, `codex`, `gemini`.
     pub fn as_str(self) -> &'static str {
         self.profile().key

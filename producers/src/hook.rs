@@ -1,7 +1,7 @@
 //! One tool call, end to end: observe the context, step the engine under the
 //! session's lock, publish, and answer the host.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use interband::Bus;
 use interband::fsio::Dir;
@@ -73,11 +73,6 @@ pub fn state_dir(bus: &Bus, create: bool) -> Result<Dir, interband::Error> {
 /// A session's state file name in [`state_dir`]: `<session>.json`.
 pub fn state_file(session: &str) -> String {
     format!("{}.json", safe_key(session))
-}
-
-/// The project folder, by its host's rule ([`interband_hosts::Host::project_dir`]).
-pub fn project_dir(input: &HookInput, env: &dyn Env) -> Option<PathBuf> {
-    input.host().project_dir(input.cwd.as_deref(), env)
 }
 
 /// What the hook sees of the context: the best figures available, and a

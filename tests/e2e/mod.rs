@@ -324,6 +324,41 @@ pub fn run_timed(mut cmd: std::process::Command, limit: Duration) -> std::io::Re
     })
 }
 
+/// `PATH` with the folder of the interband under test first.
+pub fn path_with_interband() -> std::ffi::OsString {
+    let mut path =
+        std::ffi::OsString::from(std::path::Path::new(crate::common::BIN).parent().unwrap());
+    if let Some(p) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(p);
+    }
+    path
+}
+
+/// Runs a CLI's headless run `cmd` time-boxed and fails the test unless it
+/// exits 0, saying why (what it printed, and interband's `log`); prints how
+/// long it took, named `what`.
+pub fn run_ok(
+    cmd: std::process::Command,
+    what: &str,
+    limit: Duration,
+    log: &std::path::Path,
+) -> Ran {
+    let ran = run_timed(cmd, limit).unwrap();
+    let why = format!(
+        "{what}\nstdout: {}\nstderr: {}\ninterband log: {:?}",
+        ran.stdout,
+        ran.stderr,
+        std::fs::read_to_string(log)
+    );
+    let status = ran
+        .status
+        .unwrap_or_else(|| panic!("killed after {limit:?}: {why}"));
+    assert!(status.success(), "{status}: {why}");
+    println!("e2e: {what} took {:.1} s", ran.took.as_secs_f64());
+    ran
+}
+
 /// A pinned CLI, installed with npm into `${XDG_CACHE_HOME:-~/.cache}/interband-e2e-<name>-<version>`
 /// when missing (the folder `.ci/run` fills too); `None` when that fails. `bin_var` names an
 /// environment variable that gives the CLI's path instead.
