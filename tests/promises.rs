@@ -547,54 +547,80 @@ fn set_writable(dir: &Path, on: bool) {
 fn one_state_shows_one_figure_everywhere() {
     // 155,377 of a 200k window that compacts at 167k: 78% used and 12k to
     // compact wherever the figure is shown (warning, note, its journal,
-    // `pressure`, `top`, the statusline); 6% usable only in the old view.
+    // `pressure`, `top`, the statusline); 7% usable only in the old view.
+    one_figure_everywhere(155_377, "78%", "155k", "12k", "7%");
+    // 165k of 200k is 82.5%: one rounding rule, half up, as the hosts round
+    // their own indicator, 83% wherever it is read.
+    one_figure_everywhere(165_000, "83%", "165k", "2k", "1%");
+}
+
+/// One session at `used` of a 200k window: `pct` used, `tokens`, `left` to
+/// compact in every output, and `usable` in the statusline's old view.
+fn one_figure_everywhere(used: u64, pct: &str, tokens: &str, left: &str, usable: &str) {
     let mut s = Session::new();
-    let out = s.call("Bash", json!({"command": "cargo test"}), 155_377);
+    let out = s.call("Bash", json!({"command": "cargo test"}), used);
     let said = Session::said(&out);
-    assert!(
-        said.contains("78% used (155k of 200k tokens), 12k to compact"),
-        "{said}"
-    );
+    let sentence = format!("{pct} used ({tokens} of 200k tokens), {left} to compact");
+    assert!(said.contains(&sentence), "{said}");
     let pressure = stdout(&s.w.run(&["pressure"]));
     assert!(
-        pressure.contains(" 78% used [")
-            && pressure.contains("155k/200k")
-            && pressure.contains("12k to compact"),
+        pressure.contains(&format!(" {pct} used ["))
+            && pressure.contains(&format!("{tokens}/200k"))
+            && pressure.contains(&format!("{left} to compact")),
         "{pressure}"
     );
     let top = stdout(&s.w.run(&["top", "--once"]));
     assert!(
-        top.contains("TO COMPACT") && top.contains(" 78%") && top.contains("12k"),
+        top.contains("TO COMPACT") && top.contains(&format!(" {pct}")) && top.contains(left),
         "{top}"
+    );
+    let json: Value = serde_json::from_str(&stdout(&s.w.run(&["top", "--json"]))).unwrap();
+    let listed = json
+        .as_array()
+        .and_then(|a| a.first())
+        .cloned()
+        .unwrap_or(json.clone());
+    let listed = listed
+        .get("sessions")
+        .and_then(|v| v.get(0))
+        .cloned()
+        .unwrap_or(listed);
+    assert_eq!(
+        listed["used_pct"]
+            .as_u64()
+            .map(|p| format!("{p}%"))
+            .as_deref(),
+        Some(pct),
+        "{json}"
     );
     let note = s
         .notes()
         .first()
         .map(|n| std::fs::read_to_string(s.notes_dir().join(n)).unwrap())
         .unwrap();
+    assert!(note.contains(&format!("_pressure, {sentence})")), "{note}");
     assert!(
-        note.contains("_pressure, 78% used (155k of 200k tokens), 12k to compact)"),
+        note.contains(&format!("({pct} used, {left} to compact)")),
         "{note}"
     );
-    assert!(note.contains("(78% used, 12k to compact)"), "{note}");
     assert!(!note.contains("usable"), "{note}");
     let mut line: Value = serde_json::from_slice(&capture("statusLine.input.json")).unwrap();
     line["session_id"] = json!(SESSION);
     line["transcript_path"] = json!(s.path);
     line["context_window"]["context_window_size"] = json!(200_000);
-    line["context_window"]["current_usage"] = json!({"input_tokens": 155_377, "output_tokens": 5,
+    line["context_window"]["current_usage"] = json!({"input_tokens": used, "output_tokens": 5,
         "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     // What Claude Code itself says of it (its own indicator's figure).
-    line["context_window"]["used_percentage"] = json!(78);
+    line["context_window"]["used_percentage"] = json!(used as f64 / 2000.0);
     let status = stdout(&s.w.run_with_stdin(&["statusline"], &serde_json::to_vec(&line).unwrap()));
     assert!(
-        status.contains("78% used") && status.contains("12k to compact"),
-        "the statusline speaks the host's figure, and the room to its compaction: {status}"
+        status.contains(&format!("{pct} used")) && status.contains(&format!("{left} to compact")),
+        "the statusline speaks the same figure, and the room to its compaction: {status}"
     );
     let old_view = stdout(&with_stdin(
         s.w.cmd(&["statusline"])
             .env("INTERBAND_INTERLINE_CONTEXT_STYLE", "usable"),
         &serde_json::to_vec(&line).unwrap(),
     ));
-    assert!(old_view.contains("6% usable"), "{old_view}");
+    assert!(old_view.contains(&format!("{usable} usable")), "{old_view}");
 }

@@ -96,7 +96,7 @@ fn the_real_transcript_replays_with_its_call_and_its_compaction() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("compaction (manual): 32k → 3k tokens"),
+        out.contains("compaction (manual): 32k tokens before, 3k after by the host's count"),
         "{out}"
     );
     assert!(
@@ -154,9 +154,8 @@ fn engine_warnings(pcts: &[u64]) -> [u64; 4] {
             subagent: false,
         };
         let obs = Observation {
-            compaction: None,
             figures: Some(figures),
-            directives: false,
+            ..Observation::default()
         };
         let o = engine::step(&s, &c, &obs, &cfg);
         for a in &o.actions {

@@ -211,7 +211,8 @@ fn gemini_every_release_replayed() {
 
 /// Claude Code releases: the first with every event we use (1.0.85), the
 /// first whose headless `/compact` is saved (1.0.128, a boundary with no
-/// figure), the first boundary with `postTokens` (2.1.105), today's
+/// figure), the first boundary with `postTokens` (2.1.105: the summary's
+/// size alone, no figure of the context either), today's
 /// (2.1.332, `requestedModel` on every response). With the figure each
 /// transcript ends on after the compaction, and the window: the models of
 /// the older ones (Sonnet 4, Sonnet 4.6) can be opened to 1M, and nothing
@@ -221,13 +222,8 @@ fn gemini_every_release_replayed() {
 const CLAUDE: &[(&str, Option<u64>, u64, &str)] = &[
     ("claude-code-1.0.85", Some(140_000), 1_000_000, "guess"),
     ("claude-code-1.0.128", None, 1_000_000, "guess"),
-    ("claude-code-2.1.105", Some(117), 1_000_000, "guess"),
-    (
-        "claude-code-2.1.332-usage",
-        Some(2_606),
-        1_000_000,
-        "transcript",
-    ),
+    ("claude-code-2.1.105", None, 1_000_000, "guess"),
+    ("claude-code-2.1.332-usage", None, 1_000_000, "transcript"),
 ];
 
 #[test]

@@ -56,6 +56,9 @@ pub enum WindowSource {
     HostSettings,
     /// Usage larger than any other window said: the large one.
     Usage,
+    /// The session's own automatic compaction, below where the larger
+    /// window compacts: the smaller one.
+    Compaction,
     /// The window of the model in use, by the host's table.
     Model,
     /// Nothing said which of two windows the model runs with: the larger
@@ -77,6 +80,7 @@ impl WindowSource {
             WindowSource::Configured => "configured",
             WindowSource::HostSettings => "host_settings",
             WindowSource::Usage => "usage",
+            WindowSource::Compaction => "compaction",
             WindowSource::Model => "model",
             WindowSource::Guess => "guess",
             WindowSource::Default => "default",
@@ -93,6 +97,9 @@ impl WindowSource {
             WindowSource::Configured => "from [interpulse] window",
             WindowSource::HostSettings => "from the host's settings",
             WindowSource::Usage => "from usage past the smaller window",
+            WindowSource::Compaction => {
+                "from this session's own automatic compaction, below where the larger window compacts"
+            }
             WindowSource::Model => "the model's own",
             WindowSource::Guess => "a guess: nothing says which window the model runs with",
             WindowSource::Default => "the host's default",
@@ -117,6 +124,9 @@ pub struct Figures {
     /// When the window is a guess, the smaller window the session may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_other: Option<u64>,
+    /// Where the host would compact that smaller window, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at_other: Option<u64>,
 }
 
 impl Figures {
@@ -129,6 +139,7 @@ impl Figures {
             source,
             window_source: None,
             window_other: None,
+            compact_at_other: None,
         }
     }
 
@@ -160,16 +171,36 @@ impl Figures {
     }
 }
 
-/// A share as shown anywhere (warning, statusline, note, `pressure`,
-/// replay): whole percent, rounded down, as levels are judged on the exact
-/// value (19.98% of the usable room left is orange, and shows as 19%).
+/// The one rounding rule for every share people read (the statusline, a
+/// warning, a note, `pressure`, `top`, replay): a whole percent, half up, as
+/// the hosts round their own indicator (Claude Code's 82.5% is 83%), so one
+/// figure reads the same wherever it is shown. Levels are judged on the
+/// exact value, never on this.
 ///
 /// ```
-/// assert_eq!(interband::context::pct_text(19.98), "19%");
+/// use interband::context::percent;
+/// assert_eq!(percent(82.5), 83);
+/// assert_eq!(percent(82.49), 82);
+/// assert_eq!(percent(19.98), 20);
+/// assert_eq!(percent(-3.0), 0);
+/// assert_eq!(percent(f64::NAN), 0);
+/// assert_eq!(percent(250.0), 100);
+/// ```
+pub fn percent(share: f64) -> u64 {
+    if share.is_nan() {
+        return 0;
+    }
+    (share.clamp(0.0, 100.0) + 0.5).floor() as u64
+}
+
+/// A share as shown anywhere: [`percent`] with its sign.
+///
+/// ```
+/// assert_eq!(interband::context::pct_text(82.5), "83%");
 /// assert_eq!(interband::context::pct_text(-3.0), "0%");
 /// ```
 pub fn pct_text(pct: f64) -> String {
-    format!("{}%", pct.clamp(0.0, 100.0).floor() as u64)
+    format!("{}%", percent(pct))
 }
 
 /// A share of the usable room as carried on the bus (`context_usable`):
@@ -244,15 +275,15 @@ pub fn brief(used_tokens: u64, window: u64, compact_at: u64) -> String {
     )
 }
 
-/// The share of the window used, rounded to a whole percent as the hosts
-/// round their own indicator: `78% used`.
+/// The share of the window used, by the one rule ([`percent`]): `78% used`.
 ///
 /// ```
 /// assert_eq!(interband::context::used_text(155_377, 200_000), "78% used");
+/// assert_eq!(interband::context::used_text(165_000, 200_000), "83% used");
 /// assert_eq!(interband::context::used_text(1, 0), "100% used", "no window: nothing left");
 /// ```
 pub fn used_text(used_tokens: u64, window: u64) -> String {
-    format!("{:.0}% used", used_share(used_tokens, window))
+    format!("{} used", pct_text(used_share(used_tokens, window)))
 }
 
 /// The share of the window used, percent (0–100).
@@ -273,10 +304,55 @@ pub fn to_compact_text(used_tokens: u64, compact_at: u64) -> String {
     )
 }
 
+/// The one sentence for a figure whose window is one of two (a guess): the
+/// tokens used, then each window with what it would mean, the smaller
+/// first.
+///
+/// ```
+/// use interband::context::describe_either;
+/// assert_eq!(
+///     describe_either(160_000, (200_000, 167_000), (1_000_000, 967_000)),
+///     "160k tokens used, window not known: if it is 200k, 80% used, 7k to compact; if it is 1M, 16% used, 807k to compact"
+/// );
+/// ```
+pub fn describe_either(used_tokens: u64, smaller: (u64, u64), larger: (u64, u64)) -> String {
+    let each = |(window, at): (u64, u64)| {
+        format!(
+            "if it is {}, {}, {}",
+            tokens_text(window),
+            used_text(used_tokens, window),
+            to_compact_text(used_tokens, at)
+        )
+    };
+    format!(
+        "{} tokens used, window not known: {}; {}",
+        tokens_text(used_tokens),
+        each(smaller),
+        each(larger)
+    )
+}
+
 impl Figures {
-    /// [`describe`] for these figures.
+    /// [`describe`] for these figures; [`describe_either`] when the window
+    /// is a guess between two.
     pub fn describe(&self) -> String {
-        describe(self.used_tokens, self.window, self.autocompact_at)
+        match self.either() {
+            Some(smaller) => describe_either(
+                self.used_tokens,
+                smaller,
+                (self.window, self.autocompact_at),
+            ),
+            None => describe(self.used_tokens, self.window, self.autocompact_at),
+        }
+    }
+
+    /// The smaller window and its compaction point, when the window is a
+    /// guess between two.
+    pub fn either(&self) -> Option<(u64, u64)> {
+        if self.window_source != Some(WindowSource::Guess) {
+            return None;
+        }
+        Some((self.window_other?, self.compact_at_other?)).filter(|(w, _)| *w != self.window)
     }
 }
 

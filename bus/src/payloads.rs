@@ -436,6 +436,13 @@ pub struct Pressure {
     /// (levels are judged on the larger, `window`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_other: Option<u64>,
+    /// Where the host would compact that smaller window, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at_other: Option<u64>,
+    /// The level were the window the smaller one, when that is higher than
+    /// `level` (the agent is told both; nothing is blocked on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_if_smaller: Option<Level>,
     /// Tool calls counted in this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<u64>,
@@ -480,6 +487,8 @@ contract!(
             "heavy_calls",
             "warned_at",
             "ended_at",
+            "window_other",
+            "compact_at_other",
         ] {
             f.opt(k, Fields::count)?;
         }
@@ -487,6 +496,7 @@ contract!(
             f.opt_string(k)?;
         }
         f.opt("warned_level", |f, k| f.one_of(k, LEVELS))?;
+        f.opt("level_if_smaller", |f, k| f.one_of(k, LEVELS))?;
     }
 );
 

@@ -29,6 +29,7 @@ pub mod copilot;
 pub mod digest;
 pub mod forward;
 pub mod gemini;
+pub mod history;
 pub mod input;
 pub mod process;
 pub mod qwen;
@@ -203,6 +204,11 @@ pub struct Profile {
     /// (Gemini writes a message again as its calls are added): its lines
     /// are read in one order, whole, never as two halves side by side.
     pub rewrites_lines: bool,
+    /// What every line that records a compaction contains, so the session's
+    /// history is searched for them without parsing anything else
+    /// ([`history::History::scan`]); empty where the window never needs the
+    /// history (the transcript states it).
+    pub compaction_marks: &'static [&'static [u8]],
 }
 
 /// Reads a statusline input where it differs from Claude Code's
@@ -376,6 +382,7 @@ pub const CLAUDE: Profile = Profile {
     limits: claude::limits,
     digest: claude::digest::items,
     rewrites_lines: false,
+    compaction_marks: &[b"compact_boundary"],
 };
 
 /// Codex CLI.
@@ -431,6 +438,7 @@ pub const CODEX: Profile = Profile {
     limits: codex::limits,
     digest: codex::digest::items,
     rewrites_lines: false,
+    compaction_marks: &[],
 };
 
 /// Gemini CLI.
@@ -494,6 +502,7 @@ pub const GEMINI: Profile = Profile {
     limits: gemini::limits,
     digest: gemini::digest::items,
     rewrites_lines: true,
+    compaction_marks: &[],
 };
 
 /// Qwen Code.
@@ -559,6 +568,7 @@ pub const QWEN: Profile = Profile {
     limits: qwen::limits,
     digest: qwen::digest::items,
     rewrites_lines: false,
+    compaction_marks: &[b"chat_compression"],
 };
 
 /// GitHub Copilot CLI.
@@ -623,6 +633,7 @@ pub const COPILOT: Profile = Profile {
     limits: copilot::limits,
     digest: copilot::digest::items,
     rewrites_lines: false,
+    compaction_marks: &[b"session.compaction_complete"],
 };
 
 /// Events only Gemini CLI sends.
@@ -810,6 +821,27 @@ pub struct Limits {
     pub source: interband::context::WindowSource,
     /// When the window is a guess, the smaller one the session may have.
     pub other: Option<u64>,
+    /// Where the host would compact that smaller window.
+    pub other_compact_at: Option<u64>,
+}
+
+impl Limits {
+    /// The figures of `used` tokens (from `source`) in these limits.
+    pub fn figures(
+        &self,
+        used: u64,
+        source: interband::context::Source,
+    ) -> interband::context::Figures {
+        interband::context::Figures {
+            used_tokens: used,
+            window: self.window,
+            autocompact_at: self.compact_at,
+            source,
+            window_source: Some(self.source),
+            window_other: self.other,
+            compact_at_other: self.other_compact_at,
+        }
+    }
 }
 
 /// What a session's window and compaction point are known from.
@@ -830,6 +862,9 @@ pub struct Known<'a> {
     /// The project folder (Gemini reads its `.gemini/settings.json`, Claude
     /// Code its settings' `model`).
     pub project: Option<&'a std::path::Path>,
+    /// What the session's own history showed of the model in use
+    /// ([`history`]): it settles a window nothing states.
+    pub history: Option<&'a history::Evidence>,
 }
 
 impl Host {

@@ -31,6 +31,9 @@ pub struct Tail {
     pub latest_boundary: Option<String>,
     /// The file's length when read.
     pub len: u64,
+    /// Just past the file's last whole line (its `\n`), as far as the read
+    /// saw: where a later read may start ([`read_tail_from`]).
+    pub lines_to: u64,
 }
 
 impl Tail {
@@ -39,6 +42,7 @@ impl Tail {
             usage: reading.usage,
             latest_boundary: reading.latest_boundary,
             len,
+            lines_to: 0,
         }
     }
 }
@@ -68,6 +72,29 @@ pub fn read_tail(path: &Path, scan_cap: u64, host: Host) -> io::Result<Tail> {
     read_tail_counting(path, scan_cap, host).map(|(tail, _)| tail)
 }
 
+/// [`read_tail`] that looks at nothing before `floor`, a line's start below
+/// which the transcript is known to say nothing (an earlier read found no
+/// figure and no compaction there: [`Tail::lines_to`]); a transcript laid
+/// out as one document is read whole as [`read_tail`] does. So a session
+/// whose transcript states no figure costs each call the bytes written
+/// since the last, not the whole cap.
+pub fn read_tail_from(path: &Path, scan_cap: u64, host: Host, floor: u64) -> io::Result<Tail> {
+    let (file, len) = crate::open_transcript(path)?;
+    let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+    match host.layout(path) {
+        Layout::Lines => scan(len, scan_cap, floor.min(len), CHUNK, host, read).map(|(t, _)| t),
+        Layout::Document => scan_document(len, scan_cap, CHUNK, host, read).map(|(t, _)| t),
+    }
+}
+
+/// The context as the transcript showed it when it ended at `end` (a line's
+/// start): what a read of the end found then, the lines before it alone.
+pub fn read_tail_until(path: &Path, end: u64, scan_cap: u64, host: Host) -> io::Result<Tail> {
+    let (file, len) = crate::open_transcript(path)?;
+    let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+    scan(end.min(len), scan_cap, 0, CHUNK, host, read).map(|(t, _)| t)
+}
+
 /// The same on bytes already in memory (the whole "file"); used by read_tail's tests and by callers with a buffer.
 ///
 /// The result equals `read_tail(path, DEFAULT_SCAN_CAP)` on a file holding
@@ -79,7 +106,7 @@ pub fn tail_of(bytes: &[u8], host: Host) -> Tail {
 /// [`tail_of`] with any cap, chunk size and reader.
 pub(crate) fn tail_of_with(bytes: &[u8], scan_cap: u64, chunk: usize, host: Host) -> Tail {
     let len = bytes.len() as u64;
-    match scan(len, scan_cap, chunk, host, slice_reader(bytes)) {
+    match scan(len, scan_cap, 0, chunk, host, slice_reader(bytes)) {
         Ok((tail, _)) => tail,
         // Unreachable: the slice never shrinks.
         Err(_) => Tail {
@@ -112,7 +139,7 @@ pub(crate) fn read_tail_counting(
     let (file, len) = crate::open_transcript(path)?;
     let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
     match host.layout(path) {
-        Layout::Lines => scan(len, scan_cap, CHUNK, host, read),
+        Layout::Lines => scan(len, scan_cap, 0, CHUNK, host, read),
         Layout::Document => scan_document(len, scan_cap, CHUNK, host, read),
     }
 }
@@ -247,12 +274,14 @@ where
     Ok((Tail::of(back.reading(), len), bytes_read))
 }
 
-/// Scans the last `scan_cap` bytes of a `len`-byte source backwards, `chunk`
-/// bytes at a time, with `read(at, buf)` filling `buf` from offset `at`.
-/// Returns the tail and the number of bytes read.
+/// Scans the last `scan_cap` bytes of a `len`-byte source backwards, none
+/// before `floor` (a line's start), `chunk` bytes at a time, with
+/// `read(at, buf)` filling `buf` from offset `at`. Returns the tail and the
+/// number of bytes read.
 fn scan<R>(
     len: u64,
     scan_cap: u64,
+    floor: u64,
     chunk: usize,
     host: Host,
     mut read: R,
@@ -266,8 +295,10 @@ where
         Some(fact) => back.take(fact, offset),
         None => false,
     };
-    let window_start = len.saturating_sub(scan_cap);
+    let window_start = len.saturating_sub(scan_cap).max(floor);
     let chunk = chunk.max(1) as u64;
+    // Just past the last `\n`, once found.
+    let mut lines_to = None;
     let mut bytes_read = 0u64;
     // Everything from `pos` to the end of the window is read.
     let mut pos = len;
@@ -290,6 +321,7 @@ where
 
         let mut end = buf.len();
         while let Some(nl) = memchr::memrchr(b'\n', &buf[..end]) {
+            lines_to.get_or_insert(start + nl as u64 + 1);
             let offset = offset_past(line_end, len);
             let decided = if pieces.is_empty() {
                 judge(&buf[nl + 1..end], offset)
@@ -298,7 +330,9 @@ where
                 judge(&joined, offset)
             };
             if decided {
-                return Ok((Tail::of(back.reading(), len), bytes_read));
+                let mut tail = Tail::of(back.reading(), len);
+                tail.lines_to = lines_to.unwrap_or(window_start);
+                return Ok((tail, bytes_read));
             }
             end = nl;
             line_end = start + nl as u64;
@@ -310,13 +344,15 @@ where
         pos = start;
     }
 
-    // The first line of the file, if the window reaches the start. A line cut
-    // by the window's start is not judged.
-    if window_start == 0 && line_end > 0 {
+    // The first line of the file (or after the floor), if the window reaches
+    // it. A line cut by the window's start is not judged.
+    if window_start == floor && line_end > floor {
         join(&[], &mut pieces, &mut joined);
         judge(&joined, offset_past(line_end, len));
     }
-    Ok((Tail::of(back.reading(), len), bytes_read))
+    let mut tail = Tail::of(back.reading(), len);
+    tail.lines_to = lines_to.unwrap_or(window_start);
+    Ok((tail, bytes_read))
 }
 
 /// The offset just past a line ending at `line_end` (its `\n`, or `len`).
@@ -457,16 +493,19 @@ mod tests {
     fn fixture_ends_with_compact_boundary() {
         let bytes = fixture();
         let tail = tail_of(&bytes);
-        let usage = tail.usage.as_ref().expect("usage");
-        assert_eq!(usage.kind, UsageKind::CompactBoundary);
-        assert_eq!(usage.used_tokens, 2613);
-        assert_eq!(usage.model, None);
+        // Its `postTokens` (2613) is the summary's size alone: no figure of
+        // the context until the next answer.
+        assert_eq!(tail.usage, None);
         assert_eq!(tail.latest_boundary.as_deref(), Some(FIXTURE_BOUNDARY_UUID));
         assert_eq!(tail.len, bytes.len() as u64);
-        // The offset is just past the boundary line.
+        assert_eq!(tail.lines_to, tail.len, "the file ends with a whole line");
+        // The context before the boundary, read back from it.
         let start = find(&bytes, b"\"subtype\":\"compact_boundary\"");
-        let line_end = start + bytes[start..].iter().position(|&b| b == b'\n').unwrap();
-        assert_eq!(usage.offset, line_end as u64 + 1);
+        let line_start = bytes[..start].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+        let f = temp_with(&bytes);
+        let before =
+            read_tail_until(f.path(), line_start as u64, DEFAULT_SCAN_CAP, Host::Claude).unwrap();
+        assert_eq!(before.usage.map(|u| u.kind), Some(UsageKind::Assistant));
         // The file on disk reads the same.
         assert_eq!(
             read_tail(Path::new(FIXTURE), DEFAULT_SCAN_CAP).unwrap(),
@@ -557,7 +596,11 @@ mod tests {
             user("y"),
         ]);
         let tail = tail_of(&bytes);
-        assert_eq!(used(&tail), Some((70, UsageKind::CompactBoundary)));
+        assert_eq!(
+            used(&tail),
+            None,
+            "a boundary's own figure is no figure of the context"
+        );
         assert_eq!(tail.latest_boundary.as_deref(), Some("b-2"));
     }
 

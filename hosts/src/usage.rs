@@ -111,6 +111,15 @@ pub enum Fact {
         mark: String,
         /// The new context's tokens, when the compaction says.
         tokens: Option<u64>,
+        /// The context's tokens before it, as the host counted them
+        /// (Claude Code's `preTokens`: an estimate), when it says.
+        before: Option<u64>,
+        /// Whether the host compacted on its own (`Some(true)`) or was
+        /// asked to (`Some(false)`), when it says.
+        automatic: Option<bool>,
+        /// The window the host compacted for, when it says (Copilot's
+        /// `tokenLimit`).
+        window: Option<u64>,
     },
 }
 
@@ -158,7 +167,7 @@ pub struct TailUsage {
 /// r.apply(Fact::Break, 30);
 /// r.apply(usage("b", 90_000), 40);
 /// assert_eq!(r.used(), Some(90_000), "the next response replaces it");
-/// r.apply(Fact::Compaction { mark: "c".into(), tokens: None }, 50);
+/// r.apply(Fact::Compaction { mark: "c".into(), tokens: None, before: None, automatic: None, window: None }, 50);
 /// assert_eq!(r.used(), None, "a compaction without a figure: unknown");
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -223,8 +232,13 @@ impl Reading {
                     u.model.clone_from(&self.model);
                 }
             }
-            Fact::Compaction { mark, tokens } => {
-                let (model, window) = (self.model.take(), self.window);
+            Fact::Compaction {
+                mark,
+                tokens,
+                window: stated,
+                ..
+            } => {
+                let (model, window) = (self.model.take(), stated.or(self.window));
                 *self = Reading {
                     // The compaction's own figure states nothing else.
                     usage: tokens.map(|used_tokens| TailUsage {

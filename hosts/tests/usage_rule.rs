@@ -266,7 +266,7 @@ proptest! {
         torn in any::<prop::sample::Index>(),
     ) {
         let cases: [(Host, Vec<String>, bool, bool, bool); 3] = [
-            (Host::Claude, claude(&evs), true, true, true),
+            (Host::Claude, claude(&evs), true, true, false),
             (Host::Codex, codex(&evs), false, false, true),
             (Host::Gemini, gemini(&evs), true, false, false),
         ];

@@ -75,7 +75,7 @@ fn age(secs: f64) -> String {
 pub fn line(r: &Row) -> String {
     let p = &r.pressure;
     let used = match used_share(p) {
-        Some(u) => format!("{:>4} used {}", format!("{u:.0}%"), bar(u)),
+        Some(u) => format!("{:>4} used {}", interband::context::pct_text(u), bar(u)),
         None => format!("   ? used {}", "[....................]"),
     };
     let tokens = used_of_window(p);
@@ -88,7 +88,7 @@ pub fn line(r: &Row) -> String {
         if p.ended_at.is_some() {
             "ENDED".to_owned()
         } else {
-            p.level.as_str().to_uppercase()
+            level_text(p)
         },
         short(p.source.as_deref().unwrap_or("?")),
         p.calls.unwrap_or(0),
@@ -121,8 +121,8 @@ pub fn to_compact(p: &Pressure) -> Option<u64> {
     Some(p.compact_at?.saturating_sub(p.used_tokens?))
 }
 
-/// Tokens used of the window (`140k/200k`; a window that is a guess is
-/// marked `?`), else the heuristic's estimate.
+/// Tokens used of the window (`140k/200k`; a window that is a guess shows
+/// both, `175k/200k or 1M`, or is marked `?`), else the heuristic's estimate.
 ///
 /// ```
 /// use interband::payloads::Pressure;
@@ -130,16 +130,47 @@ pub fn to_compact(p: &Pressure) -> Option<u64> {
 /// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1M");
 /// p.window_source = Some("guess".into());
 /// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/1M?");
+/// p.window_other = Some(200_000);
+/// assert_eq!(interpulse::dashboard::used_of_window(&p), "175k/200k or 1M");
 /// ```
 pub fn used_of_window(p: &interband::payloads::Pressure) -> String {
-    let guess = if p.window_source.as_deref() == Some("guess") {
-        "?"
-    } else {
-        ""
-    };
+    let guess = p.window_source.as_deref() == Some("guess");
     match (p.used_tokens, p.window) {
-        (Some(u), Some(w)) => format!("{}/{}{guess}", tokens_text(u), tokens_text(w)),
+        (Some(u), Some(w)) if guess && p.window_other.is_some_and(|o| o != w) => {
+            format!(
+                "{}/{} or {}",
+                tokens_text(u),
+                tokens_text(p.window_other.unwrap_or(w)),
+                tokens_text(w)
+            )
+        }
+        (Some(u), Some(w)) => format!(
+            "{}/{}{}",
+            tokens_text(u),
+            tokens_text(w),
+            if guess { "?" } else { "" }
+        ),
         _ => format!("~{} est.", tokens_text(p.est_tokens as u64)),
+    }
+}
+
+/// The level as a word, with the level the smaller window would mean when
+/// the window is a guess and that one is higher: `GREEN (RED if 200k)`.
+///
+/// ```
+/// use interband::payloads::{Level, Pressure};
+/// let mut p = Pressure { level: Level::Green, window_other: Some(200_000), ..Default::default() };
+/// assert_eq!(interpulse::dashboard::level_text(&p), "GREEN");
+/// p.level_if_smaller = Some(Level::Red);
+/// assert_eq!(interpulse::dashboard::level_text(&p), "GREEN (RED if 200k)");
+/// ```
+pub fn level_text(p: &interband::payloads::Pressure) -> String {
+    let word = |l: interband::payloads::Level| l.as_str().to_uppercase();
+    match (p.level_if_smaller, p.window_other) {
+        (Some(l), Some(o)) if l > p.level => {
+            format!("{} ({} if {})", word(p.level), word(l), tokens_text(o))
+        }
+        _ => word(p.level),
     }
 }
 
@@ -164,9 +195,10 @@ pub fn json(r: &Row) -> Value {
     json!({
         "session": r.session, "level": p.level, "calls": p.calls.unwrap_or(0),
         "heavy_calls": p.heavy_calls.unwrap_or(0), "source": p.source.as_deref().unwrap_or("heuristic"),
-        "used_pct": used_share(p).map(|u| u.round()), "to_compact_tokens": to_compact(p),
+        "used_pct": used_share(p).map(interband::context::percent), "to_compact_tokens": to_compact(p),
         "usable_pct": p.context_usable, "raw_remaining_pct": p.context_raw, "used_tokens": p.used_tokens,
         "window": p.window, "compact_at": p.compact_at, "window_source": p.window_source, "window_other": p.window_other,
+        "compact_at_other": p.compact_at_other, "level_if_smaller": p.level_if_smaller,
         "pressure": p.pressure, "est_tokens": p.est_tokens, "age_secs": r.age_secs.round(),
         "ended_at": p.ended_at,
     })

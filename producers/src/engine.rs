@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::context::Figures;
+use interband_hosts::history::History;
 
 /// Pressure lost per second of idleness: 0.5 per 10 minutes.
 pub const DECAY_PER_SEC: f64 = 0.5 / 600.0;
@@ -68,6 +69,23 @@ pub struct State {
     /// which state none, until the host states another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stated_window: Option<u64>,
+    /// What the session's own history shows of its window (kept across
+    /// contexts: a compaction is itself evidence).
+    pub history: History,
+    /// How far the transcript is known to hold no figure and no compaction,
+    /// so the next look starts there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<Quiet>,
+}
+
+/// A transcript known to hold no context figure and no compaction before
+/// `to` (a line's start).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quiet {
+    /// The transcript.
+    pub path: String,
+    /// Nothing before here.
+    pub to: u64,
 }
 
 impl State {
@@ -113,6 +131,10 @@ pub struct Observation {
     pub compaction: Option<String>,
     /// Directive files exist to re-inject.
     pub directives: bool,
+    /// The session's history of its window, as this look took it on.
+    pub history: Option<History>,
+    /// How far the transcript holds nothing, as this look found.
+    pub quiet: Option<Quiet>,
 }
 
 /// Something the caller must do.
@@ -120,6 +142,10 @@ pub struct Observation {
 pub enum Action {
     /// Tell the agent (the level, after debouncing).
     Warn(Level),
+    /// Tell the agent what is known when the window is not: the level the
+    /// context would be at were the window the smaller one it may be
+    /// ([`Figures::window_other`]); never an order, after debouncing.
+    Unsure(Level),
     /// Publish `checkpoint_needed` with this trigger.
     Checkpoint(&'static str),
     /// Write the red checkpoint file.
@@ -137,6 +163,9 @@ pub struct Outcome {
     pub level: Level,
     /// The heuristic's level, reported as a labelled fallback.
     pub heuristic_level: Level,
+    /// The level were the window the smaller one it may be, when it is a
+    /// guess and that level is higher ([`level_if_smaller`]).
+    pub level_if_smaller: Option<Level>,
     /// What to do, in order.
     pub actions: Vec<Action>,
 }
@@ -159,6 +188,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         return Outcome {
             heuristic_level: heuristic_level(&s, cfg),
             level: s.level,
+            level_if_smaller: None,
             state: s,
             actions: vec![],
         };
@@ -177,21 +207,37 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
     s.est_tokens += call.response_bytes as f64 / 4.0;
 
     let (level, heuristic, known) = take_figures(&mut s, obs, cfg);
+    let unsure = known
+        .and_then(|f| level_if_smaller(&f, cfg))
+        .filter(|l| *l > level);
 
     let mut actions = Vec::new();
     // Debounce: escalation past the last warning speaks at once, anything
     // else waits its turn (so a level flapping across a bound does not nag).
+    // A window that is a guess is told as what it is: the level the smaller
+    // window would mean, with both windows, never as an order.
     s.calls_since_warning += 1;
-    if level > Level::Green
-        && (level > s.warned_level || s.calls_since_warning >= cfg.debounce_calls)
+    let told = unsure.unwrap_or(level);
+    if told > Level::Green && (told > s.warned_level || s.calls_since_warning >= cfg.debounce_calls)
     {
-        actions.push(Action::Warn(level));
-        s.warned_level = level;
+        actions.push(match unsure {
+            Some(l) => Action::Unsure(l),
+            None => Action::Warn(level),
+        });
+        s.warned_level = told;
         s.calls_since_warning = 0;
         s.last_warning = call.now;
     }
 
-    checkpoints(&mut s, level, call.now, cfg, &mut actions);
+    // A note is cheap and harmless: written at the smaller window's orange
+    // too, but nothing of red's (its file, its wind-down) on a guess.
+    checkpoints(
+        &mut s,
+        level.max(unsure.unwrap_or(Level::Green).min(Level::Orange)),
+        call.now,
+        cfg,
+        &mut actions,
+    );
 
     // Directive re-injection: at used-% thresholds, or every N calls while
     // no usage is known (only those calls count).
@@ -229,8 +275,38 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         state: s,
         level,
         heuristic_level: heuristic,
+        level_if_smaller: unsure,
         actions,
     }
+}
+
+/// The level the context would be at were its window the smaller one it
+/// may be, when the window is a guess ([`Figures::window_other`], with that
+/// window's compaction point).
+///
+/// ```
+/// use interpulse::config::Config;
+/// use interpulse::context::{Figures, Source, WindowSource};
+/// use interpulse::engine::level_if_smaller;
+/// use interband::payloads::Level;
+/// let mut f = Figures::new(160_000, 1_000_000, 967_000, Source::Transcript);
+/// assert_eq!(level_if_smaller(&f, &Config::default()), None, "not a guess");
+/// f.window_source = Some(WindowSource::Guess);
+/// f.window_other = Some(200_000);
+/// f.compact_at_other = Some(167_000);
+/// assert_eq!(level_if_smaller(&f, &Config::default()), Some(Level::Red));
+/// ```
+pub fn level_if_smaller(f: &Figures, cfg: &Config) -> Option<Level> {
+    if f.window_source != Some(interband::context::WindowSource::Guess) {
+        return None;
+    }
+    let (window, compact_at) = (f.window_other?, f.compact_at_other?);
+    let smaller = Figures {
+        window,
+        autocompact_at: compact_at,
+        ..*f
+    };
+    Some(cfg.thresholds.usable.below(smaller.usable_remaining()))
 }
 
 /// The level from the observation: real usage decides once it is known in
@@ -251,6 +327,10 @@ fn take_figures(s: &mut State, obs: &Observation, cfg: &Config) -> (Level, Level
             s.stated_window = Some(f.window);
         }
     }
+    if let Some(h) = &obs.history {
+        s.history.merge(h);
+    }
+    s.quiet.clone_from(&obs.quiet);
     s.level = level;
     (level, heuristic, known)
 }
@@ -333,13 +413,23 @@ fn checkpoints(s: &mut State, level: Level, now: f64, cfg: &Config, actions: &mu
 pub fn settle(prev: &State, now: f64, obs: &Observation, cfg: &Config) -> Outcome {
     let mut s = prev.clone();
     start_over_if_new(&mut s, obs);
-    let (level, heuristic, _) = take_figures(&mut s, obs, cfg);
+    let (level, heuristic, known) = take_figures(&mut s, obs, cfg);
+    let unsure = known
+        .and_then(|f| level_if_smaller(&f, cfg))
+        .filter(|l| *l > level);
     let mut actions = Vec::new();
-    checkpoints(&mut s, level, now, cfg, &mut actions);
+    checkpoints(
+        &mut s,
+        level.max(unsure.unwrap_or(Level::Green).min(Level::Orange)),
+        now,
+        cfg,
+        &mut actions,
+    );
     Outcome {
         state: s,
         level,
         heuristic_level: heuristic,
+        level_if_smaller: unsure,
         actions,
     }
 }
@@ -374,6 +464,7 @@ mod tests {
                 Source::Transcript,
             )),
             directives: false,
+            ..Default::default()
         }
     }
 
@@ -399,6 +490,7 @@ mod tests {
             compaction: Some("b-1".into()),
             figures: None,
             directives: false,
+            ..Default::default()
         };
         let o = step(&red.state, &call(2.0, "Bash"), &after, &c);
         assert_eq!(o.level, Level::Green, "the old figure is gone");
@@ -694,6 +786,7 @@ mod tests {
                     compaction: None,
                     figures: None,
                     directives: true,
+                    ..Default::default()
                 },
                 &c,
             );
@@ -719,6 +812,7 @@ mod tests {
             compaction: None,
             figures: None,
             directives: true,
+            ..Default::default()
         };
         let o = step(&s, &call(30.0, "Bash"), &without, &c);
         assert!(
@@ -743,7 +837,8 @@ mod tests {
                     compaction: None,
                     figures: used.map(|u| Figures::new(u, 200_000, 167_000, Source::Transcript)),
                     directives: true,
-                };
+            ..Default::default()
+        };
                 let o = step(&s, &Call { now, tool: tools[tool].into(), response_bytes: bytes, subagent: sub }, &obs, &c);
                 prop_assert!(o.state.pressure >= 0.0);
                 prop_assert_eq!(o.state.calls, s.calls + 1);

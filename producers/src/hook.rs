@@ -13,8 +13,9 @@ use interband::settings::{Env, Layered};
 
 use crate::config::Config;
 use crate::context::{Figures, Source, WindowSource, pct_tenths};
-use crate::engine::{self, Action, Call, Observation, Outcome, State};
+use crate::engine::{self, Action, Call, Observation, Outcome, Quiet, State};
 use crate::{Error, messages};
+use interband_hosts::history::History;
 use interband_hosts::input::HookInput;
 use interband_hosts::tail::{self, UsageKind};
 use interband_hosts::{Host, Known};
@@ -86,14 +87,53 @@ pub struct Observed {
     /// The latest compaction's mark, while no response came after it: the
     /// context started over (with `figures` from the compaction, or none).
     pub compaction: Option<String>,
+    /// What the session's history shows of its window, taken further by
+    /// this look ([`interband_hosts::history`]).
+    pub history: Option<History>,
+    /// How far the transcript is now known to hold no figure and no
+    /// compaction (see [`State::quiet`]).
+    pub quiet: Option<Quiet>,
+}
+
+impl Observed {
+    /// What the engine is told of this look.
+    pub fn into_observation(self, directives: bool) -> Observation {
+        Observation {
+            figures: self.figures,
+            compaction: self.compaction,
+            directives,
+            history: self.history,
+            quiet: self.quiet,
+        }
+    }
+}
+
+/// The largest window believed when a host states one: past it, a stated
+/// window is a mistake, not a window (2^64-1 has been seen).
+pub const MAX_WINDOW: u64 = 100_000_000;
+
+/// A window a host states, believed only when it is a plain positive number,
+/// not past [`MAX_WINDOW`], and at least the usage stated with it (a window
+/// of 33k holding 150k is no window).
+///
+/// ```
+/// use interpulse::hook::believable_window;
+/// assert_eq!(believable_window(200_000, 150_000), Some(200_000));
+/// assert_eq!(believable_window(33_000, 150_000), None);
+/// assert_eq!(believable_window(u64::MAX, 150_000), None);
+/// assert_eq!(believable_window(0, 0), None);
+/// ```
+pub fn believable_window(window: u64, used: u64) -> Option<u64> {
+    (window > 0 && window <= MAX_WINDOW && window >= used).then_some(window)
 }
 
 /// The best context figures available, best source first: `context_window`
 /// in the hook input (no host sends it today), the host's transcript read
 /// from its end by the host's own reader, and (Claude Code) the statusline
 /// bridge, fresher when it saw the transcript as far; the window and the
-/// compaction point by the host's rules.
-pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observed {
+/// compaction point by the host's rules, with what the session's history
+/// (kept in `prior`, the session's state) shows of it.
+pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &State) -> Observed {
     // Only a host that runs our statusline has its figure on the bus.
     let bridge = host
         .profile()
@@ -105,17 +145,35 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
     let mut model = None;
     let mut tail_window = None;
     let mut compaction = None;
+    let mut quiet = None;
+    let transcript = input.transcript_path.as_deref().map(Path::new);
     let (used, source, window) = if let Some((used, w)) = input
         .context_window
         .as_ref()
         .and_then(|c| Some((c.context_tokens()?, c.window())))
+        .filter(|(used, _)| *used > 0)
     {
         (used, Source::HookInput, w)
     } else {
-        let tail = input
-            .transcript_path
-            .as_deref()
-            .and_then(|p| tail::read_tail(Path::new(p), tail::DEFAULT_SCAN_CAP, host).ok());
+        // What an earlier look found empty is not read again (a transcript
+        // with no figure would cost every call the whole cap otherwise).
+        let floor = |path: &Path| {
+            prior
+                .quiet
+                .as_ref()
+                .filter(|q| !host.states_window() && Path::new(&q.path) == path)
+                .map_or(0, |q| q.to)
+        };
+        let tail = transcript
+            .and_then(|p| tail::read_tail_from(p, tail::DEFAULT_SCAN_CAP, host, floor(p)).ok());
+        quiet = tail
+            .as_ref()
+            .filter(|t| t.usage.is_none() && t.latest_boundary.is_none())
+            .zip(input.transcript_path.as_ref())
+            .map(|(t, path)| Quiet {
+                path: path.clone(),
+                to: t.lines_to,
+            });
         compaction = tail.as_ref().and_then(|t| t.latest_boundary.clone());
         // What the transcript has been read to: a figure's line, else (after
         // a compaction without one) all of it.
@@ -143,54 +201,76 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host) -> Observe
             (None, _) => {
                 return Observed {
                     figures: None,
+                    history: history_of(prior, transcript, host, model.as_deref(), None),
                     model,
                     compaction,
+                    quiet,
                 };
             }
         }
     };
+    // A figure a response stated (not a compaction's own) is evidence too.
+    let response = (source != Source::Compaction).then_some(used);
+    let history = history_of(prior, transcript, host, model.as_deref(), response);
     // The window the host states for this session (the hook input's, the
     // statusline's for the same session id), else what the transcript says.
+    // The window the host states for this session (the hook input's, the
+    // statusline's for the same session id), else what the transcript says;
+    // a window a hook input stated before stands (Qwen's Stop states it, its
+    // tool calls do not). Each believed only when it can be the window.
     let stated = window
+        .and_then(|w| believable_window(w, used))
         .map(|w| (w, WindowSource::HookInput))
-        .or(bridge.map(|b| (b.window, WindowSource::Statusline)))
-        .or_else(|| {
-            // A window a hook input stated before stands (Qwen's Stop states
-            // it, its tool calls do not); a host whose inputs never state
-            // one costs no read.
-            if !host.profile().input_states_window {
-                return None;
-            }
-            let dir = state_dir(h.bus, false).ok()?;
-            let s = interband::lock::read_json_or_default::<State>(
-                &dir,
-                &state_file(&input.session_id),
-            );
-            s.stated_window.map(|w| (w, WindowSource::HookInput))
-        });
+        .or(bridge
+            .and_then(|b| believable_window(b.window, used))
+            .map(|w| (w, WindowSource::Statusline)))
+        .or(prior
+            .stated_window
+            .and_then(|w| believable_window(w, used))
+            .map(|w| (w, WindowSource::HookInput)));
     let limits = host.limits(
         &Known {
             stated,
-            transcript: tail_window,
+            transcript: tail_window.and_then(|w| believable_window(w, used)),
             configured: cfg.window,
             model: model.as_deref(),
             used,
             project: h.project,
+            history: history.as_ref().and_then(|h| h.of(model.as_deref())),
         },
         h.env,
     );
     Observed {
-        figures: Some(Figures {
-            used_tokens: used,
-            window: limits.window,
-            autocompact_at: limits.compact_at,
-            source,
-            window_source: Some(limits.source),
-            window_other: limits.other,
-        }),
+        figures: Some(limits.figures(used, source)),
         model,
         compaction,
+        history,
+        quiet,
     }
+}
+
+/// The session's history of its window, taken on from `prior`'s by what
+/// was written to `transcript` since, and by a response's figure `used`.
+/// `None` where the host's transcript states its window (nothing to learn).
+fn history_of(
+    prior: &State,
+    transcript: Option<&Path>,
+    host: Host,
+    model: Option<&str>,
+    used: Option<u64>,
+) -> Option<History> {
+    if host.profile().compaction_marks.is_empty() {
+        return None;
+    }
+    let mut history = prior.history.clone();
+    if let Some(path) = transcript {
+        // A transcript that cannot be read adds nothing; what was known stands.
+        let _ = history.scan(path, host);
+    }
+    if let Some(used) = used {
+        history.saw_usage(model, used);
+    }
+    Some(history)
 }
 
 /// The project's directive files, each resolved inside the project (no
@@ -265,11 +345,6 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let cfg = &settings.value;
 
     let subagent = input.in_subagent();
-    let seen = if subagent {
-        Observed::default()
-    } else {
-        observe(h, input, cfg, input.host())
-    };
     let directives = if subagent {
         None
     } else {
@@ -281,14 +356,20 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         response_bytes: input.response_bytes(),
         subagent,
     };
-    let obs = Observation {
-        figures: seen.figures,
-        compaction: seen.compaction,
-        directives: directives.is_some(),
-    };
-
-    let c = commit(h, input, cfg, seen.model.as_deref(), |s| {
-        engine::step(s, &call, &obs, cfg)
+    // The look is taken under the session's lock, from its state: what the
+    // history of the transcript showed so far is taken on, never read twice.
+    let c = commit(h, input, cfg, |s| {
+        let seen = if subagent {
+            Observed::default()
+        } else {
+            observe(h, input, cfg, input.host(), s)
+        };
+        let model = seen.model.clone();
+        let mut o = engine::step(s, &call, &seen.into_observation(directives.is_some()), cfg);
+        if model.is_some() {
+            o.state.model = model;
+        }
+        o
     });
     let out = c.outcome;
     reply.problems.extend(c.problems);
@@ -322,6 +403,11 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
                     &out.state,
                     &cfg.warnings,
                 ));
+            }
+            Action::Unsure(level) => {
+                if let Some(f) = &known {
+                    said.push(messages::unsure(*level, f));
+                }
             }
             Action::Reinject(at) => {
                 if let Some(text) = &directives {
@@ -367,7 +453,6 @@ fn commit(
     h: &Hook,
     input: &HookInput,
     cfg: &Config,
-    model: Option<&str>,
     engine: impl Fn(&State) -> Outcome,
 ) -> Committed {
     let session = state_file(input.session_id.trim());
@@ -382,9 +467,6 @@ fn commit(
             let prev = s.clone();
             let o = engine(s);
             *s = o.state.clone();
-            if let Some(m) = model {
-                s.model = Some(m.to_owned());
-            }
             if let Err(e) = publish_pressure(h, input, &o, cfg, s) {
                 problems.push(e.to_string());
                 published = false;
@@ -420,9 +502,6 @@ fn commit(
             o.actions
                 .retain(|a| !matches!(a, Action::Checkpoint(_) | Action::CheckpointFile));
             s = o.state.clone();
-            if let Some(m) = model {
-                s.model = Some(m.to_owned());
-            }
             if let Err(e) = publish_pressure(h, input, &o, cfg, &mut s) {
                 problems.push(e.to_string());
                 published = false;
@@ -467,7 +546,7 @@ fn checkpoint_action(
             h.bus.publish_typed(session, session, &cp).map(drop)
         }
         Action::CheckpointFile => write_checkpoint_file(h, input, out),
-        Action::Warn(_) | Action::Reinject(_) => Ok(()),
+        Action::Warn(_) | Action::Unsure(_) | Action::Reinject(_) => Ok(()),
     }
 }
 
@@ -488,23 +567,24 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         ..
     } = begin(h, input)?;
     let cfg = &settings.value;
-    let seen = observe(h, input, cfg, input.host());
     let known = state_dir(h.bus, false)
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
         .unwrap_or_default();
+    let seen = observe(h, input, cfg, input.host(), &known);
     let new_figure = seen.figures.is_some_and(|f| known.figures != Some(f));
-    let obs = Observation {
-        figures: seen.figures,
-        compaction: seen.compaction,
-        directives: false,
-    };
+    let model = seen.model.clone();
+    let obs = seen.into_observation(false);
     // A new context is not this event's to take: the host's start event, or
     // (Gemini) the next call or turn, takes it and brings the note back.
     if !new_figure || engine::is_new_context(&known, &obs) {
         return Ok(reply);
     }
-    let c = commit(h, input, cfg, seen.model.as_deref(), |s| {
-        engine::settle(s, h.now, &obs, cfg)
+    let c = commit(h, input, cfg, |s| {
+        let mut o = engine::settle(s, h.now, &obs, cfg);
+        if model.is_some() {
+            o.state.model.clone_from(&model);
+        }
+        o
     });
     reply.problems.extend(c.problems);
     reply.checkpoint = c.checkpoint;
@@ -567,6 +647,8 @@ fn publish_pressure(
             .and_then(|f| f.window_source)
             .map(|w| w.as_str().to_owned()),
         window_other: f.and_then(|f| f.window_other),
+        compact_at_other: f.and_then(|f| f.compact_at_other),
+        level_if_smaller: o.level_if_smaller,
         calls: Some(s.calls),
         heavy_calls: Some(s.heavy_calls),
         transcript_path: input.transcript_path.clone(),
@@ -628,7 +710,7 @@ pub fn turn_start(h: &Hook, input: &HookInput) -> Result<Option<u64>, Error> {
     let dir = state_dir(h.bus, true)?;
     let state = interband::lock::read_json_or_default::<State>(&dir, &state_file(session));
     if let Some(last) = state.last_used {
-        let now = observe(h, input, &h.settings.value, input.host())
+        let now = observe(h, input, &h.settings.value, input.host(), &state)
             .figures
             .map(|f| f.used_tokens);
         if now.is_some_and(|used| engine::shrunk(used, last)) {
@@ -670,6 +752,7 @@ pub fn new_context(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
                 state: s.clone(),
                 level: Level::Green,
                 heuristic_level: Level::Green,
+                level_if_smaller: None,
                 actions: vec![],
             };
             publish_pressure(h, input, &fresh, &settings.value, s)

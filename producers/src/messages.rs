@@ -38,10 +38,10 @@ pub fn next_step(level: Level) -> &'static str {
 /// let mine = interpulse::config::Warnings { orange: "{level}: {used}/{window}, {left} left. {next}".into(), ..Default::default() };
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
 /// assert!(text.starts_with("ORANGE: 140k/200k, 16% left. Bring the current step"), "{text}");
-/// // As everywhere, a share shows rounded down: 19.98% left is orange, and shows 19%.
+/// // As everywhere, a share shows by the one rule, half up: 19.94% left shows 20%.
 /// let f = Figures::new(133_700, 200_000, 167_000, Source::Transcript);
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
-/// assert!(text.starts_with("ORANGE: 134k/200k, 19% left."), "{text}");
+/// assert!(text.starts_with("ORANGE: 134k/200k, 20% left."), "{text}");
 /// ```
 pub fn warning(level: Level, figures: Option<&Figures>, s: &State, warnings: &Warnings) -> String {
     let name = level.as_str().to_uppercase();
@@ -80,6 +80,38 @@ pub fn warning(level: Level, figures: Option<&Figures>, s: &State, warnings: &Wa
         ),
     };
     format!("{head} {}", next_step(level))
+}
+
+/// What the agent is told when its window is a guess and the smaller
+/// window it may be would put the context at `level` (from that window's
+/// yellow on): the tokens used, both windows and what each would mean.
+/// Never an order: nothing needs to stop on a guess.
+///
+/// ```
+/// use interband::payloads::Level;
+/// use interpulse::context::{Figures, Source, WindowSource};
+/// let mut f = Figures::new(160_000, 1_000_000, 967_000, Source::Transcript);
+/// f.window_source = Some(WindowSource::Guess);
+/// f.window_other = Some(200_000);
+/// f.compact_at_other = Some(167_000);
+/// assert_eq!(
+///     interpulse::messages::unsure(Level::Red, &f),
+///     "Context: 160k tokens used, window not known: if it is 200k, 80% used, 7k to compact; \
+///      if it is 1M, 16% used, 807k to compact (from the transcript). \
+///      Bringing the current step to a stable point soon is safe either way; nothing needs to stop."
+/// );
+/// ```
+pub fn unsure(level: Level, f: &Figures) -> String {
+    let advice = if level >= Level::Orange {
+        "Bringing the current step to a stable point soon is safe either way; nothing needs to stop."
+    } else {
+        "Finishing the current task before starting a large new one is safe either way."
+    };
+    format!(
+        "Context: {} (from the {}). {advice}",
+        f.describe(),
+        f.source.as_str().replace('_', " ")
+    )
 }
 
 /// The directives block, bounded to `max_bytes` with a visible mark when cut.

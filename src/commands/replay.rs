@@ -185,12 +185,15 @@ fn line(e: &Event) -> String {
             pre_tokens,
             post_tokens,
         } => {
-            let tokens = |t: &Option<u64>| t.map_or_else(|| "?".to_owned(), tokens_text);
+            // What the host says of it, as it counts: Claude Code's count
+            // after is its summary's size alone, no figure of the context.
+            let before = pre_tokens.map_or_else(|| "?".to_owned(), tokens_text);
+            let after = post_tokens
+                .map(|t| format!(", {} after by the host's count", tokens_text(t)))
+                .unwrap_or_default();
             format!(
-                "compaction ({}): {} → {} tokens",
+                "compaction ({}): {before} tokens before{after}",
                 trigger.as_deref().unwrap_or("?"),
-                tokens(pre_tokens),
-                tokens(post_tokens)
             )
         }
         What::NoteBack { bytes } => {

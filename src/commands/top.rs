@@ -111,7 +111,7 @@ impl Session {
     /// The share of the window used, with a gauge that fills as it fills.
     fn used_share(&self) -> String {
         match interpulse::dashboard::used_share(&self.pressure) {
-            Some(u) => format!("{} {:>4}", gauge(u, 10), format!("{u:.0}%")),
+            Some(u) => format!("{} {:>4}", gauge(u, 10), interband::context::pct_text(u)),
             None => format!("{}    ?", "·".repeat(10)),
         }
     }
@@ -120,7 +120,12 @@ impl Session {
     fn figure(&self) -> String {
         let p = &self.pressure;
         match (p.used_tokens, p.window, p.compact_at) {
-            (Some(u), Some(w), Some(c)) => interband::context::describe(u, w, c),
+            (Some(u), Some(w), Some(c)) => match (p.window_other, p.compact_at_other) {
+                (Some(o), Some(oc)) if o != w => {
+                    interband::context::describe_either(u, (o, oc), (w, c))
+                }
+                _ => interband::context::describe(u, w, c),
+            },
             _ => self.used(),
         }
     }
@@ -184,10 +189,11 @@ impl Session {
         json!({
             "session": self.session, "host": self.host, "project": self.project,
             "model": self.model, "level": p.level.as_str(),
-            "used_pct": interpulse::dashboard::used_share(p).map(|u| u.round()),
+            "used_pct": interpulse::dashboard::used_share(p).map(interband::context::percent),
             "to_compact_tokens": interpulse::dashboard::to_compact(p),
             "usable_pct": p.context_usable, "compact_at": p.compact_at,
             "used_tokens": p.used_tokens, "window": p.window, "window_source": p.window_source,
+            "level_if_smaller": p.level_if_smaller, "compact_at_other": p.compact_at_other,
             "window_other": p.window_other, "calls": p.calls,
             "source": p.source, "age_secs": self.age_secs.round(), "ended_at": p.ended_at,
             "warned_secs_ago": self.warned_ago(),
@@ -367,7 +373,7 @@ fn cells(s: &Session) -> [String; 12] {
         if s.pressure.ended_at.is_some() {
             "ENDED".to_owned()
         } else {
-            s.level().as_str().to_uppercase()
+            interpulse::dashboard::level_text(&s.pressure)
         },
         s.used_share(),
         s.used(),

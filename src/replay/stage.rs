@@ -536,7 +536,23 @@ impl Stage {
                     .map(str::to_owned)
             });
         for para in said.as_deref().unwrap_or("").split("\n\n") {
-            if let Some(rest) = para.strip_prefix("Context ") {
+            if para.starts_with("Context: ") {
+                // Told with both windows when the window is a guess: at the
+                // level the smaller one would mean.
+                let level = p
+                    .pressure
+                    .as_ref()
+                    .and_then(|pr| pr.level_if_smaller)
+                    .unwrap_or(Level::Yellow);
+                p.out.summary.warnings.add(level);
+                self.record(
+                    p,
+                    What::Warning {
+                        level,
+                        message: para.to_owned(),
+                    },
+                );
+            } else if let Some(rest) = para.strip_prefix("Context ") {
                 let level = ["GREEN", "YELLOW", "ORANGE", "RED"]
                     .iter()
                     .position(|l| rest.starts_with(l))

@@ -132,9 +132,17 @@ impl Input {
             .filter(|s| !s.is_empty())
     }
 
-    /// Tokens in context (input + cache creation + cache read), once known.
+    /// Tokens in context (input + cache creation + cache read), once known:
+    /// a context always holds the system prompt, so 0 is no figure (the
+    /// host's placeholder after a compaction, until the next answer).
     pub fn used_tokens(&self) -> Option<u64> {
-        self.usage.map(|u| u.context_tokens())
+        self.usage.map(|u| u.context_tokens()).filter(|&u| u > 0)
+    }
+
+    /// Whether the host reports zeros for the context: right after a
+    /// compaction, before the next answer states a figure.
+    pub fn just_compacted(&self) -> bool {
+        self.usage.is_some_and(|u| u.context_tokens() == 0)
     }
 
     /// The context figures the input itself gives, once usage is known. The
@@ -155,14 +163,7 @@ impl Input {
             },
             env,
         );
-        Some(Figures {
-            used_tokens: used,
-            window: limits.window,
-            autocompact_at: limits.compact_at,
-            source: Source::Statusline,
-            window_source: Some(limits.source),
-            window_other: limits.other,
-        })
+        Some(limits.figures(used, Source::Statusline))
     }
 }
 

@@ -26,8 +26,8 @@ pub enum Basis {
 /// The context as shown: how full, the room left, the level, and where the level came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct View {
-    /// Used, percent of the whole window: the host's own figure when it
-    /// gives one (Claude Code's `context_window.used_percentage`).
+    /// Used, percent of the whole window, from the tokens (as every other
+    /// output computes it, so one figure reads the same everywhere).
     pub used_pct: f64,
     /// Tokens left before the host compacts (0 once past it).
     pub to_compact: u64,
@@ -107,15 +107,13 @@ impl<'a> Ctx<'a> {
     }
 
     fn compute_view(&self) -> Option<View> {
+        // Right after a compaction the host reports zeros: unknown until the
+        // next answer states a figure (never 0, never the summary's size).
         let own = self.input.figures(self.env)?;
         let usable = own.usable_remaining();
         let pct_of = |used: u64, window: u64| used as f64 * 100.0 / window.max(1) as f64;
         let mine = View {
-            used_pct: self
-                .input
-                .used_percentage
-                .filter(|p| p.is_finite() && *p >= 0.0)
-                .unwrap_or_else(|| pct_of(own.used_tokens, own.window)),
+            used_pct: pct_of(own.used_tokens, own.window),
             to_compact: own.autocompact_at.saturating_sub(own.used_tokens),
             usable,
             level: Thresholds::default().usable.below(usable),
@@ -129,31 +127,12 @@ impl<'a> Ctx<'a> {
         };
         let same =
             p.used_tokens == Some(own.used_tokens) && p.window.is_none_or(|w| w == own.window);
-        // Zeros are the host's placeholder after a compaction; the producer's
-        // figure is better only if it is the compaction's own.
-        let better = own.used_tokens == 0
-            && p.used_tokens.is_some()
-            && p.source.as_deref() == Some(Source::Compaction.as_str());
         Some(if same {
             View {
                 usable: p.context_usable.unwrap_or(usable),
                 level: p.level,
                 basis: Basis::Pressure,
                 ..mine
-            }
-        } else if better {
-            // The compaction's own figure: the host's placeholder zeros say nothing.
-            let used = p.used_tokens.unwrap_or(0);
-            let window = p.window.unwrap_or(own.window);
-            View {
-                used_pct: pct_of(used, window),
-                to_compact: p
-                    .compact_at
-                    .unwrap_or(own.autocompact_at)
-                    .saturating_sub(used),
-                usable: p.context_usable.unwrap_or(usable),
-                level: p.level,
-                basis: Basis::Pressure,
             }
         } else {
             mine
@@ -240,12 +219,16 @@ pub(crate) fn model_segment(ctx: &Ctx) -> Option<String> {
     )
 }
 
-/// `context`: `ctx 88% used ████████▉░ 21k to compact ORANGE` (the host's
-/// used percentage, a bar that fills with it, the tokens left before the
+/// `context`: `ctx 88% used ████████▉░ 21k to compact ORANGE` (the share
+/// of the window used, a bar that fills with it, the tokens left before the
 /// host compacts), or with `context_style = "usable"` `ctx 10% usable
-/// █░░░░░░░░░ ORANGE`; `ctx –` before the first response.
+/// █░░░░░░░░░ ORANGE`; `ctx –` before the first response, `ctx ? since the
+/// compaction` after one until an answer states the figure (never 0%).
 pub(crate) fn context_segment(ctx: &Ctx) -> Option<String> {
     let Some(view) = ctx.view() else {
+        if ctx.input().just_compacted() {
+            return Some("ctx ? since the compaction".to_owned());
+        }
         return ctx.input().window.map(|_| "ctx –".to_owned());
     };
     let width = ctx.settings().gauge_width.min(MAX_GAUGE);
@@ -253,12 +236,10 @@ pub(crate) fn context_segment(ctx: &Ctx) -> Option<String> {
     let (text, fill) = match ctx.settings().context_style {
         ContextStyle::Used => {
             let used = view.used_pct.clamp(0.0, 100.0);
-            // As the host rounds its own percentage.
-            (format!("{:.0}% used", used), used)
+            (format!("{} used", interband::context::pct_text(used)), used)
         }
         ContextStyle::Usable => {
             let usable = view.usable.clamp(0.0, 100.0);
-            // Floored: never claim more room than there is (9.5% reads 9%, red below 10).
             (
                 format!("{} usable", interband::context::pct_text(usable)),
                 usable,

@@ -12,9 +12,11 @@
 //!   backends give every response the same message id; each API request
 //!   still has its own id.)
 //! * A compaction boundary (`"type":"system","subtype":"compact_boundary"`,
-//!   not a sidechain's) starts the context over at its
-//!   `compactMetadata.postTokens`, or with no figure when it has none (no
-//!   real boundary seen so far has it).
+//!   not a sidechain's) starts the context over with no figure until the
+//!   next answer: its `compactMetadata.postTokens` (2.1.105 on) counts the
+//!   summary alone, not the system prompt and tools. Its `trigger` and
+//!   `preTokens` are the session's evidence of its window
+//!   ([`crate::history`]).
 //! * Any other line naming `"user"` that is a prompt (not a sidechain's,
 //!   not a tool's result) comes between two responses. A tool's result does
 //!   not: one response's calls can be run, and their results written,
@@ -172,22 +174,29 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
                 (Some(id), Some(request)) => Some(format!("{id} {request}")),
                 (id, _) => id.map(str::to_owned),
             };
+            // The model as asked for (2.1.x: with its `[1m]` tag) names the
+            // window; the response's own name never carries the tag.
+            let requested = str_of(&l.requested_model).filter(|m| !m.trim().is_empty());
             Some(Fact::Usage {
                 message: key,
                 tokens,
-                model: model.map(str::to_owned),
-                window: str_of(&l.requested_model).map(requested_window),
+                model: requested.or(model).map(str::to_owned),
+                window: requested.map(requested_window),
             })
         }
         Some("user") => prompt(line).then_some(Fact::Break),
         Some("system") if str_of(&l.subtype) == Some("compact_boundary") => {
+            let meta = l.compact_metadata.as_ref();
+            let trigger = meta.and_then(|m| m.get("trigger")).and_then(Value::as_str);
             Some(Fact::Compaction {
                 mark: str_of(&l.uuid).unwrap_or("compact_boundary").to_owned(),
-                tokens: l
-                    .compact_metadata
-                    .as_ref()
-                    .and_then(|meta| meta.get("postTokens"))
-                    .and_then(count),
+                // `postTokens` counts the summary alone, not the system prompt
+                // and tools (4k where Claude Code's own `/context` says 17.6k):
+                // no figure of the context, which is unknown until the next answer.
+                tokens: None,
+                before: meta.and_then(|m| m.get("preTokens")).and_then(count),
+                automatic: trigger.map(|t| t == "auto"),
+                window: None,
             })
         }
         _ => None,
@@ -478,10 +487,13 @@ pub struct WindowFacts<'a> {
     pub requested: Option<u64>,
     /// `[interpulse] window` (0: unset).
     pub configured: u64,
-    /// The model of the latest response.
+    /// The model of the latest response, as asked for when the transcript
+    /// says (`requestedModel`, with its `[1m]` tag).
     pub model: Option<&'a str>,
     /// Tokens in context now.
     pub used: u64,
+    /// What the session's own history showed of that model.
+    pub history: Option<&'a crate::history::Evidence>,
 }
 
 /// A session's window: how large, where that came from, and (a guess) the
@@ -503,7 +515,22 @@ pub fn window(
     if set("CLAUDE_CODE_DISABLE_1M_CONTEXT").is_some() {
         return (DEFAULT_WINDOW, From::HostSettings, None);
     }
-    let (window, from, other) = if let Some(w) = k.requested {
+    // The session's own history settles what only a table would say: an
+    // automatic compaction below 1M's compaction point is 200k, usage past
+    // 200k is 1M. A model asked for with `[1m]` is 1M whatever came before.
+    let settled = k.history.and_then(|h| {
+        h.settles(
+            LARGE_WINDOW,
+            DEFAULT_WINDOW,
+            compaction_point(LARGE_WINDOW, env),
+        )
+    });
+    let tagged = k.model.is_some_and(tagged_1m);
+    let (window, from, other) = if tagged {
+        (LARGE_WINDOW, From::Transcript, None)
+    } else if let Some((w, from)) = settled {
+        (w, from, None)
+    } else if let Some(w) = k.requested {
         (w, From::Transcript, None)
     } else if k.configured > 0 {
         (k.configured, From::Configured, None)
@@ -681,6 +708,7 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         configured: k.configured,
         model: k.model,
         used: k.used,
+        history: k.history,
     };
     let (window, source, other) = window(&facts, env, || launch_model(env, k.project));
     crate::Limits {
@@ -688,6 +716,7 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         compact_at: compaction_point(window, env),
         source,
         other,
+        other_compact_at: other.map(|o| compaction_point(o, env)),
     }
 }
 
@@ -924,5 +953,86 @@ mod tests {
             compaction_point(10_000, &none) >= 5_000,
             "tiny windows keep a sane budget"
         );
+    }
+
+    use crate::history::Evidence;
+    use proptest::prelude::*;
+
+    /// Models whose window a table may leave open, or give wrong for an
+    /// older release: the history decides for each.
+    const MODELS: &[&str] = &[
+        "claude-haiku-4-5-20251001",
+        "claude-sonnet-4-5-20250929",
+        "claude-opus-4-7",
+        "claude-opus-4-6",
+        "glm-4.6",
+    ];
+
+    proptest! {
+        #[test]
+        fn any_automatic_compaction_below_300k_settles_200k(
+            at in 1u64..300_000,
+            used in 0u64..200_000,
+            model in prop::sample::select(MODELS),
+        ) {
+            let history = Evidence { auto_compacted_at: Some(at), auto_compactions: 1, peak: used.min(200_000), ..Default::default() };
+            let k = WindowFacts { history: Some(&history), ..facts(model, used) };
+            let (w, from, other) = window(&k, &none, || Launch::Unknown);
+            prop_assert_eq!((w, from, other), (200_000, From::Compaction, None));
+        }
+
+        #[test]
+        fn any_usage_above_200k_settles_1m(
+            peak in 200_001u64..1_000_000,
+            used in 0u64..1_000_000,
+            at in prop::option::of(1u64..300_000),
+            model in prop::sample::select(MODELS),
+        ) {
+            let history = Evidence { auto_compacted_at: at, peak, ..Default::default() };
+            let k = WindowFacts { history: Some(&history), ..facts(model, used) };
+            let (w, from, other) = window(&k, &none, || Launch::Unknown);
+            prop_assert_eq!((w, other), (1_000_000, None));
+            prop_assert!(matches!(from, From::Usage), "{:?}", from);
+        }
+
+        #[test]
+        fn a_model_asked_for_with_1m_is_1m_whatever_came_before(
+            at in 1u64..300_000,
+        ) {
+            let history = Evidence { auto_compacted_at: Some(at), ..Default::default() };
+            let k = WindowFacts {
+                history: Some(&history),
+                requested: Some(LARGE_WINDOW),
+                ..facts("claude-sonnet-4-5[1m]", 100_000)
+            };
+            prop_assert_eq!(window(&k, &none, || Launch::Unknown), (1_000_000, From::Transcript, None));
+        }
+    }
+
+    #[test]
+    fn a_manual_compaction_or_none_leaves_the_guess() {
+        let manual = Evidence {
+            peak: 150_000,
+            ..Default::default()
+        };
+        let k = WindowFacts {
+            history: Some(&manual),
+            ..facts("claude-haiku-4-5-20251001", 160_000)
+        };
+        assert_eq!(
+            window(&k, &none, || Launch::Unknown),
+            (1_000_000, From::Guess, Some(200_000))
+        );
+        // A lowered compaction point for 1M makes a compaction at 171k no evidence.
+        let pct = |k: &str| (k == "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").then(|| "15".to_owned());
+        let auto = Evidence {
+            auto_compacted_at: Some(171_000),
+            ..manual.clone()
+        };
+        let k = WindowFacts {
+            history: Some(&auto),
+            ..k
+        };
+        assert_eq!(window(&k, &pct, || Launch::Unknown).1, From::Guess);
     }
 }

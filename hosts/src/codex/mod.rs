@@ -151,6 +151,9 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
         Some("compacted") => Some(Fact::Compaction {
             mark: format!("compacted@{offset}"),
             tokens: None,
+            before: None,
+            automatic: None,
+            window: None,
         }),
         _ => None,
     }
@@ -380,6 +383,7 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         compact_at: compaction_point(window, &cfg),
         source,
         other: None,
+        other_compact_at: None,
     }
 }
 

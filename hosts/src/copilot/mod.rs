@@ -11,9 +11,14 @@
 //! prompt it sent (the agent's own calls are `interactionType:
 //! "conversation-agent"`), `maxPromptTokens` the window Copilot measures it
 //! against, `model` the model. A compaction is `session.compaction_complete`
-//! (`success`, `postCompactionTokens`, `tokenLimit`); Copilot compacts at
-//! 80% of the window (`COPILOT_BACKGROUND_COMPACTION_THRESHOLD`), with no hook
-//! after it: the note comes back with the next tool call.
+//! (`success`, `postCompactionTokens`, `preCompactionTokens`, `trigger`:
+//! `threshold` when Copilot compacted on its own, `tokenLimit`: the window
+//! it compacted for); Copilot compacts at 80% of the window
+//! (`COPILOT_BACKGROUND_COMPACTION_THRESHOLD`), with no hook after it: the
+//! note comes back with the next tool call. A session's end,
+//! `session.shutdown`, states `currentTokens` of `currentModel` in every
+//! release (1.0.30 on): the figure of a session that ended, and where a
+//! resumed one starts.
 //!
 //! Its statusline (interactive only) states the context Copilot counts,
 //! `context_window.current_context_tokens` of `displayed_context_limit`;
@@ -54,7 +59,8 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     let usage = contains(line, b"session.usage_record");
     let compaction = contains(line, b"session.compaction_complete");
     let user = contains(line, b"user.message");
-    if !usage && !compaction && !user {
+    let shutdown = contains(line, b"session.shutdown");
+    if !usage && !compaction && !user && !shutdown {
         return None;
     }
     let l = serde_json::from_slice::<Line>(line).ok()?;
@@ -81,11 +87,32 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
             })
         }
         Some("user.message") => Some(Fact::Break),
+        // A session's end states its context (every release seen, 1.0.30 on,
+        // where no call's usage is written before 1.0.102): a resumed
+        // session starts from it, an ended one shows it.
+        Some("session.shutdown") => Some(Fact::Usage {
+            message: id,
+            tokens: crate::usage::count(data.get("currentTokens")?).filter(|t| *t > 0)?,
+            model: data
+                .get("currentModel")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            window: None,
+        }),
         Some("session.compaction_complete") if data["success"] != false => Some(Fact::Compaction {
             mark: id.unwrap_or_else(|| format!("compaction@{offset}")),
             tokens: data
                 .get("postCompactionTokens")
                 .and_then(crate::usage::count),
+            before: data
+                .get("preCompactionTokens")
+                .and_then(crate::usage::count),
+            // Copilot compacts on its own at its threshold.
+            automatic: data["trigger"].as_str().map(|t| t != "manual"),
+            window: data
+                .get("tokenLimit")
+                .and_then(crate::usage::count)
+                .filter(|w| *w > 0),
         }),
         _ => None,
     }
@@ -211,21 +238,26 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         .or(k.transcript.map(|w| (w, From::Transcript)))
         .or(provider.map(|w| (w, From::Launch)))
         .or((k.configured > 0).then_some((k.configured, From::Configured)));
-    let (window, source, other) = match known {
-        Some((w, source)) => (w, source, None),
-        None if k.used > SMALLER_WINDOW => (LARGEST_WINDOW, From::Usage, None),
-        None => (LARGEST_WINDOW, From::Guess, Some(SMALLER_WINDOW)),
-    };
     let threshold = env
         .var("COPILOT_BACKGROUND_COMPACTION_THRESHOLD")
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|t| *t > 0.0 && *t <= 1.0)
         .unwrap_or(DEFAULT_THRESHOLD);
+    let at = |w: u64| (w as f64 * threshold).floor() as u64;
+    let settled = k
+        .history
+        .and_then(|h| h.settles(LARGEST_WINDOW, SMALLER_WINDOW, at(LARGEST_WINDOW)));
+    let (window, source, other) = match known.or(settled) {
+        Some((w, source)) => (w, source, None),
+        None if k.used > SMALLER_WINDOW => (LARGEST_WINDOW, From::Usage, None),
+        None => (LARGEST_WINDOW, From::Guess, Some(SMALLER_WINDOW)),
+    };
     crate::Limits {
         window,
-        compact_at: (window as f64 * threshold).floor() as u64,
+        compact_at: at(window),
         source,
         other,
+        other_compact_at: other.map(at),
     }
 }
 
@@ -362,32 +394,72 @@ mod tests {
     #[test]
     fn the_figure_is_the_last_agent_call_s_prompt_against_its_limit() {
         let t = fixture("1.0.102", "events.interactive-manual-compact.jsonl");
-        let last = lines(&t)
-            .into_iter()
+        let all = lines(&t);
+        let last = all
+            .iter()
             .rev()
             .find(|v| {
                 v["type"] == "session.usage_record"
                     && v["data"]["usage"]["interactionType"] == "conversation-agent"
             })
             .unwrap();
-        let r = Host::Copilot.read_forward(&t);
-        let from_end = crate::tail::tail_of(&t, Host::Copilot).usage.unwrap();
-        let compacted_after = lines(&t)
+        // Cut before the session's end: the last call's prompt, against its limit.
+        let end = String::from_utf8_lossy(&t)
+            .find(r#""type": "session.shutdown""#)
+            .map(|i| {
+                t[..i]
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |n| n + 1)
+            })
+            .unwrap();
+        let live = &t[..end];
+        let r = Host::Copilot.read_forward(live);
+        let from_end = crate::tail::tail_of(live, Host::Copilot).usage.unwrap();
+        assert_eq!(r.used(), last["data"]["usage"]["inputTokens"].as_u64());
+        assert_eq!(
+            Some(from_end.used_tokens),
+            last["data"]["usage"]["inputTokens"].as_u64()
+        );
+        assert_eq!(
+            from_end.window,
+            last["data"]["usage"]["maxPromptTokens"].as_u64()
+        );
+        // The session's end states its context last: the figure it ended on.
+        let shutdown = all
             .iter()
             .rev()
-            .take_while(|v| v["type"] != "session.usage_record")
-            .any(|v| v["type"] == "session.compaction_complete");
-        if !compacted_after {
-            assert_eq!(r.used(), last["data"]["usage"]["inputTokens"].as_u64());
-            assert_eq!(
-                Some(from_end.used_tokens),
-                last["data"]["usage"]["inputTokens"].as_u64()
-            );
-            assert_eq!(
-                from_end.window,
-                last["data"]["usage"]["maxPromptTokens"].as_u64()
-            );
-        }
+            .find(|v| v["type"] == "session.shutdown")
+            .unwrap();
+        let ended = crate::tail::tail_of(&t, Host::Copilot).usage.unwrap();
+        assert_eq!(
+            Some(ended.used_tokens),
+            shutdown["data"]["currentTokens"].as_u64()
+        );
+        assert_eq!(
+            Host::Copilot.read_forward(&t).used(),
+            Some(ended.used_tokens)
+        );
+    }
+
+    #[test]
+    fn a_session_before_1_0_102_shows_the_figure_it_ended_on() {
+        // 1.0.73 writes no call's usage; each end states the context.
+        let t = fixture("1.0.73", "events.shutdown-resume.jsonl");
+        let last = lines(&t)
+            .into_iter()
+            .rev()
+            .find(|v| v["type"] == "session.shutdown")
+            .unwrap();
+        let from_end = crate::tail::tail_of(&t, Host::Copilot).usage.unwrap();
+        assert_eq!(
+            Some(from_end.used_tokens),
+            last["data"]["currentTokens"].as_u64()
+        );
+        assert_eq!(
+            from_end.model.as_deref(),
+            last["data"]["currentModel"].as_str()
+        );
     }
 
     #[test]

@@ -110,6 +110,9 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
         return rewritten.then(|| Fact::Compaction {
             mark: format!("messages@{offset}"),
             tokens: None,
+            before: None,
+            automatic: None,
+            window: None,
         });
     }
     if !contains(line, b"\"gemini\"") && !contains(line, b"\"user\"") {
@@ -424,6 +427,7 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         compact_at: compression_point(window, threshold),
         source,
         other: None,
+        other_compact_at: None,
     }
 }
 

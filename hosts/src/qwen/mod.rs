@@ -97,12 +97,18 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
         Some("system")
             if l.subtype.as_ref().and_then(Value::as_str) == Some("chat_compression") =>
         {
+            let info = l.payload.as_ref().and_then(|p| p.get("info"));
+            let field = |k: &str| info.and_then(|i| crate::usage::count(i.get(k)?));
+            let reason = info
+                .and_then(|i| i.get("triggerReason"))
+                .and_then(Value::as_str);
             Some(Fact::Compaction {
                 mark: text(&l.uuid).unwrap_or_else(|| format!("compression@{offset}")),
-                tokens: l
-                    .payload
-                    .as_ref()
-                    .and_then(|p| crate::usage::count(p.pointer("/info/newTokenCount")?)),
+                tokens: field("newTokenCount"),
+                before: field("originalTokenCount"),
+                // Qwen compresses on its own when the prompt reaches its limit.
+                automatic: reason.map(|r| r == "token_limit"),
+                window: None,
             })
         }
         _ => None,
@@ -245,16 +251,25 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         .filter(|(w, _)| *w > 0)
         .or(s.window.map(|w| (w, From::HostSettings)))
         .or((k.configured > 0).then_some((k.configured, From::Configured)));
-    let (window, source, other) = match known {
+    let threshold = s.threshold.unwrap_or(DEFAULT_THRESHOLD);
+    let settled = k.history.and_then(|h| {
+        h.settles(
+            LARGEST_WINDOW,
+            DEFAULT_WINDOW,
+            compaction_point(LARGEST_WINDOW, threshold),
+        )
+    });
+    let (window, source, other) = match known.or(settled) {
         Some((w, source)) => (w, source, None),
         None if k.used > DEFAULT_WINDOW => (LARGEST_WINDOW, From::Usage, None),
         None => (LARGEST_WINDOW, From::Guess, Some(DEFAULT_WINDOW)),
     };
     crate::Limits {
         window,
-        compact_at: compaction_point(window, s.threshold.unwrap_or(DEFAULT_THRESHOLD)),
+        compact_at: compaction_point(window, threshold),
         source,
         other,
+        other_compact_at: other.map(|o| compaction_point(o, threshold)),
     }
 }
 
