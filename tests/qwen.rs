@@ -263,3 +263,42 @@ fn replay_re_enacts_a_real_qwen_session_with_its_compaction() {
     );
     assert!(out.contains("the latest note comes back"), "{out}");
 }
+
+#[test]
+fn a_window_qwen_states_is_believed_only_when_it_can_hold_the_usage_stated_with_it() {
+    for limit in [
+        json!(33_000),
+        json!(u64::MAX),
+        json!(0),
+        json!(-5),
+        json!("lots"),
+    ] {
+        let w = World::new();
+        let s = Session::new(&w, 150_000);
+        let mut stop = s.input("Stop.input.json");
+        stop["input_tokens"] = json!(150_000);
+        stop["context_limit"] = limit.clone();
+        let log = w.dir.path().join("hook.log");
+        let o = with_stdin(
+            w.cmd(&["hook", "--host", "qwen"])
+                .env("INTERBAND_LOG", &log),
+            stop.to_string().as_bytes(),
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let p = pressure(&w);
+        assert_eq!(p["used_tokens"], 150_000, "{limit}: {p}");
+        assert_eq!(
+            (p["window"].as_u64(), p["window_source"].as_str()),
+            (Some(1_000_000), Some("guess")),
+            "{limit}: a window that cannot hold the usage decides nothing: {p}"
+        );
+        assert_ne!(p["level"], "red", "{limit}: {p}");
+        if limit.as_u64().is_some_and(|l| l > 0) {
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(logged.contains("is ignored"), "{limit}: {logged}");
+        }
+        // A later tool call does not take it up either.
+        hook(&w, &s.input("PostToolUse.read_file.input.json"));
+        assert_eq!(pressure(&w)["window_source"], "guess", "{limit}");
+    }
+}

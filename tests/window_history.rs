@@ -272,3 +272,43 @@ fn usage_past_200k_in_the_history_settles_1m_after_a_compaction() {
     );
     assert_eq!(out.trim(), "");
 }
+
+#[test]
+fn a_model_is_judged_by_the_table_of_the_release_that_wrote_it() {
+    // Claude Code 2.1.111 gave claude-opus-4-7 200k unless it was asked for
+    // with [1m]; 1M of its own came with 2.1.117 (docs/hosts.md).
+    let w = World::new();
+    let t = session(
+        w.dir.path(),
+        "o111.jsonl",
+        "claude-opus-4-7",
+        None,
+        &[Ok(100_000), Ok(160_000)],
+    );
+    let out = hook(&w, "PostToolUse", "o1", &t);
+    let p = pressure(&w, "o1");
+    assert_eq!(
+        (
+            p["window"].as_u64(),
+            p["window_source"].as_str(),
+            p["window_other"].as_u64()
+        ),
+        (Some(1_000_000), Some("guess"), Some(200_000)),
+        "{p}"
+    );
+    assert!(said(&out).contains("window not known"), "{out}");
+    // The same lines written by 2.1.117: the model's own 1M, nothing to say.
+    let text = std::fs::read_to_string(&t)
+        .unwrap()
+        .replace("\"2.1.92\"", "\"2.1.117\"");
+    let t = w.dir.path().join("o117.jsonl");
+    std::fs::write(&t, text).unwrap();
+    let out = hook(&w, "PostToolUse", "o2", &t);
+    let p = pressure(&w, "o2");
+    assert_eq!(
+        (p["window"].as_u64(), p["window_source"].as_str()),
+        (Some(1_000_000), Some("model")),
+        "{p}"
+    );
+    assert_eq!(out.trim(), "");
+}

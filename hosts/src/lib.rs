@@ -865,6 +865,9 @@ pub struct Known<'a> {
     /// What the session's own history showed of the model in use
     /// ([`history`]): it settles a window nothing states.
     pub history: Option<&'a history::Evidence>,
+    /// The host's release that wrote the transcript, when it says (Claude
+    /// Code's `version`): its model table is that release's.
+    pub version: Option<&'a str>,
 }
 
 impl Host {

@@ -89,6 +89,9 @@ pub enum Fact {
         model: Option<String>,
         /// The window, when the line says (Codex's `model_context_window`).
         window: Option<u64>,
+        /// The host's release that wrote the line, when it says (Claude
+        /// Code's `version`): its model table is that release's.
+        version: Option<String>,
     },
     /// A line between two responses (a prompt; not a tool's result): what
     /// follows is another response.
@@ -148,6 +151,8 @@ pub struct TailUsage {
     /// The window the transcript says the model has, when it says (Codex's
     /// `model_context_window`, Gemini's model limit), tokens.
     pub window: Option<u64>,
+    /// The host's release that wrote the figure's line, when it says.
+    pub version: Option<String>,
     /// Byte offset just past the line the figure came from (the response's
     /// last line): where the next line starts, or the file's length for a
     /// last line without its `\n`. Used to judge whether another observation
@@ -159,7 +164,7 @@ pub struct TailUsage {
 ///
 /// ```
 /// use interband_hosts::usage::{Fact, Reading};
-/// let usage = |m: &str, t| Fact::Usage { message: Some(m.into()), tokens: t, model: None, window: None };
+/// let usage = |m: &str, t| Fact::Usage { message: Some(m.into()), tokens: t, model: None, window: None, version: None };
 /// let mut r = Reading::default();
 /// r.apply(usage("a", 108_000), 10);
 /// r.apply(usage("a", 111), 20);
@@ -191,6 +196,7 @@ impl Reading {
                 tokens,
                 model,
                 window,
+                version,
             } => {
                 let same = message.is_some() && message == self.message;
                 let tokens = match &self.usage {
@@ -210,6 +216,7 @@ impl Reading {
                     kind: UsageKind::Assistant,
                     model: self.model.clone(),
                     window: self.window,
+                    version,
                     offset,
                 });
             }
@@ -221,6 +228,7 @@ impl Reading {
                         kind: UsageKind::CompactBoundary,
                         model: self.model.clone(),
                         window: self.window,
+                        version: None,
                         offset,
                     });
                 }
@@ -246,6 +254,7 @@ impl Reading {
                         kind: UsageKind::CompactBoundary,
                         model: None,
                         window: None,
+                        version: None,
                         offset,
                     }),
                     latest_boundary: Some(mark),

@@ -93,6 +93,9 @@ pub struct Observed {
     /// How far the transcript is now known to hold no figure and no
     /// compaction (see [`State::quiet`]).
     pub quiet: Option<Quiet>,
+    /// What was stated and not believed (a window smaller than the usage
+    /// stated with it, or past any window), for the log.
+    pub refused: Vec<String>,
 }
 
 impl Observed {
@@ -144,6 +147,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
         .filter(|b| b.transcript_path.is_none() || b.transcript_path == input.transcript_path);
     let mut model = None;
     let mut tail_window = None;
+    let mut version = None;
     let mut compaction = None;
     let mut quiet = None;
     let transcript = input.transcript_path.as_deref().map(Path::new);
@@ -183,6 +187,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
         let tail = tail.and_then(|t| t.usage);
         model = tail.as_ref().and_then(|t| t.model.clone());
         tail_window = tail.as_ref().and_then(|t| t.window);
+        version = tail.as_ref().and_then(|t| t.version.clone());
         let bridge_used = bridge
             .as_ref()
             .and_then(|b| Some((b.used_tokens?, b.transcript_bytes.unwrap_or(0))));
@@ -205,6 +210,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
                     model,
                     compaction,
                     quiet,
+                    refused: Vec::new(),
                 };
             }
         }
@@ -218,11 +224,21 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
     // statusline's for the same session id), else what the transcript says;
     // a window a hook input stated before stands (Qwen's Stop states it, its
     // tool calls do not). Each believed only when it can be the window.
+    let mut refused = Vec::new();
+    let mut refuse = |w: u64, from: &str| {
+        let ok = believable_window(w, used);
+        if ok.is_none() {
+            refused.push(format!(
+                "a window of {w} tokens from {from} is ignored: no window holds {used} tokens so"
+            ));
+        }
+        ok
+    };
     let stated = window
-        .and_then(|w| believable_window(w, used))
+        .and_then(|w| refuse(w, "the hook's input"))
         .map(|w| (w, WindowSource::HookInput))
         .or(bridge
-            .and_then(|b| believable_window(b.window, used))
+            .and_then(|b| refuse(b.window, "the statusline"))
             .map(|w| (w, WindowSource::Statusline)))
         .or(prior
             .stated_window
@@ -231,12 +247,13 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
     let limits = host.limits(
         &Known {
             stated,
-            transcript: tail_window.and_then(|w| believable_window(w, used)),
+            transcript: tail_window.and_then(|w| refuse(w, "the transcript")),
             configured: cfg.window,
             model: model.as_deref(),
             used,
             project: h.project,
             history: history.as_ref().and_then(|h| h.of(model.as_deref())),
+            version: version.as_deref(),
         },
         h.env,
     );
@@ -246,6 +263,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
         compaction,
         history,
         quiet,
+        refused,
     }
 }
 
@@ -358,12 +376,14 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     };
     // The look is taken under the session's lock, from its state: what the
     // history of the transcript showed so far is taken on, never read twice.
+    let refused = std::cell::RefCell::new(Vec::new());
     let c = commit(h, input, cfg, |s| {
         let seen = if subagent {
             Observed::default()
         } else {
             observe(h, input, cfg, input.host(), s)
         };
+        refused.replace(seen.refused.clone());
         let model = seen.model.clone();
         let mut o = engine::step(s, &call, &seen.into_observation(directives.is_some()), cfg);
         if model.is_some() {
@@ -373,6 +393,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     });
     let out = c.outcome;
     reply.problems.extend(c.problems);
+    reply.problems.extend(refused.take());
     reply.checkpoint = c.checkpoint;
 
     // The figures the level came from: this call's, else the context's last.
@@ -571,6 +592,7 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
         .unwrap_or_default();
     let seen = observe(h, input, cfg, input.host(), &known);
+    reply.problems.extend(seen.refused.iter().cloned());
     let new_figure = seen.figures.is_some_and(|f| known.figures != Some(f));
     let model = seen.model.clone();
     let obs = seen.into_observation(false);

@@ -638,9 +638,12 @@ impl Stage {
 
     /// The window and compaction point for a figure, by the host's rules.
     pub(super) fn limits(&self, p: &Play, used: u64) -> (u64, u64, Option<WindowSource>) {
+        // The hooks' window, unless the figure has passed what it assumed
+        // (a guess's smaller window: the figure settles it now).
         if let Some(pr) = &p.pressure
             && let (Some(w), Some(c)) = (pr.window, pr.compact_at)
             && used <= w
+            && pr.window_other.is_none_or(|o| used <= o)
         {
             let source = pr
                 .window_source
@@ -654,6 +657,7 @@ impl Stage {
                 transcript: p.reading.usage.as_ref().and_then(|u| u.window),
                 configured: cfg.window,
                 model: p.reading.usage.as_ref().and_then(|u| u.model.as_deref()),
+                version: p.reading.usage.as_ref().and_then(|u| u.version.as_deref()),
                 used,
                 project: Some(&self.cwd),
                 ..Default::default()
@@ -683,7 +687,11 @@ impl Stage {
             s.max_used_tokens = Some(s.max_used_tokens.unwrap_or(0).max(u));
             s.max_used_pct = Some(s.max_used_pct.unwrap_or(0.0).max(pct(u, window)));
         }
-        if window > s.window {
+        // The session's window as last known: one the session settled (from
+        // its statusline, its transcript, its own compaction) replaces a
+        // guess, and a later one an earlier (a model switch).
+        let guess = |w: Option<WindowSource>| w.is_none_or(|w| w == WindowSource::Guess);
+        if !guess(source) || guess(s.window_source) {
             s.window = window;
             s.autocompact_at = autocompact_at;
             s.window_source = source;

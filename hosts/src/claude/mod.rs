@@ -94,6 +94,7 @@ struct Line<'a> {
     compact_metadata: Option<Value>,
     #[serde(rename = "toolUseResult", borrow)]
     tool_use_result: Option<&'a RawValue>,
+    version: Option<Value>,
 }
 
 #[derive(serde::Deserialize)]
@@ -177,11 +178,13 @@ fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
             // The model as asked for (2.1.x: with its `[1m]` tag) names the
             // window; the response's own name never carries the tag.
             let requested = str_of(&l.requested_model).filter(|m| !m.trim().is_empty());
+            let version = str_of(&l.version);
             Some(Fact::Usage {
                 message: key,
                 tokens,
                 model: requested.or(model).map(str::to_owned),
-                window: requested.map(requested_window),
+                window: requested.map(|m| requested_window_at(m, version)),
+                version: version.map(str::to_owned),
             })
         }
         Some("user") => prompt(line).then_some(Fact::Break),
@@ -210,39 +213,69 @@ pub const LARGE_WINDOW: u64 = 1_000_000;
 /// `CLAUDE_CODE_DISABLE_1M_CONTEXT`: 200k.
 pub const DEFAULT_WINDOW: u64 = 200_000;
 
-/// Claude Code's model table (2.1.332), by the model's canonical name: its
-/// window, and whether a `[1m]` tag opens it to 1M. A dated, Bedrock or
-/// Vertex spelling names the same model (the longest name it contains).
-const MODELS: &[(&str, u64, bool)] = &[
-    ("claude-3-5-haiku", 200_000, false),
-    ("claude-3-5-sonnet", 200_000, false),
-    ("claude-3-7-sonnet", 200_000, false),
-    ("claude-haiku-4-5", 200_000, true),
-    ("claude-haiku-5-5", LARGE_WINDOW, false),
-    ("claude-sonnet-4-0", 200_000, true),
-    ("claude-sonnet-4-2025", 200_000, true),
-    ("claude-sonnet-4@2025", 200_000, true),
-    ("claude-sonnet-4-5", 200_000, true),
-    ("claude-sonnet-4-6", 200_000, true),
-    ("claude-sonnet-5", LARGE_WINDOW, false),
-    ("claude-sonnet-5-5", LARGE_WINDOW, false),
-    ("claude-opus-4-0", 200_000, true),
-    ("claude-opus-4-2025", 200_000, true),
-    ("claude-opus-4@2025", 200_000, true),
-    ("claude-opus-4-1", 200_000, true),
-    ("claude-opus-4-5", 200_000, true),
-    ("claude-opus-4-6", 200_000, true),
-    ("claude-opus-4-7", LARGE_WINDOW, false),
-    ("claude-opus-4-8", LARGE_WINDOW, false),
-    ("claude-opus-5", LARGE_WINDOW, false),
-    ("claude-opus-5-5", LARGE_WINDOW, false),
-    ("claude-fable-5", LARGE_WINDOW, false),
-    ("claude-mythos-5", LARGE_WINDOW, false),
+/// A Claude Code release, as its lines' `version` names it.
+type Release = (u32, u32, u32);
+
+/// A release from its name (`2.1.92`); `None` for anything else.
+///
+/// ```
+/// use interband_hosts::claude::release;
+/// assert_eq!(release("2.1.92"), Some((2, 1, 92)));
+/// assert_eq!(release(" 1.0.128 "), Some((1, 0, 128)));
+/// assert_eq!(release("2.1"), None);
+/// assert_eq!(release("next"), None);
+/// ```
+pub fn release(version: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = version.trim().split('.').map(|p| {
+        // A pre-release or build suffix (`2.1.92-beta`) names the same release.
+        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<u32>().ok()
+    });
+    let r = (parts.next()??, parts.next()??, parts.next()??);
+    Some(r)
+}
+
+/// Claude Code's model table, by the model's canonical name: its window,
+/// whether a `[1m]` tag opens it to 1M, and for a model whose window is 1M
+/// of its own, the first release that gave it that (before it, 200k unless
+/// tagged). A dated, Bedrock or Vertex spelling names the same model (the
+/// longest name it contains). Read from each release's own code
+/// (docs/hosts.md, "Windows"); where a release gap was not read, the later
+/// end, so a release in the gap is told both windows rather than none.
+const MODELS: &[(&str, u64, bool, Option<Release>)] = &[
+    ("claude-3-5-haiku", 200_000, false, None),
+    ("claude-3-5-sonnet", 200_000, false, None),
+    ("claude-3-7-sonnet", 200_000, false, None),
+    ("claude-haiku-4-5", 200_000, true, None),
+    ("claude-haiku-5-5", LARGE_WINDOW, false, Some((2, 1, 295))),
+    ("claude-sonnet-4-0", 200_000, true, None),
+    ("claude-sonnet-4-2025", 200_000, true, None),
+    ("claude-sonnet-4@2025", 200_000, true, None),
+    ("claude-sonnet-4-5", 200_000, true, None),
+    ("claude-sonnet-4-6", 200_000, true, None),
+    ("claude-sonnet-5", LARGE_WINDOW, false, Some((2, 1, 197))),
+    ("claude-sonnet-5-5", LARGE_WINDOW, false, Some((2, 1, 287))),
+    ("claude-opus-4-0", 200_000, true, None),
+    ("claude-opus-4-2025", 200_000, true, None),
+    ("claude-opus-4@2025", 200_000, true, None),
+    ("claude-opus-4-1", 200_000, true, None),
+    ("claude-opus-4-5", 200_000, true, None),
+    ("claude-opus-4-6", 200_000, true, None),
+    ("claude-opus-4-7", LARGE_WINDOW, false, Some((2, 1, 117))),
+    ("claude-opus-4-8", LARGE_WINDOW, false, Some((2, 1, 157))),
+    ("claude-opus-5", LARGE_WINDOW, false, Some((2, 1, 220))),
+    ("claude-opus-5-5", LARGE_WINDOW, false, Some((2, 1, 280))),
+    ("claude-fable-5", LARGE_WINDOW, false, Some((2, 1, 170))),
+    ("claude-fable-5-1", LARGE_WINDOW, false, Some((2, 1, 260))),
+    ("claude-fable-5-2", LARGE_WINDOW, false, Some((2, 1, 321))),
+    ("claude-mythos-5", LARGE_WINDOW, false, Some((2, 1, 170))),
+    ("claude-mythos-5-1", LARGE_WINDOW, false, Some((2, 1, 260))),
+    ("claude-mythos-5-2", LARGE_WINDOW, false, Some((2, 1, 321))),
 ];
 
-/// A model's own window in Claude Code, and whether a `[1m]` tag opens it
-/// to 1M; `None` for a model the table does not know. A tag on the name is
-/// not looked at here.
+/// A model's own window in today's Claude Code (2.1.332), and whether a
+/// `[1m]` tag opens it to 1M; `None` for a model the table does not know. A
+/// tag on the name is not looked at here.
 ///
 /// ```
 /// use interband_hosts::claude::model_window;
@@ -253,15 +286,38 @@ const MODELS: &[(&str, u64, bool)] = &[
 /// assert_eq!(model_window("glm-4.6"), None);
 /// ```
 pub fn model_window(model: &str) -> Option<(u64, bool)> {
+    model_window_at(model, None)
+}
+
+/// [`model_window`] in the release `version` names (`None`, or a name that
+/// is no release: today's): a model whose 1M came in a later release had
+/// 200k then, and could be opened to 1M with the tag.
+///
+/// ```
+/// use interband_hosts::claude::model_window_at;
+/// assert_eq!(model_window_at("claude-opus-4-7", Some("2.1.111")), Some((200_000, true)));
+/// assert_eq!(model_window_at("claude-opus-4-7", Some("2.1.117")), Some((1_000_000, false)));
+/// assert_eq!(model_window_at("claude-haiku-4-5-20251001", Some("2.1.92")), Some((200_000, true)));
+/// assert_eq!(model_window_at("claude-fable-5-1", Some("2.1.200")), Some((200_000, true)));
+/// ```
+pub fn model_window_at(model: &str, version: Option<&str>) -> Option<(u64, bool)> {
     let m = model.to_ascii_lowercase();
+    let at = version.and_then(release);
     MODELS
         .iter()
         .filter(|(name, ..)| m.contains(name))
         .max_by_key(|(name, ..)| name.len())
-        .map(|&(_, window, opt_in)| (window, opt_in))
+        .map(|&(_, window, opt_in, since)| match (since, at) {
+            (Some(since), Some(at)) if at < since => (DEFAULT_WINDOW, true),
+            _ => (window, opt_in),
+        })
 }
 
-/// Whether a model as asked for carries the `[1m]` tag.
+/// The first release that gives a model its table does not know 1M
+/// (before it, 200k).
+const UNKNOWN_1M_SINCE: Release = (2, 1, 323);
+
+/// Whether a tag asks for 1M: `[1m]` at the end of the name.
 pub fn tagged_1m(model: &str) -> bool {
     model.to_ascii_lowercase().trim_end().ends_with("[1m]")
 }
@@ -279,10 +335,29 @@ pub fn tagged_1m(model: &str) -> bool {
 /// assert_eq!(requested_window("some-proxy-model"), 1_000_000);
 /// ```
 pub fn requested_window(model: &str) -> u64 {
+    requested_window_at(model, None)
+}
+
+/// [`requested_window`] in the release `version` names: a model the table
+/// does not know had 200k before 2.1.323, and a model whose 1M came later
+/// had 200k then.
+///
+/// ```
+/// use interband_hosts::claude::requested_window_at;
+/// assert_eq!(requested_window_at("some-proxy-model", Some("2.1.300")), 200_000);
+/// assert_eq!(requested_window_at("some-proxy-model", Some("2.1.323")), 1_000_000);
+/// assert_eq!(requested_window_at("claude-haiku-5-5", Some("2.1.292")), 200_000);
+/// assert_eq!(requested_window_at("claude-haiku-5-5[1m]", Some("2.1.292")), 1_000_000);
+/// ```
+pub fn requested_window_at(model: &str, version: Option<&str>) -> u64 {
     if tagged_1m(model) {
         return LARGE_WINDOW;
     }
-    model_window(model).map_or(LARGE_WINDOW, |(w, _)| w)
+    let unknown = match version.and_then(release) {
+        Some(at) if at < UNKNOWN_1M_SINCE => DEFAULT_WINDOW,
+        _ => LARGE_WINDOW,
+    };
+    model_window_at(model, version).map_or(unknown, |(w, _)| w)
 }
 
 /// How a session was started, as far as a hook can tell.
@@ -494,6 +569,8 @@ pub struct WindowFacts<'a> {
     pub used: u64,
     /// What the session's own history showed of that model.
     pub history: Option<&'a crate::history::Evidence>,
+    /// The release that wrote the transcript (its model table is used).
+    pub version: Option<&'a str>,
 }
 
 /// A session's window: how large, where that came from, and (a guess) the
@@ -539,7 +616,7 @@ pub fn window(
             .var("CLAUDE_CODE_MAX_CONTEXT_TOKENS")
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|&w| w > 0);
-        match k.model.map(|m| (m, model_window(m))) {
+        match k.model.map(|m| (m, model_window_at(m, k.version))) {
             Some((_, Some((w, false)))) => (w, From::Model, None),
             Some((_, Some((w, true)))) => match launch() {
                 Launch::Named(m) if tagged_1m(&m) => (LARGE_WINDOW, From::Launch, None),
@@ -709,6 +786,7 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         model: k.model,
         used: k.used,
         history: k.history,
+        version: k.version,
     };
     let (window, source, other) = window(&facts, env, || launch_model(env, k.project));
     crate::Limits {

@@ -129,6 +129,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
             tokens: context_tokens(usage)?,
             model: None,
             window,
+            version: None,
         })
     };
     match l.kind.as_ref().and_then(Value::as_str) {

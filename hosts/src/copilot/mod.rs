@@ -84,6 +84,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
                     .get("maxPromptTokens")
                     .and_then(crate::usage::count)
                     .filter(|w| *w > 0),
+                version: None,
             })
         }
         Some("user.message") => Some(Fact::Break),
@@ -98,6 +99,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             window: None,
+            version: None,
         }),
         Some("session.compaction_complete") if data["success"] != false => Some(Fact::Compaction {
             mark: id.unwrap_or_else(|| format!("compaction@{offset}")),

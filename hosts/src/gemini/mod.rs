@@ -133,6 +133,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
                 tokens,
                 window: model.as_deref().map(limit),
                 model,
+                version: None,
             })
         }
         _ => None,

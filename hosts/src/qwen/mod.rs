@@ -90,6 +90,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
                 tokens,
                 model: text(&l.model),
                 window: None,
+                version: None,
             })
         }
         // A prompt comes between two replies (a tool's result has a type of its own).
