@@ -116,8 +116,10 @@ fn text(r: &mut Rng, len: usize) -> String {
     out
 }
 
-/// Writes a session of about `mb` MB; returns its tool calls.
-fn generate(path: &Path, mb: u64) -> std::io::Result<u64> {
+/// Writes a session of about `mb` MB; returns its tool calls. With
+/// `usage` false its responses state no usage (Copilot CLI before 1.0.102,
+/// a Claude transcript written without it): every figure is the heuristic's.
+fn generate(path: &Path, mb: u64, with_usage: bool) -> std::io::Result<u64> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
     let size = std::cell::Cell::new(0u64);
@@ -139,7 +141,13 @@ fn generate(path: &Path, mb: u64) -> std::io::Result<u64> {
         size.set(size.get() + text.len() as u64 + 1);
         writeln!(f, "{text}")
     };
-    let usage = |u: u64| serde_json::json!({"input_tokens": u / 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u - u / 10, "output_tokens": 50});
+    let usage = |u: u64| {
+        if with_usage {
+            serde_json::json!({"input_tokens": u / 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u - u / 10, "output_tokens": 50})
+        } else {
+            serde_json::Value::Null
+        }
+    };
     line(
         &mut f,
         serde_json::json!({"type": "user", "message": {"role": "user", "content": "Refactor the parser"}}),
@@ -263,7 +271,16 @@ fn bench() -> Result<(), String> {
     let path: PathBuf = tmp
         .path()
         .join("3c9d1e2f-0a4b-4c5d-8e6f-7a8b9c0d1e2f.jsonl");
-    let calls = generate(&path, mb).map_err(|e| format!("cannot write the transcript: {e}"))?;
+    let calls =
+        generate(&path, mb, true).map_err(|e| format!("cannot write the transcript: {e}"))?;
+    // The same session with no usage stated, a quarter of the size: each
+    // call's hook finds no figure, and must not read the whole file again.
+    let bare_path = tmp
+        .path()
+        .join("5d2e3f4a-1b2c-4d3e-9f4a-8b9c0d1e2f3a.jsonl");
+    let bare_calls = generate(&bare_path, mb.div_ceil(4), false)
+        .map_err(|e| format!("cannot write the transcript: {e}"))?;
+    let bare = bare_path.to_str().ok_or("a non-UTF-8 temp path")?;
     if let Some(keep) = std::env::var_os("INTERBAND_BENCH_KEEP") {
         // For profiling: keep a copy of the generated transcript and stop.
         std::fs::copy(&path, &keep).map_err(|e| e.to_string())?;
@@ -306,6 +323,11 @@ fn bench() -> Result<(), String> {
             vec![BIN, "replay", "--defaults", file],
             keep,
         ),
+        (
+            "interband replay, no usage stated (a quarter of the size)",
+            vec![BIN, "replay", "--defaults", bare],
+            base.to_vec(),
+        ),
     ];
     let baseline = std::env::var("INTERBAND_BENCH_BASELINE").ok();
     let mut cases = cases;
@@ -340,9 +362,13 @@ fn bench() -> Result<(), String> {
         .collect();
     let floor = medians[0];
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let bare_bytes = std::fs::metadata(&bare_path)
+        .map_err(|e| e.to_string())?
+        .len();
     println!(
-        "transcript: {:.0} MB, {calls} tool calls; machine: nproc={cpus}, rounds={rounds}\n",
-        bytes as f64 / (1 << 20) as f64
+        "transcript: {:.0} MB, {calls} tool calls; with no usage: {:.0} MB, {bare_calls} tool calls; machine: nproc={cpus}, rounds={rounds}\n",
+        bytes as f64 / (1 << 20) as f64,
+        bare_bytes as f64 / (1 << 20) as f64
     );
     println!(
         "| case | median s | ratio to the floor | MB/s | calls/s | peak memory MB | peak /dev/shm growth MB |"
@@ -351,6 +377,11 @@ fn bench() -> Result<(), String> {
     let mut json = Vec::new();
     for (i, (name, _, _)) in cases.iter().enumerate() {
         let m = medians[i];
+        let (bytes, calls) = if name.contains("no usage") {
+            (bare_bytes, bare_calls)
+        } else {
+            (bytes, calls)
+        };
         let mbs = bytes as f64 / (1 << 20) as f64 / m;
         let cps = if i == 0 { 0.0 } else { calls as f64 / m };
         println!(

@@ -36,21 +36,25 @@
 //!
 //! 1. the statusline's `context_window.context_window_size` for the same
 //!    session (matched by session, never by model name);
-//! 2. the `requestedModel` of the transcript's latest response (2.1.x
-//!    writes it on every assistant line, with its tag): `[1m]` is 1M, any
-//!    other known model its own window;
-//! 3. `[interpulse] window`;
-//! 4. how the session was started ([`launch_model`]): the `--model` of the
+//! 2. the `requestedModel` of the transcript's latest response with the
+//!    `[1m]` tag (2.1.292 on write it on every assistant line): 1M;
+//! 3. the session's own history of that model ([`crate::history`]): usage
+//!    past 200k is 1M, an automatic compaction below where 1M compacts is
+//!    200k;
+//! 4. an untagged `requestedModel`: its window by the table of the release
+//!    that wrote the line ([`requested_window_at`]);
+//! 5. `[interpulse] window`;
+//! 6. how the session was started ([`launch_model`]): the `--model` of the
 //!    `claude` process that runs the hook, `ANTHROPIC_MODEL`, the settings'
 //!    `model`; a model named there with `[1m]` is 1M, a start that names
 //!    none (or one without the tag) keeps the model's own window;
-//! 5. the model's own window ([`model_window`], Claude Code's table): a
-//!    model with one window has it; one that can be opened to 1M, with
-//!    nothing above saying whether it was, is a guess: 1M is assumed (so
-//!    no warning comes before it is certain) and the 200k it may be is
-//!    told alongside; a model the table does not know has
-//!    `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, else it is a guess too (1M in the
-//!    Claude Code that writes `requestedModel`, 200k in older ones);
+//! 7. the model's own window ([`model_window_at`], the table of the release
+//!    that wrote the transcript): a model with one window has it; one that
+//!    can be opened to 1M, with nothing above saying whether it was, is a
+//!    guess: 1M is assumed for the level and the 200k it may be is told
+//!    alongside (the agent hears both from 200k's yellow on); a model the
+//!    table does not know has `CLAUDE_CODE_MAX_CONTEXT_TOKENS`, else it is
+//!    a guess too;
 //!
 //! `CLAUDE_CODE_DISABLE_1M_CONTEXT` makes every window 200k (after the
 //! statusline's), and the usage past the window assumed makes it 1M.
