@@ -354,10 +354,13 @@ pub const CLAUDE: Profile = Profile {
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     window_order: "the statusline for the same session; the model the transcript asked for \
-        (requestedModel, `[1m]`: 1M); interpulse.window; how the session was started \
-        (`--model`, ANTHROPIC_MODEL, the settings' model); the model's own window; where a \
-        model can be opened to 1M (or is not in Claude Code's table) and nothing says \
-        which, a guess (1M assumed); CLAUDE_CODE_DISABLE_1M_CONTEXT makes it 200k",
+        with `[1m]` (1M); the session's own history (an automatic compaction below 967k: 200k; \
+        usage past 200k: 1M); the model the transcript asked for, by its release's table; \
+        interpulse.window; how the session was started (`--model`, ANTHROPIC_MODEL, the \
+        settings' model); the model's own window in the release that wrote the transcript; \
+        where a model can be opened to 1M (or is not in the table) and nothing says which, a \
+        guess (1M assumed, both windows told to the agent from 200k's yellow on); \
+        CLAUDE_CODE_DISABLE_1M_CONTEXT makes it 200k",
     heavy_tools: &[
         "Read",
         "Grep",
@@ -543,9 +546,11 @@ pub const QWEN: Profile = Profile {
     pre_compaction_steers: true,
     compact_command: "/compress",
     headless_compact: None,
-    window_order: "the Stop input's context_limit (Qwen's own); \
-        model.generationConfig.contextWindowSize in Qwen's settings; interpulse.window; \
-        1,000,000 assumed (200,000 possible) until Qwen states it",
+    window_order: "the Stop input's context_limit (Qwen's own, when it holds the usage \
+        stated with it); model.generationConfig.contextWindowSize in Qwen's settings; \
+        interpulse.window; the session's own history (a compression at its limit below 850k: \
+        200,000; usage past 200k: 1M); 1,000,000 assumed (200,000 possible, both told) until \
+        one of these says",
     heavy_tools: &[
         "read_file",
         "glob",
@@ -616,8 +621,10 @@ pub const COPILOT: Profile = Profile {
     compact_command: "/compact",
     headless_compact: None,
     window_order: "the statusline's displayed_context_limit; the session log's maxPromptTokens \
-        (each call's); COPILOT_PROVIDER_MAX_PROMPT_TOKENS; interpulse.window; 128,000 assumed \
-        (64,000 possible) until Copilot states it",
+        (each call's) or a compaction's tokenLimit; COPILOT_PROVIDER_MAX_PROMPT_TOKENS; \
+        interpulse.window; the session's own history (a threshold compaction below 102k: 64,000; \
+        usage past 64k: 128,000); 128,000 assumed (64,000 possible, both told) until one of \
+        these says",
     heavy_tools: &["Read", "Grep", "Glob", "view", "grep", "glob", "web_fetch"],
     edit_tools: &["Edit", "Write", "edit", "create"],
     shell_tools: &["Bash", "bash"],

@@ -490,6 +490,44 @@ mod tests {
     }
 
     #[test]
+    fn a_floor_reads_only_what_was_written_since_and_finds_the_same() {
+        // A transcript with no figure: the read says where its whole lines end.
+        let quiet = file(&[user("a"), user("b")]);
+        let f = temp_with(&quiet);
+        let first = read_tail(f.path(), DEFAULT_SCAN_CAP).unwrap();
+        assert_eq!(
+            (first.usage.as_ref(), first.lines_to),
+            (None, quiet.len() as u64)
+        );
+        // Lines written since: from the floor, the same answer as the whole.
+        let mut more = quiet.clone();
+        more.extend(file(&[assistant("m", "claude-x", 10, 0, 990), user("c")]));
+        let f = temp_with(&more);
+        let whole = read_tail(f.path(), DEFAULT_SCAN_CAP).unwrap();
+        let since =
+            read_tail_from(f.path(), DEFAULT_SCAN_CAP, Host::Claude, first.lines_to).unwrap();
+        assert_eq!(since, whole);
+        assert_eq!(used(&since), Some((1000, UsageKind::Assistant)));
+        // Nothing below the floor is looked at (a figure there is not found).
+        let below = read_tail_from(
+            f.path(),
+            DEFAULT_SCAN_CAP,
+            Host::Claude,
+            more.len() as u64 - 20,
+        )
+        .unwrap();
+        assert_eq!(below.usage, None);
+        // A half-written last line: the whole lines end before it.
+        let mut torn = more.clone();
+        torn.extend_from_slice(br#"{"type":"assis"#);
+        let f = temp_with(&torn);
+        assert_eq!(
+            read_tail(f.path(), DEFAULT_SCAN_CAP).unwrap().lines_to,
+            more.len() as u64
+        );
+    }
+
+    #[test]
     fn fixture_ends_with_compact_boundary() {
         let bytes = fixture();
         let tail = tail_of(&bytes);
