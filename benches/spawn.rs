@@ -58,6 +58,11 @@ struct Case {
     stdin: Option<Vec<u8>>,
     /// Or bytes made for each run (its number): a new session every time.
     stdin_for: Option<fn(u64) -> Vec<u8>>,
+    /// The build's own root, a folder of its name under the bench's root:
+    /// each build keeps its sessions' state as it writes it (one build's
+    /// state, rewritten by another that does not know a field, would cost
+    /// it what it keeps there).
+    build: String,
 }
 
 impl Case {
@@ -68,6 +73,7 @@ impl Case {
             argv,
             stdin: None,
             stdin_for: None,
+            build: String::new(),
         }
     }
 
@@ -401,6 +407,7 @@ fn cases(
         builds.push((suffix, bin.as_str()));
     }
     for (suffix, bin) in builds {
+        let first = cases.len();
         let publish = [
             bin,
             "publish",
@@ -469,6 +476,12 @@ fn cases(
                 );
             }
         }
+        for c in &mut cases[first..] {
+            c.build = suffix
+                .trim()
+                .trim_matches(|c| c == '(' || c == ')')
+                .replace(' ', "-");
+        }
     }
     if let Some(cmd) = peer {
         cases.push(Case::new("peer", &["sh", "-c", cmd]));
@@ -484,8 +497,13 @@ fn run(case: &Case, env: &[(&str, PathBuf)]) -> Result<f64, String> {
         .map(|f| f(RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let stdin = fresh.as_ref().or(case.stdin.as_ref());
     let mut cmd = Command::new(&case.argv[0]);
-    cmd.args(&case.argv[1..])
-        .envs(env.iter().map(|(k, v)| (k, v)));
+    cmd.args(&case.argv[1..]).envs(env.iter().map(|(k, v)| {
+        if *k == "INTERBAND_ROOT" && !case.build.is_empty() {
+            (k, v.join(&case.build))
+        } else {
+            (k, v.clone())
+        }
+    }));
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
