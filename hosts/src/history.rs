@@ -194,6 +194,9 @@ impl History {
             self.scanned_to = 0;
         }
         let from = self.scanned_to.max(len.saturating_sub(SCAN_CAP));
+        if from >= len {
+            return Ok(());
+        }
         let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
         let (found, done_to) = compactions(from, len, marks, host, read)?;
         for (line_start, fact) in found {

@@ -149,6 +149,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
     let mut tail_window = None;
     let mut version = None;
     let mut compaction = None;
+    let mut len = None;
     let mut quiet = None;
     let transcript = input.transcript_path.as_deref().map(Path::new);
     let (used, source, window) = if let Some((used, w)) = input
@@ -170,6 +171,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
         };
         let tail = transcript
             .and_then(|p| tail::read_tail_from(p, tail::DEFAULT_SCAN_CAP, host, floor(p)).ok());
+        len = tail.as_ref().map(|t| t.len);
         quiet = tail
             .as_ref()
             .filter(|t| t.usage.is_none() && t.latest_boundary.is_none())
@@ -206,7 +208,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
             (None, _) => {
                 return Observed {
                     figures: None,
-                    history: history_of(prior, transcript, host, model.as_deref(), None),
+                    history: history_of(prior, transcript, host, model.as_deref(), None, len),
                     model,
                     compaction,
                     quiet,
@@ -217,7 +219,7 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
     };
     // A figure a response stated (not a compaction's own) is evidence too.
     let response = (source != Source::Compaction).then_some(used);
-    let history = history_of(prior, transcript, host, model.as_deref(), response);
+    let history = history_of(prior, transcript, host, model.as_deref(), response, len);
     // The window the host states for this session (the hook input's, the
     // statusline's for the same session id), else what the transcript says.
     // The window the host states for this session (the hook input's, the
@@ -268,20 +270,25 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
 }
 
 /// The session's history of its window, taken on from `prior`'s by what
-/// was written to `transcript` since, and by a response's figure `used`.
-/// `None` where the host's transcript states its window (nothing to learn).
+/// was written to `transcript` since (`len`: its length as the tail read
+/// found it, when it did: a transcript searched to there is not opened
+/// again), and by a response's figure `used`. `None` where the host's
+/// transcript states its window (nothing to learn).
 fn history_of(
     prior: &State,
     transcript: Option<&Path>,
     host: Host,
     model: Option<&str>,
     used: Option<u64>,
+    len: Option<u64>,
 ) -> Option<History> {
     if host.profile().compaction_marks.is_empty() {
         return None;
     }
     let mut history = prior.history.clone();
-    if let Some(path) = transcript {
+    let searched =
+        |path: &Path| history.path.as_deref() == path.to_str() && len == Some(history.scanned_to);
+    if let Some(path) = transcript.filter(|p| !searched(p)) {
         // A transcript that cannot be read adds nothing; what was known stands.
         let _ = history.scan(path, host);
     }
