@@ -340,6 +340,11 @@ fn bench() -> Result<(), String> {
             vec![b.as_str(), "replay", "--defaults", file],
             base.to_vec(),
         ));
+        cases.push((
+            "interband replay, no usage stated (baseline)",
+            vec![b.as_str(), "replay", "--defaults", bare],
+            base.to_vec(),
+        ));
     }
     let mut samples = vec![Vec::new(); cases.len()];
     let mut peak = vec![0u64; cases.len()];
