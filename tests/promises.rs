@@ -623,4 +623,9 @@ fn one_figure_everywhere(used: u64, pct: &str, tokens: &str, left: &str, usable:
         &serde_json::to_vec(&line).unwrap(),
     ));
     assert!(old_view.contains(&format!("{usable} usable")), "{old_view}");
+    let replayed = stdout(&s.w.run(&["replay", s.path.to_str().unwrap()]));
+    assert!(
+        replayed.contains(&format!("{pct} ({tokens} tokens)")),
+        "replay reads the same figure: {replayed}"
+    );
 }

@@ -37,6 +37,9 @@ pub struct View {
     pub level: Level,
     /// Where the level came from.
     pub basis: Basis,
+    /// When the window is a guess between two: the smaller one, and the
+    /// tokens used (the view above is the larger's).
+    pub either: Option<(u64, u64)>,
 }
 
 /// What segments render from: the input, the settings, and the bus values
@@ -118,6 +121,7 @@ impl<'a> Ctx<'a> {
             usable,
             level: Thresholds::default().usable.below(usable),
             basis: Basis::Input,
+            either: own.either().map(|(w, _)| (w, own.used_tokens)),
         };
         let Some(p) = self
             .session()
@@ -257,6 +261,14 @@ pub(crate) fn context_segment(ctx: &Ctx) -> Option<String> {
         body.push_str(&format!(
             "{} to compact ",
             interband::context::tokens_text(view.to_compact)
+        ));
+    }
+    // A window nobody states, of two possible: what the smaller would mean.
+    if let Some((smaller, used)) = view.either {
+        body.push_str(&format!(
+            "(window not known: {} if {}) ",
+            interband::context::used_text(used, smaller),
+            interband::context::tokens_text(smaller)
         ));
     }
     body.push_str(&word);

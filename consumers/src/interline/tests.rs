@@ -766,3 +766,23 @@ fn wrap_of_a_missing_program_says_so() {
     );
     assert!(out.is_err(), "{out:?}");
 }
+
+#[test]
+fn a_window_nobody_states_shows_what_the_smaller_one_would_mean() {
+    let (_d, bus) = temp_bus();
+    // Copilot CLI's statusline without its limit: 128k assumed, 64k possible.
+    let input = Input {
+        window: None,
+        model_name: Some("GPT".into()),
+        host: interband_hosts::Host::Copilot,
+        ..used(50_000)
+    };
+    let out = render(&bus, &input, &plain(), &none, 1.0);
+    assert_eq!(
+        out.line,
+        "GPT │ ctx 39% used ████░░░░░░ 52k to compact (window not known: 78% used if 64k) GREEN"
+    );
+    // A window stated: nothing of the kind.
+    let out = render(&bus, &used(50_000), &plain(), &none, 1.0);
+    assert!(!out.line.contains("not known"), "{}", out.line);
+}
