@@ -149,15 +149,15 @@ fn an_automatic_compaction_at_171k_settles_200k_and_160k_is_red() {
         "{p}"
     );
     assert!(p.get("window_other").is_none(), "not a guess: {p}");
-    let said = said(&out);
+    let told = said(&out);
     assert!(
-        said.contains("Context RED: 80% used (160k of 200k tokens)"),
-        "{said}"
+        told.contains("Context RED: 80% used (160k of 200k tokens)"),
+        "{told}"
     );
     // The state keeps it: a later call reads only what was written since.
     let again = hook(&w, "PostToolUse", "h1", &t);
     assert_eq!(pressure(&w, "h1")["window_source"], "compaction");
-    assert_eq!(said_of(&again), "", "once per level");
+    assert_eq!(said(&again), "", "once per level");
 }
 
 #[test]
@@ -189,31 +189,27 @@ fn with_no_evidence_the_agent_is_told_both_windows_a_note_is_written_and_no_stop
         ),
         "{p}"
     );
-    let said = said(&out);
+    let told = said(&out);
     assert!(
-        said.starts_with("Context: 160k tokens used, window not known: if it is 200k, 80% used, 7k to compact; if it is 1M, 16% used, 807k to compact (from the transcript)."),
-        "{said}"
+        told.starts_with("Context: 160k tokens used, window not known: if it is 200k, 80% used, 7k to compact; if it is 1M, 16% used, 807k to compact (from the transcript)."),
+        "{told}"
     );
-    assert!(said.contains("nothing needs to stop"), "{said}");
+    assert!(told.contains("nothing needs to stop"), "{told}");
     for order in ["start nothing new", "Context RED", "Context ORANGE"] {
-        assert!(!said.contains(order), "an order on a guess: {said}");
+        assert!(!told.contains(order), "an order on a guess: {told}");
     }
     assert!(
-        said.contains("saved a memory note"),
-        "a note at the smaller window's orange: {said}"
+        told.contains("saved a memory note"),
+        "a note at the smaller window's orange: {told}"
     );
     // Once per level: the next call says nothing new.
-    assert_eq!(said_of(&hook(&w, "PostToolUse", "g1", &t)), "");
+    assert_eq!(said(&hook(&w, "PostToolUse", "g1", &t)), "");
     // The turn's end blocks nothing on a guess.
     let stop = hook(&w, "Stop", "g1", &t);
     assert!(
         !stop.contains("\"block\""),
         "a Stop blocked on a guess: {stop}"
     );
-}
-
-fn said_of(out: &str) -> String {
-    said(out)
 }
 
 #[test]

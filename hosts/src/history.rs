@@ -37,6 +37,11 @@ pub const SCAN_CAP: u64 = 64 << 20;
 /// How far back from a compaction its context's figure is looked for.
 const BEFORE_CAP: u64 = 4 << 20;
 
+/// At most this many compactions are read back from in one search, the
+/// latest: each costs a read of what came before it, and a transcript (a
+/// file anyone could have written) may hold any number.
+pub const COMPACTIONS_READ: usize = 32;
+
 /// Bytes read at a time.
 const CHUNK: usize = 1 << 20;
 
@@ -53,8 +58,6 @@ pub struct Evidence {
     pub peak: u64,
     /// The lowest figure an automatic compaction happened at, tokens.
     pub auto_compacted_at: Option<u64>,
-    /// How many automatic compactions were seen.
-    pub auto_compactions: u64,
 }
 
 impl Evidence {
@@ -65,7 +68,7 @@ impl Evidence {
     /// ```
     /// use interband_hosts::history::Evidence;
     /// use interband::context::WindowSource;
-    /// let e = Evidence { auto_compacted_at: Some(171_000), auto_compactions: 1, ..Default::default() };
+    /// let e = Evidence { auto_compacted_at: Some(171_000), ..Default::default() };
     /// assert_eq!(e.settles(1_000_000, 200_000, 967_000), Some((200_000, WindowSource::Compaction)));
     /// let e = Evidence { peak: 230_000, ..e };
     /// assert_eq!(e.settles(1_000_000, 200_000, 967_000), Some((1_000_000, WindowSource::Usage)));
@@ -150,7 +153,6 @@ impl History {
         }
         let e = self.entry(model);
         e.auto_compacted_at = Some(e.auto_compacted_at.map_or(tokens, |a| a.min(tokens)));
-        e.auto_compactions += 1;
     }
 
     /// Takes in what another reading of the same session found (the
@@ -166,7 +168,6 @@ impl History {
         for e in &other.models {
             let mine = self.entry(e.model.as_deref());
             mine.peak = mine.peak.max(e.peak);
-            mine.auto_compactions = mine.auto_compactions.max(e.auto_compactions);
             mine.auto_compacted_at = match (mine.auto_compacted_at, e.auto_compacted_at) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -198,8 +199,12 @@ impl History {
             return Ok(());
         }
         let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
-        let (found, done_to) = compactions(from, len, marks, host, read)?;
-        for (line_start, fact) in found {
+        // Where the last search ended is a line's start; a capped first
+        // look may start inside one.
+        let inside = from > self.scanned_to;
+        let (found, done_to) = compactions(from, inside, len, marks, host, read)?;
+        let skip = found.len().saturating_sub(COMPACTIONS_READ);
+        for (line_start, fact) in found.into_iter().skip(skip) {
             let Fact::Compaction {
                 before, automatic, ..
             } = fact
@@ -223,9 +228,11 @@ impl History {
 }
 
 /// The compaction lines in `[from, len)` (each line's start and fact), and
-/// where the whole lines searched end.
+/// where the whole lines searched end; `inside`: `from` may be inside a line
+/// (then the search starts at the next).
 fn compactions<R>(
     from: u64,
+    inside: bool,
     len: u64,
     marks: &[&[u8]],
     host: Host,
@@ -242,7 +249,7 @@ where
     let mut pos = from;
     let mut done_to = from;
     // A search that starts inside a line (a capped first look) skips to the next.
-    let mut skip_first = from > 0;
+    let mut skip_first = inside;
     if skip_first {
         let mut b = [0u8; 1];
         read(from - 1, &mut b)?;
@@ -284,6 +291,9 @@ where
                     reader(&whole[line_start..line_end], offset)
                 {
                     found.push((base + line_start as u64, fact));
+                    if found.len() >= 2 * COMPACTIONS_READ {
+                        found.drain(..COMPACTIONS_READ);
+                    }
                 }
             }
         }
@@ -362,8 +372,9 @@ mod tests {
         assert_eq!(
             h.of(Some("claude-haiku-4-5-20251001"))
                 .unwrap()
-                .auto_compactions,
-            1
+                .auto_compacted_at,
+            Some(171_234),
+            "what was learned stands"
         );
     }
 
@@ -412,6 +423,28 @@ mod tests {
         let mut merged = History::default();
         merged.merge(&h);
         assert_eq!(merged, h);
+    }
+
+    #[test]
+    fn a_transcript_of_many_compactions_is_read_back_from_its_latest_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut lines = Vec::new();
+        for i in 0..200u64 {
+            lines.push(assistant(&format!("a{i}"), "m", 150_000 + i));
+            lines.push(boundary(&format!("c{i}"), "auto", 160_000 + i));
+        }
+        write(&path, &lines);
+        let mut h = History::default();
+        h.scan(&path, Host::Claude).unwrap();
+        let e = h.of(Some("m")).unwrap();
+        // The latest 32 alone: the lowest of them, and their peak.
+        assert_eq!(
+            e.auto_compacted_at,
+            Some(160_000 + 200 - COMPACTIONS_READ as u64)
+        );
+        assert_eq!(e.peak, 150_199);
+        assert_eq!(h.scanned_to, std::fs::metadata(&path).unwrap().len());
     }
 
     #[test]

@@ -130,10 +130,6 @@ pub struct Profile {
     /// Whether `SessionStart` comes with `source: "compact"` after a
     /// compaction (Gemini has no such source).
     pub start_after_compaction: bool,
-    /// Whether a hook input of the host's states the window (Qwen Code's
-    /// `Stop`: `context_limit`), which then stands for the session's other
-    /// events; only then does a call look for one stated before.
-    pub input_states_window: bool,
     /// Whether the host writes a response's line, with the tool calls it
     /// makes and its usage, only after those calls' tool hooks ran (Claude
     /// Code): a tool hook reads the figure one response old.
@@ -347,7 +343,6 @@ pub const CLAUDE: Profile = Profile {
     session_end: "SessionEnd",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
-    input_states_window: false,
     writes_calls_after_their_hooks: true,
     context_output: input::additional_context,
     pre_compaction_steers: false,
@@ -417,7 +412,6 @@ pub const CODEX: Profile = Profile {
     session_end: "SessionEnd",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
-    input_states_window: false,
     writes_calls_after_their_hooks: false,
     context_output: input::additional_context,
     pre_compaction_steers: false,
@@ -474,7 +468,6 @@ pub const GEMINI: Profile = Profile {
     session_end: "SessionEnd",
     pre_compaction_means_compaction: false,
     start_after_compaction: false,
-    input_states_window: false,
     writes_calls_after_their_hooks: false,
     context_output: input::additional_context,
     pre_compaction_steers: false,
@@ -540,7 +533,6 @@ pub const QWEN: Profile = Profile {
     session_end: "SessionEnd",
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
-    input_states_window: true,
     writes_calls_after_their_hooks: false,
     context_output: input::additional_context,
     pre_compaction_steers: true,
@@ -613,7 +605,6 @@ pub const COPILOT: Profile = Profile {
     pre_compaction_means_compaction: true,
     // No hook after its compaction: the note comes back with the next tool call.
     start_after_compaction: false,
-    input_states_window: false,
     writes_calls_after_their_hooks: false,
     // Only a top-level additionalContext reaches the model.
     context_output: input::top_level_context,

@@ -331,7 +331,7 @@ where
             };
             if decided {
                 let mut tail = Tail::of(back.reading(), len);
-                tail.lines_to = lines_to.unwrap_or(window_start);
+                tail.lines_to = lines_to.unwrap_or(floor);
                 return Ok((tail, bytes_read));
             }
             end = nl;
@@ -351,7 +351,7 @@ where
         judge(&joined, offset_past(line_end, len));
     }
     let mut tail = Tail::of(back.reading(), len);
-    tail.lines_to = lines_to.unwrap_or(window_start);
+    tail.lines_to = lines_to.unwrap_or(floor);
     Ok((tail, bytes_read))
 }
 

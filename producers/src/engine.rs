@@ -135,6 +135,8 @@ pub struct Observation {
     pub history: Option<History>,
     /// How far the transcript holds nothing, as this look found.
     pub quiet: Option<Quiet>,
+    /// The model the transcript's latest response names, when read.
+    pub model: Option<String>,
 }
 
 /// Something the caller must do.
@@ -206,10 +208,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
     s.heavy_calls += u64::from(heavy);
     s.est_tokens += call.response_bytes as f64 / 4.0;
 
-    let (level, heuristic, known) = take_figures(&mut s, obs, cfg);
-    let unsure = known
-        .and_then(|f| level_if_smaller(&f, cfg))
-        .filter(|l| *l > level);
+    let (level, heuristic, known, unsure) = take_figures(&mut s, obs, cfg);
 
     let mut actions = Vec::new();
     // Debounce: escalation past the last warning speaks at once, anything
@@ -229,15 +228,7 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
         s.last_warning = call.now;
     }
 
-    // A note is cheap and harmless: written at the smaller window's orange
-    // too, but nothing of red's (its file, its wind-down) on a guess.
-    checkpoints(
-        &mut s,
-        level.max(unsure.unwrap_or(Level::Green).min(Level::Orange)),
-        call.now,
-        cfg,
-        &mut actions,
-    );
+    checkpoints(&mut s, level, unsure, call.now, cfg, &mut actions);
 
     // Directive re-injection: at used-% thresholds, or every N calls while
     // no usage is known (only those calls count).
@@ -312,8 +303,13 @@ pub fn level_if_smaller(f: &Figures, cfg: &Config) -> Option<Level> {
 /// The level from the observation: real usage decides once it is known in
 /// this context (a call that could not read it, a transcript mid-write,
 /// keeps the last figure, not the heuristic), else the heuristic. Returns
-/// the level, the heuristic's, and the figures it came from.
-fn take_figures(s: &mut State, obs: &Observation, cfg: &Config) -> (Level, Level, Option<Figures>) {
+/// the level, the heuristic's, the figures it came from, and the level the
+/// smaller window would mean when the window is a guess and that is higher.
+fn take_figures(
+    s: &mut State,
+    obs: &Observation,
+    cfg: &Config,
+) -> (Level, Level, Option<Figures>, Option<Level>) {
     let heuristic = heuristic_level(s, cfg);
     let known = obs.figures.or(s.figures);
     let level = match known {
@@ -330,9 +326,15 @@ fn take_figures(s: &mut State, obs: &Observation, cfg: &Config) -> (Level, Level
     if let Some(h) = &obs.history {
         s.history.merge(h);
     }
+    if obs.model.is_some() {
+        s.model.clone_from(&obs.model);
+    }
     s.quiet.clone_from(&obs.quiet);
     s.level = level;
-    (level, heuristic, known)
+    let unsure = known
+        .and_then(|f| level_if_smaller(&f, cfg))
+        .filter(|l| *l > level);
+    (level, heuristic, known, unsure)
 }
 
 /// Whether a figure of `used` tokens, after one of `last`, is a new
@@ -367,8 +369,19 @@ fn start_over_if_new(s: &mut State, obs: &Observation) {
     }
 }
 
-/// Checkpoints: orange throttled; red once more if the last was orange.
-fn checkpoints(s: &mut State, level: Level, now: f64, cfg: &Config, actions: &mut Vec<Action>) {
+/// Checkpoints: orange throttled; red once more if the last was orange. A
+/// note is cheap and harmless: written at the smaller window's orange too
+/// when the window is a guess (`unsure`), but nothing of red's (its file,
+/// its wind-down) on a guess.
+fn checkpoints(
+    s: &mut State,
+    level: Level,
+    unsure: Option<Level>,
+    now: f64,
+    cfg: &Config,
+    actions: &mut Vec<Action>,
+) {
+    let level = level.max(unsure.map_or(Level::Green, |l| l.min(Level::Orange)));
     if level < Level::Orange {
         return;
     }
@@ -413,18 +426,9 @@ fn checkpoints(s: &mut State, level: Level, now: f64, cfg: &Config, actions: &mu
 pub fn settle(prev: &State, now: f64, obs: &Observation, cfg: &Config) -> Outcome {
     let mut s = prev.clone();
     start_over_if_new(&mut s, obs);
-    let (level, heuristic, known) = take_figures(&mut s, obs, cfg);
-    let unsure = known
-        .and_then(|f| level_if_smaller(&f, cfg))
-        .filter(|l| *l > level);
+    let (level, heuristic, _, unsure) = take_figures(&mut s, obs, cfg);
     let mut actions = Vec::new();
-    checkpoints(
-        &mut s,
-        level.max(unsure.unwrap_or(Level::Green).min(Level::Orange)),
-        now,
-        cfg,
-        &mut actions,
-    );
+    checkpoints(&mut s, level, unsure, now, cfg, &mut actions);
     Outcome {
         state: s,
         level,

@@ -107,6 +107,7 @@ impl Observed {
             directives,
             history: self.history,
             quiet: self.quiet,
+            model: self.model,
         }
     }
 }
@@ -220,8 +221,6 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
     // A figure a response stated (not a compaction's own) is evidence too.
     let response = (source != Source::Compaction).then_some(used);
     let history = history_of(prior, transcript, host, model.as_deref(), response, len);
-    // The window the host states for this session (the hook input's, the
-    // statusline's for the same session id), else what the transcript says.
     // The window the host states for this session (the hook input's, the
     // statusline's for the same session id), else what the transcript says;
     // a window a hook input stated before stands (Qwen's Stop states it, its
@@ -391,12 +390,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
             observe(h, input, cfg, input.host(), s)
         };
         refused.replace(seen.refused.clone());
-        let model = seen.model.clone();
-        let mut o = engine::step(s, &call, &seen.into_observation(directives.is_some()), cfg);
-        if model.is_some() {
-            o.state.model = model;
-        }
-        o
+        engine::step(s, &call, &seen.into_observation(directives.is_some()), cfg)
     });
     let out = c.outcome;
     reply.problems.extend(c.problems);
@@ -601,20 +595,13 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let seen = observe(h, input, cfg, input.host(), &known);
     reply.problems.extend(seen.refused.iter().cloned());
     let new_figure = seen.figures.is_some_and(|f| known.figures != Some(f));
-    let model = seen.model.clone();
     let obs = seen.into_observation(false);
     // A new context is not this event's to take: the host's start event, or
     // (Gemini) the next call or turn, takes it and brings the note back.
     if !new_figure || engine::is_new_context(&known, &obs) {
         return Ok(reply);
     }
-    let c = commit(h, input, cfg, |s| {
-        let mut o = engine::settle(s, h.now, &obs, cfg);
-        if model.is_some() {
-            o.state.model.clone_from(&model);
-        }
-        o
-    });
+    let c = commit(h, input, cfg, |s| engine::settle(s, h.now, &obs, cfg));
     reply.problems.extend(c.problems);
     reply.checkpoint = c.checkpoint;
     reply.unpublished = (!c.published).then_some(c.outcome.level);

@@ -1057,7 +1057,7 @@ mod tests {
             used in 0u64..200_000,
             model in prop::sample::select(MODELS),
         ) {
-            let history = Evidence { auto_compacted_at: Some(at), auto_compactions: 1, peak: used.min(200_000), ..Default::default() };
+            let history = Evidence { auto_compacted_at: Some(at), peak: used.min(200_000), ..Default::default() };
             let k = WindowFacts { history: Some(&history), ..facts(model, used) };
             let (w, from, other) = window(&k, &none, || Launch::Unknown);
             prop_assert_eq!((w, from, other), (200_000, From::Compaction, None));
