@@ -445,6 +445,37 @@ mod tests {
     }
 
     #[test]
+    fn a_compaction_says_whether_copilot_compacted_on_its_own_and_for_which_window() {
+        let mut seen = Vec::new();
+        for name in [
+            "events.compaction-threshold.filtered.jsonl",
+            "events.interactive-manual-compact.jsonl",
+        ] {
+            let t = fixture("1.0.102", name);
+            for (i, line) in t.split(|b| *b == b'\n').enumerate() {
+                if let Some(Fact::Compaction {
+                    before,
+                    automatic,
+                    window,
+                    ..
+                }) = fact(line, i as u64)
+                {
+                    let v: Value = serde_json::from_slice(line).unwrap();
+                    let d = &v["data"];
+                    assert_eq!(automatic, Some(d["trigger"] == "threshold"), "{name}");
+                    assert_eq!(before, d["preCompactionTokens"].as_u64(), "{name}");
+                    assert_eq!(window, d["tokenLimit"].as_u64(), "{name}");
+                    seen.push(automatic);
+                }
+            }
+        }
+        assert!(
+            seen.contains(&Some(true)) && seen.contains(&Some(false)),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
     fn a_session_before_1_0_102_shows_the_figure_it_ended_on() {
         // 1.0.73 writes no call's usage; each end states the context.
         let t = fixture("1.0.73", "events.shutdown-resume.jsonl");
