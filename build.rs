@@ -6,14 +6,18 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=INTERBAND_COMMIT");
-    // A new commit moves HEAD or the branch it names.
-    for f in [".git/HEAD", ".git/packed-refs"] {
-        println!("cargo:rerun-if-changed={f}");
-    }
+    // A new commit moves HEAD or the branch it names. Only files that exist
+    // are named: cargo takes a missing one as changed on every build, and a
+    // checkout may keep its refs loose (no packed-refs) or packed (no loose
+    // file for the branch), or be no checkout at all.
+    let mut watched = vec![".git/HEAD".to_owned(), ".git/packed-refs".to_owned()];
     if let Ok(head) = std::fs::read_to_string(".git/HEAD")
         && let Some(r) = head.trim().strip_prefix("ref: ")
     {
-        println!("cargo:rerun-if-changed=.git/{r}");
+        watched.push(format!(".git/{r}"));
+    }
+    for f in watched.iter().filter(|f| std::path::Path::new(f).is_file()) {
+        println!("cargo:rerun-if-changed={f}");
     }
     let commit = std::env::var("INTERBAND_COMMIT")
         .ok()

@@ -132,11 +132,55 @@ fn fast_path() -> Option<Command> {
         ["hook"] => Some(Command::Hook(commands::hook::Hook::default())),
         ["hook", "--host", key] => Some(Command::Hook(commands::hook::Hook {
             host: Some(key.to_owned()),
+            ..Default::default()
         })),
         ["statusline"] => Some(Command::Statusline(commands::hook::Statusline::default())),
         ["statusline", "--host", key] => Some(Command::Statusline(commands::hook::Statusline {
             host: Some(key.to_owned()),
             ..Default::default()
+        })),
+        _ => None,
+    }
+}
+
+/// A host runs `interband hook` and `interband statusline` with the
+/// arguments an install wrote, perhaps in a repository a teammate's newer or
+/// older binary shares: those two never refuse their arguments (a refusal is
+/// exit 2, which Claude Code takes for a blocking error). What they do not
+/// know is logged and ignored, and the event is handled. Help is still help.
+fn lenient(e: &clap::Error) -> Option<Command> {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        return None;
+    }
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (command, rest) = args.split_first()?;
+    let mut host = None;
+    let mut ignored = Vec::new();
+    let mut timings = false;
+    let mut wrap = None;
+    let mut rest = rest.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--host" => host = rest.next().cloned(),
+            a if a.starts_with("--host=") => host = Some(a["--host=".len()..].to_owned()),
+            "--timings" if command == "statusline" => timings = true,
+            "--wrap" if command == "statusline" => {
+                wrap = Some(rest.by_ref().cloned().collect::<Vec<_>>());
+            }
+            other => ignored.push(other.to_owned()),
+        }
+    }
+    match command.as_str() {
+        "hook" => Some(Command::Hook(commands::hook::Hook { host, ignored })),
+        "statusline" => Some(Command::Statusline(commands::hook::Statusline {
+            host,
+            timings,
+            wrap: wrap.filter(|w| !w.is_empty()),
+            ignored,
         })),
         _ => None,
     }
@@ -149,7 +193,13 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let cli = match fast_path() {
         Some(command) => Cli { command },
-        None => Cli::parse(),
+        None => match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => match lenient(&e) {
+                Some(command) => Cli { command },
+                None => e.exit(),
+            },
+        },
     };
     if !matches!(
         cli.command,

@@ -877,3 +877,47 @@ fn the_host_named_on_the_command_line_is_the_host_whatever_the_input_looks_like(
         "{logged}"
     );
 }
+
+/// `install --project` commits `interband hook --host KEY` into a repository;
+/// a teammate's binary a version apart may not know an argument in it. A
+/// refusal is exit 2 with clap's words on stderr, which Claude Code takes for
+/// a blocking error: host-run commands log what they do not know and go on.
+#[test]
+fn host_run_commands_never_refuse_arguments_they_do_not_know() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "s.jsonl", 160_000);
+    let log = w.dir.path().join("hook.log");
+    for (i, args) in [
+        &["hook", "--host", "claude", "--from-a-newer-release"][..],
+        &["hook", "--newer=1", "--host=claude", "extra"],
+        &["hook", "--host"],
+        &["hook", "-x", "--host", "claude", "--host-format", "v2"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let session = format!("args-{i}");
+        let o = with_stdin(w.cmd(args).env("INTERBAND_LOG", &log), &input(&session, &t));
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?}: nothing on stderr");
+        let context = context_of(&o, "PostToolUse")
+            .unwrap_or_else(|| panic!("{args:?}: the event is handled and the agent warned"));
+        assert!(context.contains("RED"), "{args:?}: {context}");
+        pressure(&w, &session);
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("ignored arguments this build does not know: --from-a-newer-release"),
+        "{logged}"
+    );
+    // The statusline likewise prints its line.
+    let o = w.run_with_stdin(
+        &["statusline", "--host", "claude", "--style=new", "--timings"],
+        &fixture("statusLine.input.json"),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("ctx"), "{}", stdout(&o));
+    // Help is still help, and other commands still refuse what they do not know.
+    assert_eq!(code(&w.run(&["hook", "--help"])), 0);
+    assert_eq!(code(&w.run(&["pressure", "--no-such-flag"])), 2);
+}

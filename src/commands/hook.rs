@@ -190,11 +190,26 @@ pub struct Hook {
     /// `interband install` names it; without it, the input tells.
     #[arg(long, value_name = "KEY")]
     pub host: Option<String>,
+    /// Arguments this build does not know (a newer or older install's):
+    /// logged and ignored, never refused.
+    #[arg(skip)]
+    pub ignored: Vec<String>,
+}
+
+/// Logs the arguments a host-run command ignored.
+fn log_ignored(command: &str, ignored: &[String]) {
+    if !ignored.is_empty() {
+        log(&format!(
+            "{command}: ignored arguments this build does not know: {}",
+            ignored.join(" ")
+        ));
+    }
 }
 
 impl Hook {
     pub fn run(self) -> Result<u8> {
         fail_open_on_panic();
+        log_ignored("hook", &self.ignored);
         // An unknown key (a newer install's host, a typo) is said in the log;
         // the input still tells the host.
         let host = self.host.as_deref().and_then(|key| {
@@ -262,11 +277,15 @@ pub struct Statusline {
     /// Run your existing statusline command (argv, with the same stdin) and append our segment to its line.
     #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "CMD")]
     pub wrap: Option<Vec<String>>,
+    /// Arguments this build does not know: logged and ignored.
+    #[arg(skip)]
+    pub ignored: Vec<String>,
 }
 
 impl Statusline {
     pub fn run(self) -> Result<u8> {
         fail_open_on_panic();
+        log_ignored("statusline", &self.ignored);
         explain_if_typed(
             "interband statusline reads Claude Code's statusline input, as JSON on stdin, and prints one line: \
              Claude Code runs it (`interband install` sets that up). Paste an input and press Ctrl-D, or it prints its line without one in 2 s.",
