@@ -569,3 +569,34 @@ fn gemini_after_an_upgrade_brings_back_each_later_note_once() {
     assert!(mark_restored(&hook(&w, &tool)), "the later note comes back");
     assert!(!mark_restored(&hook(&w, &tool)), "once");
 }
+
+/// The same rule for Gemini: a repository's `compressionThreshold` counts
+/// where Gemini trusts the folder and the user trusts the file.
+#[test]
+fn a_repository_s_gemini_threshold_counts_only_where_gemini_and_the_user_trust_it() {
+    let w = World::new();
+    let session = "5d0e2b33-0000-4000-8000-000000000032";
+    let (cwd, _, tool) = gemini_session(&w, session, 150_000);
+    std::fs::create_dir_all(cwd.join(".gemini")).unwrap();
+    let theirs = cwd.join(".gemini/settings.json");
+    std::fs::write(&theirs, r#"{"model": {"compressionThreshold": 0.1}}"#).unwrap();
+    let level = |w: &World| {
+        hook(w, &tool);
+        pressure(w, session)["level"].as_str().unwrap().to_owned()
+    };
+    std::fs::create_dir_all(w.home().join(".gemini")).unwrap();
+    std::fs::write(
+        w.home().join(".gemini/trustedFolders.json"),
+        json!({cwd.to_str().unwrap(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(level(&w), "green", "Gemini trusts it; the user has not");
+    assert_eq!(code(&w.run(&["trust", theirs.to_str().unwrap()])), 0);
+    assert_eq!(level(&w), "red", "both trust it: Gemini compresses at 104k");
+    std::fs::write(
+        w.home().join(".gemini/trustedFolders.json"),
+        json!({cwd.to_str().unwrap(): "DO_NOT_TRUST"}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(level(&w), "green", "Gemini does not trust it");
+}

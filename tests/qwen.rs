@@ -302,3 +302,85 @@ fn a_window_qwen_states_is_believed_only_when_it_can_hold_the_usage_stated_with_
         assert_eq!(pressure(&w)["window_source"], "guess", "{limit}");
     }
 }
+
+/// A cloned repository's `.qwen/settings.json` that compacts at 5% would
+/// make a session at 15% red (a note, the user's own compact command):
+/// it counts only where Qwen trusts the folder, and then only once the
+/// user trusts the file with `interband trust`.
+#[test]
+fn a_repository_s_qwen_threshold_counts_only_where_qwen_and_the_user_trust_it() {
+    let w = World::new();
+    let s = Session::new(&w, 30_000);
+    std::fs::create_dir_all(w.home().join(".qwen")).unwrap();
+    std::fs::write(
+        w.home().join(".qwen/settings.json"),
+        r#"{"model":{"generationConfig":{"contextWindowSize":200000}}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.project.join(".qwen")).unwrap();
+    let theirs = s.project.join(".qwen/settings.json");
+    std::fs::write(
+        &theirs,
+        "{\n  // compact early\n  \"context\": {\"autoCompactThreshold\": 0.05}\n}\n",
+    )
+    .unwrap();
+    let tool = s.input("PostToolUse.run_shell_command.input.json");
+    let level = |w: &World| {
+        let out = hook(w, &tool);
+        let p = pressure(w);
+        (p["level"].as_str().unwrap().to_owned(), out, p)
+    };
+    // Qwen trusts every folder by default; interband waits for the user.
+    let (l, out, p) = level(&w);
+    assert_eq!(l, "green", "{p}");
+    assert_eq!(out, None, "nothing to say at 15%");
+    assert_eq!(p["compact_at"], 167_000, "{p}");
+    let o = with_stdin(w.cmd(&["config"]).current_dir(&s.project), b"");
+    let config = stdout(&o);
+    assert!(
+        config.contains("context.autoCompactThreshold = 0.05, which Qwen Code uses here")
+            && config.contains("interband trust"),
+        "{config}"
+    );
+    // Trusted as it is, it counts: Qwen compacts at 10k, so 30k is red.
+    let o = w.run(&["trust", theirs.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("it may now set: context.autoCompactThreshold"),
+        "{}",
+        stdout(&o)
+    );
+    let (l, out, p) = level(&w);
+    assert_eq!(
+        (l.as_str(), p["compact_at"].as_u64()),
+        ("red", Some(10_000)),
+        "{p}"
+    );
+    assert!(context(&out.unwrap(), "PostToolUse").contains("RED"));
+    // Qwen's own distrust comes first: folder trust on, the folder refused.
+    std::fs::write(
+        w.home().join(".qwen/settings.json"),
+        r#"{"model":{"generationConfig":{"contextWindowSize":200000}},"security":{"folderTrust":{"enabled":true}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        w.home().join(".qwen/trustedFolders.json"),
+        json!({s.project.to_str().unwrap(): "DO_NOT_TRUST"}).to_string(),
+    )
+    .unwrap();
+    let (l, _, p) = level(&w);
+    assert_eq!(
+        (l.as_str(), p["compact_at"].as_u64()),
+        ("green", Some(167_000)),
+        "{p}"
+    );
+    // Changed since it was trusted, and trusted by Qwen again: ignored until trusted again.
+    std::fs::remove_file(w.home().join(".qwen/trustedFolders.json")).unwrap();
+    std::fs::write(&theirs, r#"{"context":{"autoCompactThreshold":0.04}}"#).unwrap();
+    let (l, _, p) = level(&w);
+    assert_eq!(
+        (l.as_str(), p["compact_at"].as_u64()),
+        ("green", Some(167_000)),
+        "{p}"
+    );
+}

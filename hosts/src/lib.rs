@@ -32,6 +32,7 @@ pub mod gemini;
 pub mod history;
 pub mod input;
 pub mod process;
+pub mod project;
 pub mod qwen;
 pub mod shape;
 pub mod tail;
@@ -205,6 +206,12 @@ pub struct Profile {
     /// ([`history::History::scan`]); empty where the window never needs the
     /// history (the transcript states it).
     pub compaction_marks: &'static [&'static [u8]],
+    /// What the host's own settings files in a project folder set that
+    /// interband reads (a window, a threshold, a model), each with whether
+    /// it counts: the host's trust of the folder, then the user's of the
+    /// file ([`project`]).
+    pub project_settings:
+        fn(project: &std::path::Path, env: &dyn interband::settings::Env) -> Vec<project::Setting>,
 }
 
 /// Reads a statusline input where it differs from Claude Code's
@@ -381,6 +388,7 @@ pub const CLAUDE: Profile = Profile {
     digest: claude::digest::items,
     rewrites_lines: false,
     compaction_marks: &[b"compact_boundary"],
+    project_settings: claude::project_settings,
 };
 
 /// Codex CLI.
@@ -436,6 +444,7 @@ pub const CODEX: Profile = Profile {
     digest: codex::digest::items,
     rewrites_lines: false,
     compaction_marks: &[],
+    project_settings: project::none,
 };
 
 /// Gemini CLI.
@@ -499,6 +508,7 @@ pub const GEMINI: Profile = Profile {
     digest: gemini::digest::items,
     rewrites_lines: true,
     compaction_marks: &[],
+    project_settings: gemini::project_settings,
 };
 
 /// Qwen Code.
@@ -566,6 +576,7 @@ pub const QWEN: Profile = Profile {
     digest: qwen::digest::items,
     rewrites_lines: false,
     compaction_marks: &[b"chat_compression"],
+    project_settings: qwen::project_settings,
 };
 
 /// GitHub Copilot CLI.
@@ -632,6 +643,7 @@ pub const COPILOT: Profile = Profile {
     digest: copilot::digest::items,
     rewrites_lines: false,
     compaction_marks: &[b"session.compaction_complete"],
+    project_settings: project::none,
 };
 
 /// Events only Gemini CLI sends.

@@ -179,6 +179,16 @@ impl ShowConfig {
                 let p = host.profile();
                 println!("#   {}: {}", p.name, p.window_order);
             }
+            let ignored = project
+                .as_deref()
+                .map(ignored_host_settings)
+                .unwrap_or_default();
+            if !ignored.is_empty() {
+                println!("# the hosts' own settings in this project that interband ignores:");
+                for i in ignored {
+                    println!("#   {}", terminal(&i));
+                }
+            }
         }
         // Each part reads the same files: a file's problem is said once.
         let theirs = consumers.problems();
@@ -192,6 +202,41 @@ impl ShowConfig {
             exit::INVALID
         })
     }
+}
+
+/// When `file` is a host's own settings file in a project folder
+/// (`.qwen/settings.json`, `.gemini/settings.json`, `.claude/settings.json`),
+/// the settings interband reads from it, as a person writes their names.
+fn host_file(file: &std::path::Path) -> Option<Vec<String>> {
+    let project = file.parent()?.parent()?;
+    let mut keys = Vec::new();
+    let mut ours = false;
+    for host in interband_hosts::Host::ALL {
+        let p = host.profile();
+        let (folder, _) = p.settings_file.split_once('/')?;
+        ours |= file.parent()?.file_name().is_some_and(|f| f == folder)
+            && file.extension().is_some_and(|e| e == "json");
+        for s in (p.project_settings)(project, &ProcessEnv) {
+            if interband_hosts::project::same_file(&s.file, file) {
+                keys.push(s.key.trim_start_matches('/').replace('/', "."));
+            }
+        }
+    }
+    ours.then_some(keys)
+}
+
+/// What each host's own settings in `project` set that interband ignores
+/// there, and why (`interband config`, `doctor`).
+pub fn ignored_host_settings(project: &std::path::Path) -> Vec<String> {
+    interband_hosts::Host::ALL
+        .iter()
+        .flat_map(|h| {
+            let p = h.profile();
+            (p.project_settings)(project, &ProcessEnv)
+                .into_iter()
+                .filter_map(|s| s.notice(p.name))
+        })
+        .collect()
 }
 
 /// `v` with every whole number written as one (`900`, not `900.0`), as a
@@ -292,8 +337,13 @@ impl Trust {
         // Read as a project's file is read (no link, bounded, regular), and
         // what trusting it allows told from exactly the bytes trusted.
         let bytes = read_project_file(&file)?;
-        let privileged = privileged_in(&String::from_utf8_lossy(&bytes))
-            .map_err(|e| anyhow::anyhow!("{}: not valid TOML: {e}", file.display()))?;
+        let privileged = match host_file(&file) {
+            // A host's own settings file in the project (`.qwen/settings.json`):
+            // what it sets that interband reads.
+            Some(keys) => keys,
+            None => privileged_in(&String::from_utf8_lossy(&bytes))
+                .map_err(|e| anyhow::anyhow!("{}: not valid TOML: {e}", file.display()))?,
+        };
         let key = store.add(&file, &bytes);
         store.save(&store_file)?;
         say!("trusted: {}", key.display());

@@ -400,31 +400,66 @@ pub fn launch_model(
     if let Some(m) = var("ANTHROPIC_MODEL") {
         return Launch::Named(m);
     }
-    let home = var("HOME").map(std::path::PathBuf::from);
-    let mut files: Vec<std::path::PathBuf> = Vec::new();
-    if let Some(f) = args.as_deref().and_then(|a| flag(a, "--settings")) {
-        files.push(f.into());
-    }
-    if let Some(p) = project {
-        files.push(p.join(".claude/settings.local.json"));
-        files.push(p.join(".claude/settings.json"));
-    }
-    if let Some(h) = home {
-        files.push(h.join(".claude/settings.json"));
-    }
-    let named = files.iter().find_map(|f| {
-        let bytes = interband::fsio::read_regular(f, 1 << 20).ok()?;
-        let v: Value = serde_json::from_slice(&bytes).ok()?;
+    let model_in = |f: &std::path::Path| {
+        let (_, v) = crate::project::read_json(f, false)?;
         v["model"]
             .as_str()
             .filter(|m| !m.trim().is_empty())
             .map(str::to_owned)
+    };
+    let named = args
+        .as_deref()
+        .and_then(|a| flag(a, "--settings"))
+        .and_then(|f| model_in(f.as_ref()));
+    // The project's files name the model only where they count; one that
+    // names it and does not count leaves the model unknown (the user's own
+    // file is not what Claude Code runs then).
+    let named = match (named, project) {
+        (Some(m), _) => Some(Ok(m)),
+        (None, Some(p)) => project_settings(p, env).into_iter().find_map(|s| {
+            let m = s.value.as_str().filter(|m| !m.trim().is_empty())?;
+            Some(if s.ignored.is_none() {
+                Ok(m.to_owned())
+            } else {
+                Err(())
+            })
+        }),
+        (None, None) => None,
+    };
+    let named = named.or_else(|| {
+        let home = var("HOME").map(std::path::PathBuf::from)?;
+        model_in(&home.join(".claude/settings.json")).map(Ok)
     });
     match (named, args) {
-        (Some(m), _) => Launch::Named(m),
+        (Some(Ok(m)), _) => Launch::Named(m),
+        (Some(Err(())), _) => Launch::Unknown,
         (None, Some(_)) => Launch::Unnamed,
         (None, None) => Launch::Unknown,
     }
+}
+
+/// What the project's `.claude/settings.local.json` and
+/// `.claude/settings.json` set that interband reads (the `model`, which
+/// decides a window), in Claude Code's order, each with whether it counts.
+/// Claude Code runs a session only in a folder whose trust dialog was
+/// accepted (or headless, `-p`, which skips the dialog and applies the
+/// project's settings all the same): the host's trust is the session's
+/// being there; interband's is `interband trust FILE` ([`crate::project`]).
+pub(crate) fn project_settings(
+    project: &std::path::Path,
+    env: &dyn interband::settings::Env,
+) -> Vec<crate::project::Setting> {
+    let users = crate::CLAUDE.user_settings(env);
+    [".claude/settings.local.json", ".claude/settings.json"]
+        .iter()
+        .map(|f| project.join(f))
+        .filter(|f| {
+            !users
+                .as_ref()
+                .is_some_and(|u| crate::project::same_file(u, f))
+        })
+        .flat_map(|f| crate::project::settings(&f, false, &["/model"], || true, env))
+        .collect()
 }
 
 /// The value of `--name V` or `--name=V` among `args`.
@@ -845,6 +880,50 @@ pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_project_s_model_counts_once_the_user_trusts_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, project) = (dir.path().join("home"), dir.path().join("proj"));
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        std::fs::write(home.join(".claude/settings.json"), r#"{"model":"haiku"}"#).unwrap();
+        let theirs = project.join(".claude/settings.json");
+        std::fs::write(&theirs, r#"{"model":"opus[1m]"}"#).unwrap();
+        let h = home.display().to_string();
+        // CLAUDE_PID set empty: no process is looked for.
+        let env = move |k: &str| match k {
+            "HOME" => Some(h.clone()),
+            "CLAUDE_PID" => Some(String::new()),
+            _ => None,
+        };
+        // Not trusted: the model is not known (the user's own file is not
+        // what Claude Code runs here).
+        assert_eq!(launch_model(&env, Some(&project)), Launch::Unknown);
+        let set = project_settings(&project, &env);
+        assert_eq!(set[0].ignored, Some(crate::project::Ignored::NotTrusted));
+        let mut store = interband::trust::Store::default();
+        store.add(&theirs, &std::fs::read(&theirs).unwrap());
+        store
+            .save(&home.join(".config/interband/trusted.json"))
+            .unwrap();
+        assert_eq!(
+            launch_model(&env, Some(&project)),
+            Launch::Named("opus[1m]".into())
+        );
+        // A project without a model: the user's; the home folder as the
+        // project: the user's own file, trusted as such.
+        std::fs::write(&theirs, "{}").unwrap();
+        assert_eq!(
+            launch_model(&env, Some(&project)),
+            Launch::Named("haiku".into())
+        );
+        assert_eq!(
+            launch_model(&env, Some(&home)),
+            Launch::Named("haiku".into())
+        );
+        assert!(project_settings(&home, &env).is_empty());
+    }
     use interband::context::WindowSource as From;
 
     fn none(_: &str) -> Option<String> {

@@ -246,35 +246,64 @@ pub fn limit(model: &str) -> u64 {
     }
 }
 
+/// Where Gemini's settings keep the compression threshold.
+const THRESHOLD_KEY: &str = "/model/compressionThreshold";
+
 /// `model.compressionThreshold` from Gemini's settings: the project's
-/// `.gemini/settings.json` (only where Gemini trusts the folder, see
-/// [`trusts`]) over the user's `~/.gemini/settings.json`, else
-/// [`DEFAULT_THRESHOLD`]. Files are read bounded and without blocking; a
-/// value outside (0, 1] is ignored.
+/// `.gemini/settings.json` where it counts ([`project_settings`]) over the
+/// user's `~/.gemini/settings.json`, else [`DEFAULT_THRESHOLD`]. Files are
+/// read bounded and without blocking; a value outside (0, 1] is ignored.
 pub fn compression_threshold(
     home: Option<&Path>,
     project: Option<&Path>,
     env: &dyn interband::settings::Env,
 ) -> f64 {
-    let threshold = |settings: Value| -> Option<f64> {
-        settings["model"]["compressionThreshold"]
-            .as_f64()
-            .filter(|t| *t > 0.0 && *t <= 1.0)
-    };
+    let threshold = |v: &Value| v.as_f64().filter(|t| *t > 0.0 && *t <= 1.0);
     // The user's file once, for the trust rule and the threshold both.
     let user = home.and_then(settings);
     project
-        .filter(|p| trusts_with(user.as_ref(), home, p, env))
-        .and_then(settings)
-        .and_then(threshold)
-        .or_else(|| user.and_then(threshold))
+        .map(|p| project_settings_with(user.as_ref(), home, p, env))
+        .and_then(|set| crate::project::counted(&set, THRESHOLD_KEY).and_then(threshold))
+        .or_else(|| user.as_ref()?.pointer(THRESHOLD_KEY).and_then(threshold))
         .unwrap_or(DEFAULT_THRESHOLD)
 }
 
-/// `<dir>/.gemini/settings.json`, read bounded and without blocking.
+/// What the project's `.gemini/settings.json` sets that interband reads
+/// (the compression threshold), each with whether it counts: only where
+/// Gemini trusts the folder ([`trusts`]) and interband trusts the file
+/// ([`crate::project`]).
+pub(crate) fn project_settings(
+    project: &Path,
+    env: &dyn interband::settings::Env,
+) -> Vec<crate::project::Setting> {
+    let home = crate::env_path(env, "HOME");
+    let user = home.as_deref().and_then(settings);
+    project_settings_with(user.as_ref(), home.as_deref(), project, env)
+}
+
+fn project_settings_with(
+    user: Option<&Value>,
+    home: Option<&Path>,
+    project: &Path,
+    env: &dyn interband::settings::Env,
+) -> Vec<crate::project::Setting> {
+    let file = project.join(".gemini/settings.json");
+    if home.is_some_and(|h| crate::project::same_file(&h.join(".gemini/settings.json"), &file)) {
+        return Vec::new();
+    }
+    crate::project::settings(
+        &file,
+        true,
+        &[THRESHOLD_KEY],
+        || trusts_with(user, home, project, env),
+        env,
+    )
+}
+
+/// `<dir>/.gemini/settings.json` (comments allowed, as Gemini strips
+/// them), read bounded and without blocking.
 fn settings(dir: &Path) -> Option<Value> {
-    let bytes = interband::fsio::read_regular(&dir.join(".gemini/settings.json"), 1 << 20).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    crate::project::read_json(&dir.join(".gemini/settings.json"), true).map(|(_, v)| v)
 }
 
 /// Whether Gemini CLI trusts `folder`, so reads its project settings.
@@ -309,36 +338,12 @@ fn trusts_with(
     if user.and_then(|u| u["security"]["folderTrust"]["enabled"].as_bool()) == Some(false) {
         return true;
     }
-    let rules_file = env
-        .var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+    env.var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
         .filter(|p| !p.is_empty())
         .map(std::path::PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".gemini/trustedFolders.json")));
-    let Some(rules) = rules_file
-        .and_then(|f| interband::fsio::read_regular(&f, 1 << 20).ok())
-        .and_then(|b| serde_json::from_slice::<serde_json::Map<String, Value>>(&b).ok())
-    else {
-        return false;
-    };
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let folder = real(folder);
-    let mut best: Option<(usize, &str)> = None;
-    for (rule, level) in &rules {
-        let Some(level) = level.as_str() else {
-            return false;
-        };
-        let covered = match level {
-            "TRUST_PARENT" => Path::new(rule).parent().map(real),
-            "TRUST_FOLDER" | "DO_NOT_TRUST" => Some(real(Path::new(rule))),
-            _ => return false,
-        };
-        if covered.is_some_and(|c| folder.starts_with(&c))
-            && best.is_none_or(|(len, _)| rule.len() > len)
-        {
-            best = Some((rule.len(), level));
-        }
-    }
-    matches!(best, Some((_, "TRUST_FOLDER" | "TRUST_PARENT")))
+        .or_else(|| home.map(|h| h.join(".gemini/trustedFolders.json")))
+        .and_then(|rules| crate::project::folder_rule(&rules, folder, true))
+        .unwrap_or(false)
 }
 
 /// Where Gemini compresses a window of `limit` tokens: `threshold × limit`.
@@ -558,13 +563,31 @@ mod tests {
             r#"{"model":{"compressionThreshold":0.3}}"#,
         )
         .unwrap();
-        // A cloned repository's settings do not count until Gemini trusts it.
+        // A cloned repository's settings do not count until Gemini trusts
+        // the folder and the user trusts the file.
         assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.7);
-        assert_eq!(compression_threshold(Some(h), Some(p), &trust_env), 0.3);
+        assert_eq!(compression_threshold(Some(h), Some(p), &trust_env), 0.7);
+        let store = h.join("trusted.json");
+        let mut trusted = interband::trust::Store::default();
+        let file = p.join(".gemini/settings.json");
+        trusted.add(&file, &std::fs::read(&file).unwrap());
+        trusted.save(&store).unwrap();
+        let store = store.display().to_string();
+        let with = |trust_workspace: bool| {
+            let store = store.clone();
+            move |v: &str| match v {
+                "INTERBAND_TRUST_FILE" => Some(store.clone()),
+                "GEMINI_CLI_TRUST_WORKSPACE" if trust_workspace => Some("true".to_owned()),
+                _ => None,
+            }
+        };
+        assert_eq!(compression_threshold(Some(h), Some(p), &with(true)), 0.3);
+        assert_eq!(compression_threshold(Some(h), Some(p), &with(false)), 0.7);
         let rules =
             |json: String| std::fs::write(h.join(".gemini/trustedFolders.json"), json).unwrap();
         rules(format!(r#"{{"{}":"TRUST_FOLDER"}}"#, p.display()));
-        assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.3);
+        assert_eq!(compression_threshold(Some(h), Some(p), &with(false)), 0.3);
+        assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.7);
         assert_eq!(compression_point(DEFAULT_LIMIT, 0.5), 524_288);
     }
 

@@ -204,39 +204,106 @@ pub struct Settings {
     pub threshold: Option<f64>,
 }
 
-/// Qwen's settings: the project's `.qwen/settings.json` over the user's
-/// (`$QWEN_HOME/settings.json`, else `~/.qwen/settings.json`), each read
-/// once, bounded and without blocking.
+/// Where Qwen's settings keep the window.
+const WINDOW_KEY: &str = "/model/generationConfig/contextWindowSize";
+/// Where Qwen's settings keep the compaction threshold.
+const THRESHOLD_KEY: &str = "/context/autoCompactThreshold";
+
+fn window_of(v: &Value) -> Option<u64> {
+    crate::usage::count(v).filter(|w| *w > 0)
+}
+
+fn threshold_of(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|t| *t > 0.0 && *t <= 1.0)
+}
+
+/// Qwen's settings: the project's `.qwen/settings.json` where it counts
+/// ([`project_settings`]) over the user's (`$QWEN_HOME/settings.json`,
+/// else `~/.qwen/settings.json`), each read once, bounded and without
+/// blocking, comments allowed (Qwen strips them).
 pub fn settings(project: Option<&Path>, env: &dyn interband::settings::Env) -> Settings {
-    let read = |file: &Path| -> Settings {
-        let Some(v) = interband::fsio::read_regular(file, 1 << 20)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        else {
-            return Settings::default();
-        };
-        Settings {
-            window: v
-                .pointer("/model/generationConfig/contextWindowSize")
-                .and_then(crate::usage::count)
-                .filter(|w| *w > 0),
-            threshold: v
-                .pointer("/context/autoCompactThreshold")
-                .and_then(Value::as_f64)
-                .filter(|t| *t > 0.0 && *t <= 1.0),
-        }
-    };
-    let user = crate::QWEN
-        .user_settings(env)
-        .map(|f| read(&f))
-        .unwrap_or_default();
+    let user = user_settings(env);
     let theirs = project
-        .map(|p| read(&p.join(".qwen/settings.json")))
+        .map(|p| project_settings_with(user.as_ref(), p, env))
         .unwrap_or_default();
+    let at =
+        |key: &str| crate::project::counted(&theirs, key).or_else(|| user.as_ref()?.pointer(key));
     Settings {
-        window: theirs.window.or(user.window),
-        threshold: theirs.threshold.or(user.threshold),
+        window: at(WINDOW_KEY).and_then(window_of),
+        threshold: at(THRESHOLD_KEY).and_then(threshold_of),
     }
+}
+
+fn user_settings(env: &dyn interband::settings::Env) -> Option<Value> {
+    let file = crate::QWEN.user_settings(env)?;
+    crate::project::read_json(&file, true).map(|(_, v)| v)
+}
+
+/// What the project's `.qwen/settings.json` sets that interband reads (the
+/// window, the compaction threshold), each with whether it counts: only
+/// where Qwen trusts the folder ([`trusts`]) and interband trusts the file
+/// ([`crate::project`]).
+pub(crate) fn project_settings(
+    project: &Path,
+    env: &dyn interband::settings::Env,
+) -> Vec<crate::project::Setting> {
+    project_settings_with(user_settings(env).as_ref(), project, env)
+}
+
+fn project_settings_with(
+    user: Option<&Value>,
+    project: &Path,
+    env: &dyn interband::settings::Env,
+) -> Vec<crate::project::Setting> {
+    let file = project.join(".qwen/settings.json");
+    // The home folder's own `.qwen/settings.json` is the user's (Qwen reads
+    // no project file there).
+    if crate::QWEN
+        .user_settings(env)
+        .is_some_and(|u| crate::project::same_file(&u, &file))
+    {
+        return Vec::new();
+    }
+    crate::project::settings(
+        &file,
+        true,
+        &[WINDOW_KEY, THRESHOLD_KEY],
+        || trusts(user, project, env),
+        env,
+    )
+}
+
+/// Whether Qwen Code trusts `folder`, so merges its project settings.
+///
+/// Qwen's rules (its `trustedFolders.ts` and `settings.ts`): folder trust is
+/// off unless the system settings (`$QWEN_CODE_SYSTEM_SETTINGS_PATH`, else
+/// `/etc/qwen-code/settings.json`) or the user's turn on
+/// `security.folderTrust.enabled`, and off, every folder is trusted. On, a
+/// `TRUST_FOLDER` or `TRUST_PARENT` rule of `trustedFolders.json`
+/// (`$QWEN_CODE_TRUSTED_FOLDERS_PATH`, else in Qwen's own folder) covering
+/// the folder trusts it, else a `DO_NOT_TRUST` rule for the folder itself
+/// does not, and a folder no rule speaks of is trusted. A rules file Qwen
+/// cannot read stops Qwen: nothing is trusted.
+pub fn trusts(user: Option<&Value>, folder: &Path, env: &dyn interband::settings::Env) -> bool {
+    let system = env
+        .var("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "/etc/qwen-code/settings.json".to_owned());
+    let system = crate::project::read_json(Path::new(&system), true).map(|(_, v)| v);
+    let enabled = |s: Option<&Value>| s?.pointer("/security/folderTrust/enabled")?.as_bool();
+    if enabled(system.as_ref()).or(enabled(user)) != Some(true) {
+        return true;
+    }
+    env.var("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            crate::QWEN
+                .host_home(env)
+                .map(|h| h.join("trustedFolders.json"))
+        })
+        .and_then(|rules| crate::project::folder_rule(&rules, folder, false))
+        .unwrap_or(true)
 }
 
 /// The window and compaction point of a Qwen session ([`crate::Host::limits`]):
@@ -537,7 +604,7 @@ mod tests {
     }
 
     #[test]
-    fn its_settings_set_the_window_and_the_threshold_the_project_s_first() {
+    fn its_settings_set_the_window_and_the_threshold_a_trusted_project_s_first() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let project = dir.path().join("proj");
@@ -548,29 +615,85 @@ mod tests {
             r#"{"model":{"generationConfig":{"contextWindowSize":160000}},"context":{"autoCompactThreshold":0.9}}"#,
         )
         .unwrap();
+        let theirs = project.join(".qwen/settings.json");
         std::fs::write(
-            project.join(".qwen/settings.json"),
-            r#"{"context":{"autoCompactThreshold":0.5}}"#,
+            &theirs,
+            "// the team's\n{\"context\":{\"autoCompactThreshold\":0.5}}",
         )
         .unwrap();
         let h = home.to_string_lossy().into_owned();
-        let env = move |v: &str| (v == "HOME").then(|| h.clone());
-        let l = limits(
-            &crate::Known {
-                project: Some(&project),
-                ..Default::default()
-            },
-            &env,
-        );
+        let env = move |v: &str| match v {
+            "HOME" => Some(h.clone()),
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH" => Some("/nonexistent".to_owned()),
+            _ => None,
+        };
+        let limits_now = || {
+            limits(
+                &crate::Known {
+                    project: Some(&project),
+                    ..Default::default()
+                },
+                &env,
+            )
+        };
+        let l = limits_now();
         assert_eq!(
             (l.window, l.source),
             (160_000, interband::context::WindowSource::HostSettings)
         );
+        // A cloned repository's threshold waits for the user's trust.
         assert_eq!(
-            l.compact_at, 80_000,
+            l.compact_at,
+            compaction_point(160_000, 0.9),
+            "the user's 0.9"
+        );
+        let set = project_settings(&project, &env);
+        assert_eq!(set[0].ignored, Some(crate::project::Ignored::NotTrusted));
+        let mut store = interband::trust::Store::default();
+        store.add(&theirs, &std::fs::read(&theirs).unwrap());
+        store
+            .save(&home.join(".config/interband/trusted.json"))
+            .unwrap();
+        assert_eq!(
+            limits_now().compact_at,
+            80_000,
             "the project's 0.5 of 160k, as the capture saw it compact"
         );
+        // Qwen's own distrust comes first, trusted by interband or not.
+        std::fs::write(
+            home.join(".qwen/settings.json"),
+            r#"{"security":{"folderTrust":{"enabled":true}}}"#,
+        )
+        .unwrap();
+        let rules = home.join(".qwen/trustedFolders.json");
+        std::fs::write(
+            &rules,
+            format!(r#"{{"{}":"DO_NOT_TRUST"}}"#, project.display()),
+        )
+        .unwrap();
+        assert_eq!(
+            limits_now().compact_at,
+            compaction_point(LARGEST_WINDOW, DEFAULT_THRESHOLD)
+        );
+        assert_eq!(
+            project_settings(&project, &env)[0].ignored,
+            Some(crate::project::Ignored::HostDistrusts)
+        );
+        std::fs::write(
+            &rules,
+            format!(r#"{{"{}":"TRUST_FOLDER"}}"#, project.display()),
+        )
+        .unwrap();
+        assert_eq!(
+            limits_now().compact_at,
+            compaction_point(LARGEST_WINDOW, 0.5)
+        );
         // QWEN_HOME holds the user's settings.json directly.
+        std::fs::write(
+            home.join(".qwen/settings.json"),
+            r#"{"model":{"generationConfig":{"contextWindowSize":160000}}}"#,
+        )
+        .unwrap();
         let q = home.join(".qwen").to_string_lossy().into_owned();
         let moved = move |v: &str| (v == "QWEN_HOME").then(|| q.clone());
         assert_eq!(settings(None, &moved).window, Some(160_000));
