@@ -152,3 +152,149 @@ fn the_end_of_a_long_log_is_shown() {
         "{found:#?}"
     );
 }
+
+/// doctor checks what the host will run: there, a file, executable, and
+/// answering `--version` as interband; the statusline's program too.
+#[test]
+fn a_binary_the_host_cannot_run_is_a_problem_whatever_the_reason() {
+    use std::os::unix::fs::PermissionsExt;
+    type Break = fn(&std::path::Path);
+    let cases: [(&str, Break, &str); 3] = [
+        (
+            "no execute bit",
+            |p| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap(),
+            "not executable",
+        ),
+        (
+            "a folder",
+            |p| {
+                std::fs::remove_file(p).unwrap();
+                std::fs::create_dir(p).unwrap();
+            },
+            "is not a file",
+        ),
+        (
+            "another program",
+            |p| {
+                std::fs::write(p, "#!/bin/sh\nexit 3\n").unwrap();
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            },
+            "does not answer `--version` as interband",
+        ),
+    ];
+    for (what, break_it, said) in cases {
+        let w = World::new();
+        let here = w.dir.path();
+        let copy = here.join("bin/interband");
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(BIN, &copy).unwrap();
+        install(&w, here, &["install", "--command", copy.to_str().unwrap()]);
+        assert_eq!(doctor(&w, here).0, 0, "{what}: healthy before");
+        break_it(&copy);
+        let (rc, found) = doctor(&w, here);
+        assert_eq!(rc, 1, "{what}: {found:#?}");
+        let p = problems(&found);
+        for check in ["binary", "statusline"] {
+            assert!(
+                p.iter().any(|f| f["check"] == check
+                    && f["message"].as_str().unwrap().contains(said)
+                    && f["fix"].as_str().unwrap().contains("interband install")),
+                "{what}, {check}: {p:#?}"
+            );
+        }
+    }
+}
+
+/// A settings file with comments (Copilot CLI documents JSONC; Qwen and
+/// Gemini strip them) is no broken file: doctor says comments are why
+/// install leaves it alone, never advises moving it, and goes on checking
+/// (here it finds a binary that is gone). Install refuses it with that
+/// reason and changes nothing.
+#[test]
+fn a_settings_file_with_comments_is_checked_and_never_moved() {
+    let w = World::new();
+    let here = w.dir.path();
+    let file = w.home().join(".copilot/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = r#"{
+  // my model
+  "model": "gpt-5",
+  /* interband, from a machine it is gone from */
+  "hooks": {"PostToolUse": [{"type": "command", "bash": "/gone/interband hook --host copilot", "timeoutSec": 5}]}
+}
+"#;
+    std::fs::write(&file, text).unwrap();
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1, "{found:#?}");
+    let copilot: Vec<&Value> = found.iter().filter(|f| f["host"] == "copilot").collect();
+    assert!(
+        copilot
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains("has comments")),
+        "{copilot:#?}"
+    );
+    assert!(
+        copilot.iter().any(|f| f["check"] == "binary"
+            && f["status"] == "problem"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("/gone/interband does not exist")),
+        "{copilot:#?}"
+    );
+    assert!(
+        !serde_json::to_string(&found)
+            .unwrap()
+            .contains("move the file"),
+        "{found:#?}"
+    );
+    let o = w
+        .cmd(&["install", "--host", "copilot"])
+        .current_dir(here)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("it has comments"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        text,
+        "left byte for byte"
+    );
+}
+
+/// Two interband hooks on one event in one file run twice; a corrupt
+/// install record stops install and uninstall: both are problems, each
+/// with its fix, never "healthy".
+#[test]
+fn a_hook_twice_on_one_event_and_a_corrupt_record_are_problems() {
+    let w = World::new();
+    let here = w.dir.path();
+    install(&w, here, &["install", "--command", BIN]);
+    let file = w.home().join(".claude/settings.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let again = s["hooks"]["Stop"][0].clone();
+    s["hooks"]["Stop"].as_array_mut().unwrap().push(again);
+    std::fs::write(&file, serde_json::to_vec_pretty(&s).unwrap()).unwrap();
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1);
+    assert!(
+        problems(&found).iter().any(|f| f["check"] == "duplicates"
+            && f["message"].as_str().unwrap().contains("twice at Stop")),
+        "{found:#?}"
+    );
+    // install keeps one.
+    install(&w, here, &["install", "--command", BIN]);
+    assert_eq!(doctor(&w, here).0, 0);
+    let record = w
+        .home()
+        .join(".claude/settings.json.interband-install.json");
+    std::fs::write(&record, "{\"format\": \"something else\"}").unwrap();
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1);
+    assert!(
+        problems(&found)
+            .iter()
+            .any(|f| f["check"] == "record" && f["fix"].as_str().unwrap().contains("remove")),
+        "{found:#?}"
+    );
+}

@@ -752,17 +752,36 @@ fn an_earlier_install_s_hooks_name_their_host_after_install_and_uninstall_still_
     );
 }
 
+/// A folder holding a working `interband` (a script that exits 0), to put
+/// on the PATH: another install the user chose.
+fn working_interband_on_path(w: &World) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = w.dir.path().join("their-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let program = bin.join("interband");
+    std::fs::write(&program, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 #[test]
-fn an_interband_hook_already_registered_from_path_is_not_doubled() {
+fn an_interband_hook_that_runs_from_path_is_left_as_is_and_not_doubled() {
     let w = World::new();
     let path = w.dir.path().join("settings.json");
     let theirs = r#"{"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "interband hook", "timeout": 5}]}]}, "statusLine": {"type": "command", "command": "interband statusline"}}"#;
     std::fs::write(&path, theirs).unwrap();
     let original = read(&path);
-    let o = w.run(&settings_args("install", &path, &[]));
+    let on_path = working_interband_on_path(&w);
+    let run = |args: &[&str]| w.cmd(args).env("PATH", &on_path).output().unwrap();
+    let o = run(&settings_args("install", &path, &[]));
     ok(&o);
     assert!(
-        stdout(&o).contains("PostToolUse already runs `interband hook`"),
+        stdout(&o).contains("PostToolUse already runs `interband hook`; left as is")
+            && stdout(&o).contains("statusLine already runs `interband statusline`; left as is"),
         "{}",
         stdout(&o)
     );
@@ -770,8 +789,107 @@ fn an_interband_hook_already_registered_from_path_is_not_doubled() {
     assert_eq!(s["hooks"]["PostToolUse"], original["hooks"]["PostToolUse"]);
     assert_eq!(s["statusLine"], original["statusLine"]);
     assert_eq!(interband_hooks(&s, "Stop").len(), 1);
-    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    ok(&run(&settings_args("uninstall", &path, &[])));
     assert_eq!(read(&path), original);
+}
+
+/// Hooks synced from another machine (or whose record was deleted, or lost)
+/// run a binary that is gone: every hook exits 127. doctor names the fix,
+/// and the fix works: install moves them to this binary, uninstall takes
+/// them out, with no record either way, and says it is not byte for byte.
+#[test]
+fn hooks_of_a_gone_binary_without_a_record_are_moved_by_install_and_taken_out_by_uninstall() {
+    for (form, hook, statusline) in [
+        (
+            "named",
+            "/gone/bin/interband hook --host claude",
+            "/gone/bin/interband statusline --host claude --wrap sh -c '~/bin/my-status --short'",
+        ),
+        (
+            "earlier",
+            "/gone/bin/interband hook",
+            "/gone/bin/interband statusline --wrap sh -c '~/bin/my-status --short'",
+        ),
+        (
+            "npx",
+            "[ -x /gone/_npx/1/node_modules/interband/bin/interband ] && exec /gone/_npx/1/node_modules/interband/bin/interband hook --host claude || true",
+            "[ -x /gone/_npx/1/node_modules/interband/bin/interband ] && exec /gone/_npx/1/node_modules/interband/bin/interband statusline --host claude --wrap sh -c '~/bin/my-status --short' || exec sh -c '~/bin/my-status --short'",
+        ),
+    ] {
+        let w = World::new();
+        let path = w.home().join(".claude/settings.json");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut synced: Value = serde_json::from_str(USER_SETTINGS).unwrap();
+        for e in CLAUDE_EVENTS {
+            let groups = synced["hooks"][e].as_array().cloned().unwrap_or_default();
+            let mut groups = groups;
+            groups.push(json!({"hooks": [{"type": "command", "command": hook, "timeout": 5}]}));
+            synced["hooks"][e] = json!(groups);
+        }
+        synced["statusLine"]["command"] = json!(statusline);
+        std::fs::write(&path, serde_json::to_string_pretty(&synced).unwrap()).unwrap();
+
+        let gone = |o: &std::process::Output| {
+            stdout(o)
+                .lines()
+                .any(|l| l.contains("/gone/") && l.contains("does not exist"))
+        };
+        let o = w.run(&["doctor"]);
+        assert!(
+            gone(&o) && stdout(&o).contains("interband install --host claude"),
+            "{form}: {}",
+            stdout(&o)
+        );
+        // Uninstall alone takes them out (the way back to the user's own file).
+        let o = w.run(&["uninstall"]);
+        ok(&o);
+        assert!(
+            stdout(&o).contains("removed interband")
+                && stdout(&o).contains("not restored byte for byte"),
+            "{form}: {}",
+            stdout(&o)
+        );
+        assert_eq!(
+            read(&path),
+            serde_json::from_str::<Value>(USER_SETTINGS).unwrap(),
+            "{form}: the user's own settings, their statusline unwrapped"
+        );
+        // Install moves them to this binary, once per event.
+        std::fs::write(&path, serde_json::to_string_pretty(&synced).unwrap()).unwrap();
+        let o = w.run(&["install"]);
+        ok(&o);
+        assert!(
+            stdout(&o).contains("they now run"),
+            "{form}: {}",
+            stdout(&o)
+        );
+        let s = read(&path);
+        for e in CLAUDE_EVENTS {
+            let ours = interband_hooks(&s, e);
+            assert_eq!(ours.len(), 1, "{form} {e}: {s}");
+            assert_eq!(
+                ours[0]["command"],
+                format!("{} hook --host claude", program())
+            );
+        }
+        assert_eq!(
+            s["statusLine"]["command"],
+            format!(
+                "{} statusline --host claude --wrap sh -c '~/bin/my-status --short'",
+                program()
+            ),
+            "{form}"
+        );
+        let o = w.run(&["doctor"]);
+        assert!(!gone(&o), "{form}: {}", stdout(&o));
+        // And uninstall gives back the user's own settings.
+        ok(&w.run(&["uninstall"]));
+        assert_eq!(
+            read(&path),
+            serde_json::from_str::<Value>(USER_SETTINGS).unwrap(),
+            "{form}"
+        );
+    }
 }
 
 #[test]
@@ -1524,4 +1642,67 @@ fn statusline_only_adds_the_statusline_alone_and_uninstall_takes_it_out() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("--statusline-only"), "{}", stderr(&o));
     assert!(!hooks.exists());
+}
+
+/// A statusline run from npx's cache is guarded like the hooks: once npm
+/// clears the cache it prints the user's own line (or nothing), never fails,
+/// and the user's wrapped statusline is not lost. Claude Code's and Copilot's.
+#[test]
+fn a_statusline_from_npx_s_cache_falls_back_to_the_user_s_own_when_npm_clears_it() {
+    for host in ["claude", "copilot"] {
+        let w = World::new();
+        let npx = w
+            .dir
+            .path()
+            .join("npm/_npx/0123/node_modules/interband/bin");
+        std::fs::create_dir_all(&npx).unwrap();
+        let bin = npx.join("interband");
+        std::fs::copy(BIN, &bin).unwrap();
+        let path = w.dir.path().join("settings.json");
+        std::fs::write(
+            &path,
+            r#"{"statusLine": {"type": "command", "command": "echo their-line"}}"#,
+        )
+        .unwrap();
+        ok(&w.run(&settings_args(
+            "install",
+            &path,
+            &["--host", host, "--command", bin.to_str().unwrap()],
+        )));
+        let command = read(&path)["statusLine"]["command"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let run = || {
+            let mut sh = std::process::Command::new("sh");
+            sh.args(["-c", &command])
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", w.home())
+                .env("INTERBAND_ROOT", w.root());
+            with_stdin(&mut sh, &capture("statusLine.input.json"))
+        };
+        let o = run();
+        assert_eq!(code(&o), 0, "{host}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("their-line") && stdout(&o).contains("ctx"),
+            "{host}: {}",
+            stdout(&o)
+        );
+        std::fs::remove_dir_all(w.dir.path().join("npm/_npx")).unwrap();
+        let o = run();
+        assert_eq!(code(&o), 0, "{host}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "their-line\n", "{host}");
+        // Uninstall gives back theirs, from the guarded form.
+        ok(&w.run(&settings_args(
+            "uninstall",
+            &path,
+            &["--host", host, "--command", "/elsewhere/interband"],
+        )));
+        assert_eq!(
+            read(&path)["statusLine"]["command"],
+            "echo their-line",
+            "{host}"
+        );
+    }
 }

@@ -252,6 +252,89 @@ fn npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it() {
     assert!(o.stdout.is_empty() && o.stderr.is_empty(), "silent");
 }
 
+/// With the platform package left out (`--omit=optional`), a binary planted
+/// in a `node_modules` above the prefix (a prefix under the shared temp
+/// folder, another local user's folder) is never taken: neither the
+/// postinstall nor the placeholder looks outside the package's own tree.
+fn npm_takes_no_binary_planted_above_its_own_tree() {
+    let w = World::new();
+    let shared = w.dir.path().join("shared");
+    let marker = w.dir.path().join("planted-ran");
+    let platform = format!(
+        "{}-{}",
+        match std::env::consts::OS {
+            "macos" => "darwin",
+            os => os,
+        },
+        match std::env::consts::ARCH {
+            "x86_64" => "x64",
+            "aarch64" => "arm64",
+            a => a,
+        }
+    );
+    let planted = shared.join(format!("node_modules/@interband/{platform}"));
+    std::fs::create_dir_all(planted.join("bin")).unwrap();
+    std::fs::write(
+        planted.join("package.json"),
+        format!(r#"{{"name":"@interband/{platform}","version":"0.1.0"}}"#),
+    )
+    .unwrap();
+    let program = planted.join("bin/interband");
+    std::fs::write(
+        &program,
+        format!("#!/bin/sh\necho planted > '{}'\n", marker.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prefix = shared.join("prefix");
+    let main = npm_packages()
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("interband-0")
+        })
+        .unwrap();
+    let o = ok(
+        "npm install -g --omit=optional",
+        npm(
+            &w,
+            &[
+                "install",
+                "-g",
+                "--omit=optional",
+                "--prefix",
+                prefix.to_str().unwrap(),
+                main.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap(),
+    );
+    let on_path = prefix.join("bin/interband");
+    let o2 = Command::new(&on_path)
+        .arg("--version")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", w.home())
+        .output()
+        .unwrap();
+    assert!(!marker.exists(), "the planted program ran");
+    assert_eq!(code(&o2), 1, "{}", stderr(&o2));
+    assert!(
+        stderr(&o2).contains("native binary for") && stderr(&o2).contains("is missing"),
+        "the placeholder says the binary is missing: {}",
+        stderr(&o2)
+    );
+    assert!(
+        !is_native(&on_path),
+        "the placeholder is left: {}",
+        stdout(&o)
+    );
+}
+
 fn a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path() {
     let w = World::new();
     let venv = w.dir.path().join("venv");
@@ -404,6 +487,10 @@ fn main() -> std::process::ExitCode {
                 &npm_ready,
                 npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it,
             ),
+        ),
+        (
+            "npm_takes_no_binary_planted_above_its_own_tree",
+            with(&npm_ready, npm_takes_no_binary_planted_above_its_own_tree),
         ),
         (
             "a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path",

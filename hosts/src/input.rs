@@ -105,6 +105,10 @@ impl HostContext {
     }
 }
 
+/// A hook input's top level, each value as raw JSON text: what a host's
+/// [`crate::Profile::input_shape`] renames.
+pub type TopLevel = std::collections::BTreeMap<String, Box<RawValue>>;
+
 impl HookInput {
     /// The host that sent it: the one the command line named, else the one
     /// its input says (see [`crate::Host::detect`]).
@@ -138,15 +142,17 @@ impl HookInput {
     /// made the one this type reads ([`crate::Profile::input_shape`]), and
     /// [`HookInput::named`] is set.
     pub fn parse_as(bytes: &[u8], host: Option<crate::Host>) -> Result<Self, serde_json::Error> {
-        let reshape = host.and_then(|h| h.profile().input_shape);
-        let mut input: HookInput = match reshape {
-            Some(reshape) => {
-                let mut v: serde_json::Value = serde_json::from_slice(bytes)?;
-                reshape(&mut v);
-                serde_json::from_str(&v.to_string())?
-            }
-            None => serde_json::from_slice(bytes)?,
-        };
+        let mut input: HookInput = serde_json::from_slice(bytes)?;
+        // Reshaped only when it is not in the one shape already, and then
+        // only its top level: each value stays raw text, read once more (an
+        // input of megabytes costs a few times its size, not forty).
+        if input.hook_event_name.is_empty()
+            && let Some(reshape) = host.and_then(|h| h.profile().input_shape)
+        {
+            let mut top: TopLevel = serde_json::from_slice(bytes)?;
+            reshape(&mut top);
+            input = serde_json::from_str(&serde_json::to_string(&top)?)?;
+        }
         input.named = host;
         if input.context_window.is_none()
             && let Some(used) = input.input_tokens.take()
@@ -205,20 +211,31 @@ impl HookInput {
 
     /// True when the tool's response says it failed (`is_error`, `error`, `interrupted`).
     pub fn looks_failed(&self) -> bool {
-        let Some(v) = self
+        /// Only the three flags are read: the rest of a response of
+        /// megabytes is passed over, never built.
+        #[derive(Deserialize)]
+        struct Flags {
+            #[serde(default)]
+            is_error: serde_json::Value,
+            #[serde(default)]
+            error: serde_json::Value,
+            #[serde(default)]
+            interrupted: serde_json::Value,
+        }
+        let Some(f) = self
             .tool_response
             .as_ref()
-            .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
+            .and_then(|r| serde_json::from_str::<Flags>(r.get()).ok())
         else {
             return false;
         };
-        let set = |k: &str| match &v[k] {
+        let set = |v: &serde_json::Value| match v {
             serde_json::Value::Bool(b) => *b,
             serde_json::Value::Null => false,
             serde_json::Value::String(s) => !s.is_empty(),
             _ => true,
         };
-        set("is_error") || set("error") || set("interrupted")
+        set(&f.is_error) || set(&f.error) || set(&f.interrupted)
     }
 
     /// Size of the tool's response in bytes.

@@ -183,7 +183,7 @@ pub struct Profile {
     /// Makes a hook input the host sends in a shape of its own the one
     /// [`input::HookInput`] reads (snake_case, with `hook_event_name`), where
     /// it has such a shape.
-    pub input_shape: Option<fn(input: &mut serde_json::Value)>,
+    pub input_shape: Option<fn(input: &mut input::TopLevel)>,
     /// Events only this host sends, which name it whatever else the input says.
     pub own_events: &'static [&'static str],
     /// Why nobody is at the keyboard of the session running this hook,

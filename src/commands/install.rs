@@ -191,11 +191,25 @@ impl Install {
         } else {
             t.host.events()
         };
+        let mut adopted: Vec<String> = Vec::new();
         for e in events {
-            if let Some(existing) = event_groups(&settings, e.name).and_then(|g| interband_hook(g))
+            if event_groups(&settings, e.name)
+                .and_then(|g| interband_hook(g))
+                .is_some()
             {
-                if existing != ours.hook {
-                    notes.push(format!("{} already runs `{existing}`; left as is", e.name));
+                // Another install's hook (another binary, one gone, an
+                // earlier form; its record lost or never there): it runs
+                // this binary now, and a second one on the event goes.
+                if let Some((from, dropped)) = adopt_hooks(&mut settings, e.name, &ours, &mut notes)
+                {
+                    adopted.push(from);
+                    if dropped > 0 {
+                        notes.push(format!(
+                            "{}: interband's hook was there {} times; one is kept",
+                            e.name,
+                            dropped + 1
+                        ));
+                    }
                 }
                 continue;
             }
@@ -265,7 +279,24 @@ impl Install {
                 t.host.key(),
             );
         }
-        if added_now.is_empty() && statusline_now.is_none() && moved.is_none() && !named_now {
+        adopted.sort();
+        adopted.dedup();
+        adopted.retain(|from| moved.as_deref() != Some(from.as_str()));
+        if !adopted.is_empty() {
+            let _ = writeln!(
+                out,
+                "interband's hooks in {} ran {}: they now run {}",
+                interband::text::terminal(&path.display().to_string()),
+                interband::text::terminal(&adopted.join(", ")),
+                interband::text::terminal(&ours.program),
+            );
+        }
+        if added_now.is_empty()
+            && statusline_now.is_none()
+            && moved.is_none()
+            && !named_now
+            && adopted.is_empty()
+        {
             let _ = writeln!(
                 out,
                 "interband is already installed in {}",
@@ -410,11 +441,8 @@ impl Uninstall {
                 // And any copy of our hook the record does not know of (moved
                 // to another event or group by hand): none stays installed.
                 let mut more = Vec::new();
-                remove_found_hooks(
-                    &mut settings,
-                    &Ours::new(r.program.clone(), r.host),
-                    &mut more,
-                );
+                let ours = Ours::new(r.program.clone(), r.host);
+                remove_found_hooks(&mut settings, |c| ours.is_our_hook(c), &mut more);
                 for e in more {
                     if !removed.contains(&e) {
                         removed.push(e);
@@ -423,8 +451,7 @@ impl Uninstall {
                 r.created_file
             }
             None => {
-                let ours = Ours::new(t.program()?, host);
-                remove_found(&mut settings, host, &ours, &mut removed);
+                remove_found(&mut settings, host, &mut removed);
                 false
             }
         };
@@ -454,6 +481,17 @@ impl Uninstall {
             })
             .and_then(|b| String::from_utf8(b).ok());
         let restored = !delete && backup.is_some();
+        if !delete && !restored {
+            notes.push(match &record {
+                None => "no install record (synced from elsewhere, or deleted): interband's hooks \
+                         were recognised by their commands and taken out; the file is written anew, \
+                         not restored byte for byte"
+                    .into(),
+                Some(_) => "the file changed since install (or holds interband hooks the record does \
+                            not know of): it is written anew, not restored byte for byte from its backup"
+                    .into(),
+            });
+        }
         let after = (!delete).then(|| backup.unwrap_or_else(|| pretty_own(&settings, host)));
         let mut out = String::new();
         if t.dry_run {

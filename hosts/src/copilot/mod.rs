@@ -308,10 +308,7 @@ pub fn headless_args(args: &[String]) -> Option<String> {
 /// assert_eq!((i.hook_event_name.as_str(), i.session_id.as_str(), i.tool_name.as_str()), ("PostToolUse", "s1", "bash"));
 /// assert!(i.tool_response.is_some());
 /// ```
-pub(crate) fn input_shape(v: &mut Value) {
-    let Some(o) = v.as_object_mut() else {
-        return;
-    };
+pub(crate) fn input_shape(o: &mut crate::input::TopLevel) {
     if o.contains_key("hook_event_name") {
         return;
     }
@@ -346,18 +343,13 @@ pub(crate) fn input_shape(v: &mut Value) {
         ("customInstructions", "custom_instructions"),
         ("initialPrompt", "initial_prompt"),
     ];
-    let renamed: serde_json::Map<String, Value> = std::mem::take(o)
-        .into_iter()
-        .map(|(k, v)| {
-            let k = NAMES
-                .iter()
-                .find(|(camel, _)| *camel == k)
-                .map_or(k, |(_, snake)| (*snake).to_owned());
-            (k, v)
-        })
-        .collect();
-    *o = renamed;
-    o.insert("hook_event_name".into(), event.into());
+    for (camel, snake) in NAMES {
+        if let Some(v) = o.remove(*camel) {
+            o.insert((*snake).to_owned(), v);
+        }
+    }
+    let name = serde_json::value::to_raw_value(event).expect("a string serializes");
+    o.insert("hook_event_name".into(), name);
 }
 
 /// What installing into Copilot's settings must say: which releases run

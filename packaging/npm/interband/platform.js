@@ -3,6 +3,7 @@
 // (the fallback when install scripts did not run).
 'use strict';
 
+const fs = require('fs');
 const path = require('path');
 
 // One package per platform, as Rust target triples map to Node's names.
@@ -19,13 +20,30 @@ function candidates() {
   return PACKAGES[`${process.platform}-${process.arch}`] || [];
 }
 
-/** The native binary's path, or null when no platform package is installed. */
+/**
+ * The native binary's path, or null when no platform package is installed.
+ * Looked for only inside this package's own install tree: its own
+ * node_modules, and the node_modules folder it was installed into (where npm
+ * and pnpm put its optional dependencies). Never Node's search of every
+ * ancestor folder: a prefix under a shared folder would otherwise run a
+ * program another user planted in a node_modules above it.
+ */
 function find() {
+  const trees = [path.join(__dirname, 'node_modules')];
+  const parent = path.dirname(__dirname);
+  if (path.basename(parent) === 'node_modules') {
+    trees.push(parent);
+  }
   for (const name of candidates()) {
-    try {
-      return require.resolve(`${name}/bin/interband`, { paths: [path.join(__dirname, '..')] });
-    } catch (_) {
-      // not installed: try the next
+    for (const tree of trees) {
+      const file = path.join(tree, ...name.split('/'), 'bin', 'interband');
+      try {
+        if (fs.statSync(file).isFile()) {
+          return file;
+        }
+      } catch (_) {
+        // not installed here: look on
+      }
     }
   }
   return null;

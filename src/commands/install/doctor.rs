@@ -16,7 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    Host, Installs, Target, codex_trust, group_commands, read_settings, runs_interband, unguarded,
+    Files, Host, Installs, Target, any_statusline_rest, codex_trust, group_commands, program_of,
+    read_record, read_settings_with_comments, runs_interband, unguarded, unguarded_statusline,
 };
 use crate::exit;
 
@@ -151,8 +152,22 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
         found.push(info(name, "hooks", "no home folder: cannot look".into()));
         return;
     };
-    let settings = match read_settings(&path, host) {
-        Ok(Some(o)) => o.json,
+    let settings = match read_settings_with_comments(&path, host) {
+        Ok(Some((o, comments))) => {
+            if comments {
+                found.push(info(
+                    name,
+                    "settings",
+                    format!(
+                        "{} has comments, which {} allows: interband checks it, but install and \
+                         uninstall do not edit a file with comments (they would lose them)",
+                        shown(&located),
+                        host.profile().name
+                    ),
+                ));
+            }
+            o.json
+        }
         Ok(None) => {
             found.push(info(
                 name,
@@ -166,11 +181,26 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
                 name,
                 "hooks",
                 format!("{e:#}"),
-                format!("fix or move the file, then `interband install --host {name}`"),
+                "correct the file where it says (your settings are in it: keep it), then \
+                 `interband doctor` again"
+                    .to_owned(),
             ));
             return;
         }
     };
+    // A record install and uninstall cannot read stops both.
+    let files = Files::new(&path, false);
+    if let Err(e) = read_record(&files.record) {
+        found.push(problem(
+            name,
+            "record",
+            format!("{e:#}: install and uninstall refuse to work without it"),
+            format!(
+                "remove {} (uninstall then recognises interband's hooks by their commands)",
+                shown(&files.record)
+            ),
+        ));
+    }
     let hooks = our_hooks(&settings);
     if hooks.is_empty() {
         found.push(info(
@@ -180,7 +210,27 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
         ));
         return;
     }
-    let events: Vec<&str> = hooks.iter().map(|(e, _)| e.as_str()).collect();
+    let mut events: Vec<&str> = hooks.iter().map(|(e, _)| e.as_str()).collect();
+    // The same event twice in one file: the host runs both.
+    let twice: Vec<&str> = events
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| events[..*i].contains(e))
+        .map(|(_, e)| *e)
+        .collect();
+    if !twice.is_empty() {
+        found.push(problem(
+            name,
+            "duplicates",
+            format!(
+                "{} runs interband's hook twice at {}: every call is counted twice, every note comes back twice",
+                shown(&located),
+                twice.join(", ")
+            ),
+            format!("`interband install --host {name}` keeps one"),
+        ));
+    }
+    events.dedup();
     found.push(ok(
         name,
         "hooks",
@@ -196,19 +246,36 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     for command in programs {
         found.push(check_program(name, command));
     }
-    if host == Host::Claude {
+    if host.has_statusline() {
         let statusline = settings
             .pointer("/statusLine/command")
             .and_then(Value::as_str)
-            .filter(|c| runs_interband(c, "statusline") || c.contains(" statusline --wrap "));
-        found.push(match statusline {
-            Some(_) => ok(name, "statusline", "statusline installed".into()),
-            None => info(
+            .filter(|c| any_statusline_rest(c).is_some());
+        match statusline {
+            Some(c) => {
+                let run = check_program(name, unguarded_statusline(c));
+                if run.status == "problem" {
+                    found.push(problem(
+                        name,
+                        "statusline",
+                        format!(
+                            "the statusline runs `{c}`, which cannot run ({})",
+                            run.message
+                        ),
+                        run.fix.unwrap_or_default(),
+                    ));
+                } else {
+                    found.push(ok(name, "statusline", "statusline installed".into()));
+                }
+            }
+            None => found.push(info(
                 name,
                 "statusline",
                 "no interband statusline (`interband install` adds it, wrapping yours)".into(),
-            ),
-        });
+            )),
+        }
+    }
+    if host == Host::Claude {
         let plugin = settings
             .get("enabledPlugins")
             .and_then(Value::as_object)
@@ -228,7 +295,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     let project = target(host, true);
     if let Ok(p) = project.located()
         && p != located
-        && let Ok(Some(o)) = read_settings(&p, host)
+        && let Ok(Some((o, _))) = read_settings_with_comments(&p, host)
         && !our_hooks(&o.json).is_empty()
     {
         found.push(problem(
@@ -247,14 +314,14 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     }
 }
 
-/// Whether the program a hook command runs exists, and is this binary.
+/// Whether the program a hook command runs is what a host can run (there,
+/// a file, executable, and answering `--version` as interband), and is this
+/// binary.
 fn check_program(host: &'static str, command: &str) -> Finding {
-    let program = shell_words::split(unguarded(command))
-        .ok()
-        .and_then(|w| w.into_iter().next())
-        .unwrap_or_default();
+    use std::os::unix::fs::PermissionsExt;
+    let program = program_of(unguarded(command));
     let resolved = if program.contains('/') {
-        Some(PathBuf::from(&program)).filter(|p| p.is_file())
+        Some(PathBuf::from(&program)).filter(|p| p.exists())
     } else {
         std::env::var_os("PATH").and_then(|path| {
             std::env::split_paths(&path)
@@ -272,14 +339,35 @@ fn check_program(host: &'static str, command: &str) -> Finding {
     } else {
         "the hooks do nothing"
     };
-    match resolved {
-        None => problem(
+    let Some(p) = resolved else {
+        return problem(
             host,
             "binary",
             format!("the hooks run `{command}`, and {program} does not exist: {outcome}"),
             fix,
-        ),
-        Some(p) if std::fs::canonicalize(&p).ok() != this => info(
+        );
+    };
+    let meta = std::fs::metadata(&p).ok();
+    let why_not = if !meta.as_ref().is_some_and(|m| m.is_file()) {
+        Some("is not a file".to_owned())
+    } else if meta.is_some_and(|m| m.permissions().mode() & 0o111 == 0) {
+        Some("is not executable (no execute permission)".to_owned())
+    } else {
+        answers_version(&p).err()
+    };
+    if let Some(why) = why_not {
+        return problem(
+            host,
+            "binary",
+            format!(
+                "the hooks run `{command}`, and {} {why}: {outcome}",
+                shown(&p)
+            ),
+            fix,
+        );
+    }
+    if std::fs::canonicalize(&p).ok() != this {
+        info(
             host,
             "binary",
             format!(
@@ -287,12 +375,55 @@ fn check_program(host: &'static str, command: &str) -> Finding {
                 shown(&p),
                 this.as_deref().map_or("?".into(), shown)
             ),
-        ),
-        Some(p) => ok(
+        )
+    } else {
+        ok(
             host,
             "binary",
             format!("the hooks run this binary ({})", shown(&p)),
-        ),
+        )
+    }
+}
+
+/// Runs `program --version` as a host would run the hook (nothing on
+/// stdin, 5 s at most): it must exit 0 and name itself interband.
+fn answers_version(program: &Path) -> Result<(), String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot be run ({e})"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("did not answer `--version` within 5 s".into());
+            }
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && said.starts_with("interband") {
+        Ok(())
+    } else {
+        Err(format!(
+            "does not answer `--version` as interband ({}{})",
+            out.status,
+            if said.trim().is_empty() {
+                String::new()
+            } else {
+                format!(", said {:?}", said.lines().next().unwrap_or(""))
+            }
+        ))
     }
 }
 

@@ -105,8 +105,18 @@ pub(super) fn read_json(path: &Path) -> Result<Option<Original>> {
     // Never blocking, bounded even if the file grew since the stat.
     let bytes = interband::fsio::read_regular(path, MAX_SETTINGS_BYTES)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| invalid(path, "not valid UTF-8"))?;
-    let json =
-        serde_json::from_str(text).map_err(|e| invalid(path, format!("not valid JSON: {e}")))?;
+    let json = serde_json::from_str(text).map_err(|e| {
+        if interband_hosts::project::parse_json(&bytes, true).is_some() {
+            invalid(
+                path,
+                "it has comments (// or /* */), which some hosts allow: interband does not edit \
+                 a file with comments, as it would lose them; nothing was changed. Take the \
+                 comments out (the file is otherwise valid), then run this again",
+            )
+        } else {
+            invalid(path, format!("not valid JSON: {e}"))
+        }
+    })?;
     Ok(Some(Original {
         bytes,
         json,
@@ -125,6 +135,30 @@ pub(super) fn read_settings(path: &Path, host: Host) -> Result<Option<Original>>
         host.profile().hook_shape.to_grouped(&mut o.json);
     }
     Ok(o)
+}
+
+/// [`read_settings`], taking a file with comments as the host does (for
+/// `doctor`, which only reads): true when it had some.
+pub(super) fn read_settings_with_comments(
+    path: &Path,
+    host: Host,
+) -> Result<Option<(Original, bool)>> {
+    match read_settings(path, host) {
+        Ok(o) => Ok(o.map(|o| (o, false))),
+        Err(e) => {
+            let Ok(bytes) = interband::fsio::read_regular(path, MAX_SETTINGS_BYTES) else {
+                return Err(e);
+            };
+            let Some(mut json) =
+                interband_hosts::project::parse_json(&bytes, true).filter(Value::is_object)
+            else {
+                return Err(e);
+            };
+            host.profile().hook_shape.to_grouped(&mut json);
+            let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+            Ok(Some((Original { bytes, json, mode }, true)))
+        }
+    }
 }
 
 /// `settings` as `host`'s file holds them, [`pretty`].

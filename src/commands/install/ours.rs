@@ -9,10 +9,13 @@ pub(super) struct Ours {
     pub(super) hook: String,
     /// The hook as an earlier install wrote it, without the host.
     pub(super) earlier_hook: String,
-    /// The statusline, naming its host (`statusline --host KEY`).
+    /// The statusline, naming its host (`statusline --host KEY`), guarded
+    /// like the hooks where the binary may go by itself.
     pub(super) statusline: String,
+    /// The statusline's own command, unguarded.
+    plain_statusline: String,
     /// The statusline as an earlier install wrote it, without the host.
-    pub(super) earlier_statusline: String,
+    earlier_statusline: String,
 }
 
 /// How a hook runs a program found on each user's PATH (a project's
@@ -23,8 +26,13 @@ pub(super) const ON_PATH: (&str, &str) =
 
 /// How a hook runs a binary that may go away by itself (one in npx's
 /// cache, which npm clears when it likes): where it is gone, the hook does
-/// nothing, silently, instead of failing on every event.
+/// nothing, silently, instead of failing on every event. A statusline that
+/// wraps the user's own runs theirs alone then (see [`Ours::wrapping`]).
 pub(super) const IF_THERE: (&str, &str, &str) = ("[ -x ", " ] && exec ", " || true");
+
+/// What a guarded statusline that wraps the user's own runs when interband
+/// is gone: theirs, as it was.
+const OR_THEIRS: &str = " || exec sh -c ";
 
 /// Whether `program` lives where npm may remove it without a word (npx's
 /// cache, `~/.npm/_npx/<hash>/`).
@@ -46,10 +54,19 @@ impl Ours {
                 format!("{program} {args}")
             }
         };
+        let plain_statusline = format!("{program} statusline --host {}", host.profile().key);
         Ours {
             hook: hook(&format!("hook --host {}", host.profile().key)),
             earlier_hook: hook("hook"),
-            statusline: format!("{program} statusline --host {}", host.profile().key),
+            statusline: if transient(&program) {
+                format!(
+                    "{}{program}{}{plain_statusline}{}",
+                    IF_THERE.0, IF_THERE.1, IF_THERE.2
+                )
+            } else {
+                plain_statusline.clone()
+            },
+            plain_statusline,
             earlier_statusline: format!("{program} statusline"),
             program,
         }
@@ -61,24 +78,38 @@ impl Ours {
             || command == self.earlier_hook
             || command == format!("{} hook", self.program)
     }
-    /// Our statusline command, running `theirs` too and appending our segment to its line.
+    /// Our statusline command, running `theirs` too and appending our
+    /// segment to its line; where our binary may go by itself, theirs alone
+    /// runs once it is gone.
     pub(super) fn wrapping(&self, theirs: &str) -> String {
-        format!(
-            "{} --wrap sh -c {}",
-            self.statusline,
-            shell_words::quote(theirs)
-        )
+        let quoted = shell_words::quote(theirs);
+        let run = format!("{} --wrap sh -c {quoted}", self.plain_statusline);
+        if transient(&self.program) {
+            format!(
+                "{}{}{}{run}{OR_THEIRS}{quoted}",
+                IF_THERE.0, self.program, IF_THERE.1
+            )
+        } else {
+            run
+        }
     }
-    /// Whether a statusLine command is ours (plain or wrapping).
-    pub(super) fn is_our_statusline(&self, command: &str) -> bool {
-        self.wrapped_by_ours(command).is_some()
+    /// Our statusline with what followed another interband statusline
+    /// (`rest`: empty, or ` --wrap sh -c ...` with the user's own).
+    pub(super) fn statusline_with(&self, rest: &str) -> String {
+        match wrapped_theirs(rest) {
+            Some(theirs) => self.wrapping(&theirs),
+            None if rest.is_empty() => self.statusline.clone(),
+            None => format!("{}{rest}", self.plain_statusline),
+        }
     }
     /// What follows our statusline command in `command` (empty, or ` --wrap
-    /// ...`), this install's form or an earlier one's; `None` when it is not ours.
+    /// ...`), this install's form or an earlier one's, guarded or not;
+    /// `None` when it is not ours.
     pub(super) fn wrapped_by_ours<'c>(&self, command: &'c str) -> Option<&'c str> {
-        [&self.statusline, &self.earlier_statusline]
+        let run = unguarded_statusline(command);
+        [&self.plain_statusline, &self.earlier_statusline]
             .into_iter()
-            .find_map(|ours| command.strip_prefix(ours.as_str()))
+            .find_map(|ours| run.strip_prefix(ours.as_str()))
             .filter(|rest| rest.is_empty() || rest.starts_with(" --wrap "))
     }
     /// The hook group added for `e`.
@@ -123,6 +154,63 @@ pub(super) fn unguarded(command: &str) -> &str {
         run.strip_suffix(IF_THERE.2)
     };
     on_path().or_else(if_there).unwrap_or(command)
+}
+
+/// A statusline command without the [`IF_THERE`] guard (and the fallback
+/// to the user's own statusline) around it, if it has one.
+pub(super) fn unguarded_statusline(command: &str) -> &str {
+    let Some((_, run)) = command
+        .strip_prefix(IF_THERE.0)
+        .and_then(|c| c.split_once(IF_THERE.1))
+    else {
+        return command;
+    };
+    if let Some(run) = run.strip_suffix(IF_THERE.2) {
+        return run;
+    }
+    // `... --wrap sh -c Q || exec sh -c Q`: the same Q twice.
+    run.match_indices(OR_THEIRS)
+        .map(|(at, _)| (&run[..at], &run[at + OR_THEIRS.len()..]))
+        .find(|(cmd, theirs)| cmd.ends_with(&format!(" --wrap sh -c {theirs}")))
+        .map_or(command, |(cmd, _)| cmd)
+}
+
+/// What follows `interband statusline [--host KEY]` in a statusline command
+/// any interband install wrote (empty, or ` --wrap sh -c ...`), whatever
+/// program it names and guarded or not; `None` when it is no interband
+/// statusline.
+pub(super) fn any_statusline_rest(command: &str) -> Option<&str> {
+    let run = unguarded_statusline(command);
+    if !runs_interband(run, "statusline")
+        && !run.contains(" statusline --wrap ")
+        && !run.contains(" statusline --host ")
+    {
+        return None;
+    }
+    let words = shell_words::split(run).ok()?;
+    let named = words
+        .first()
+        .is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "interband"));
+    if !named || words.get(1).map(String::as_str) != Some("statusline") {
+        return None;
+    }
+    match run.find(" --wrap ") {
+        Some(at) => Some(&run[at..]),
+        None if matches!(&words[2..], [] | [_, _]) => Some(""),
+        None => None,
+    }
+}
+
+/// The user's own statusline command an interband statusline wraps, from
+/// what follows `statusline` (` --wrap sh -c Q`).
+pub(super) fn wrapped_theirs(rest: &str) -> Option<String> {
+    match shell_words::split(rest.strip_prefix(" --wrap sh -c ")?)
+        .ok()?
+        .as_slice()
+    {
+        [theirs] => Some(theirs.clone()),
+        _ => None,
+    }
 }
 
 /// Whether a shell command runs `interband SUB` (any path to a program named

@@ -42,9 +42,100 @@ pub(super) fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, t
             .as_str()
             .and_then(|c| from.wrapped_by_ours(c))
     {
-        s.installed["command"] = format!("{}{rest}", to.statusline).into();
+        s.installed["command"] = to.statusline_with(rest).into();
         settings["statusLine"] = s.installed.clone();
     }
+}
+
+/// Makes every interband hook at `event` that cannot run (its program gone,
+/// or not executable: the host fails it on every call) run ours instead, in
+/// place (its group and timeout kept), and takes out any second interband
+/// hook there. One that runs another working interband is the user's
+/// choice: left as is, and said. Returns what the first moved one ran
+/// before, and how many were taken out; `None` when nothing changed.
+pub(super) fn adopt_hooks(
+    settings: &mut Value,
+    event: &str,
+    ours: &Ours,
+    notes: &mut Vec<String>,
+) -> Option<(String, usize)> {
+    let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(event))
+    else {
+        return None;
+    };
+    let mut first: Option<String> = None;
+    let mut seen = 0;
+    let mut dropped = 0;
+    for g in groups.iter_mut() {
+        let Some(Value::Array(hooks)) = g.get_mut("hooks") else {
+            continue;
+        };
+        let before = hooks.len();
+        hooks.retain_mut(|h| {
+            let Some(c) = h.get("command").and_then(Value::as_str) else {
+                return true;
+            };
+            if !is_interband_hook(c) {
+                return true;
+            }
+            seen += 1;
+            if seen > 1 {
+                return false;
+            }
+            if c != ours.hook {
+                if another_working(&program_of(unguarded(c)), ours) {
+                    notes.push(format!("{event} already runs `{c}`; left as is"));
+                } else {
+                    first = Some(unguarded(c).to_owned());
+                    h["command"] = ours.hook.clone().into();
+                }
+            }
+            true
+        });
+        dropped += before - hooks.len();
+    }
+    // The groups the second ones left empty go too.
+    if dropped > 0 {
+        groups.retain(|g| !matches!(g.get("hooks"), Some(Value::Array(h)) if h.is_empty()));
+    }
+    match (first, dropped) {
+        (None, 0) => None,
+        (first, dropped) => Some((
+            first.map_or_else(|| ours.program.clone(), |c| program_of(&c)),
+            dropped,
+        )),
+    }
+}
+
+/// Whether a host could run `program`: a path to an executable file, or a
+/// name found as one on the PATH.
+pub(super) fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        executable(Path::new(program))
+    } else {
+        !program.is_empty()
+            && std::env::var_os("PATH").is_some_and(|paths| {
+                std::env::split_paths(&paths).any(|d| executable(&d.join(program)))
+            })
+    }
+}
+
+/// Whether `program` is another interband than ours that a host can run:
+/// the user's choice, left as it is.
+fn another_working(program: &str, ours: &Ours) -> bool {
+    shell_words::quote(program).as_ref() != ours.program.as_str() && runnable(program)
+}
+
+/// The program a command runs (its first word).
+pub(super) fn program_of(command: &str) -> String {
+    shell_words::split(command)
+        .ok()
+        .and_then(|w| w.into_iter().next())
+        .unwrap_or_default()
 }
 
 pub(super) enum StatusPlan {
@@ -68,9 +159,32 @@ pub(super) fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
     };
     let mut installed = current.clone();
     let how = match current.get("command").and_then(Value::as_str) {
-        Some(c) if ours.is_our_statusline(c) => return StatusPlan::Present(None),
-        Some(c) if runs_interband(c, "statusline") => {
-            return StatusPlan::Present(Some(format!("statusLine already runs `{c}`; left as is")));
+        // Ours as it is, else another install's (another binary, gone
+        // perhaps, with no record of it; or this binary's in an older form):
+        // it runs this one now, and what it wrapped is what an uninstall
+        // gives back.
+        Some(c) if any_statusline_rest(c).is_some() => {
+            let rest = any_statusline_rest(c).expect("checked");
+            let now = ours.statusline_with(rest);
+            if now == c {
+                return StatusPlan::Present(None);
+            }
+            if another_working(&program_of(unguarded_statusline(c)), ours) {
+                return StatusPlan::Present(Some(format!(
+                    "statusLine already runs `{c}`; left as is"
+                )));
+            }
+            installed["command"] = now.into();
+            let original = wrapped_theirs(rest).map(|theirs| {
+                let mut o = current.clone();
+                o["command"] = theirs.into();
+                o
+            });
+            return StatusPlan::Set {
+                installed,
+                original,
+                how: format!("statusLine (it ran `{c}`)"),
+            };
         }
         Some(c) if !c.trim().is_empty() => {
             installed["command"] = ours.wrapping(c).into();
@@ -168,20 +282,27 @@ pub(super) fn remove_recorded(
     }
 }
 
-/// Without a record: takes out the hooks running exactly our command, and our statusline.
-pub(super) fn remove_found(
-    settings: &mut Value,
-    host: Host,
-    ours: &Ours,
-    removed: &mut Vec<String>,
-) {
-    remove_found_hooks(settings, ours, removed);
-    remove_found_statusline(settings, host, ours, removed);
+/// Without a record: takes out every hook interband wrote, whichever binary
+/// it runs (nothing else could take them out), and its statusline.
+pub(super) fn remove_found(settings: &mut Value, host: Host, removed: &mut Vec<String>) {
+    remove_found_hooks(settings, is_interband_hook, removed);
+    remove_found_statusline(settings, host, removed);
 }
 
-/// Takes out every hook running exactly our command (in any group, at any
-/// of the host's events), and the groups that leaves empty.
-pub(super) fn remove_found_hooks(settings: &mut Value, ours: &Ours, removed: &mut Vec<String>) {
+/// Whether a hook command is one interband writes: this binary's or any
+/// other's (one that is gone, named in a settings file synced from
+/// elsewhere), guarded or not, naming its host or not.
+pub(super) fn is_interband_hook(command: &str) -> bool {
+    runs_interband(command, "hook")
+}
+
+/// Takes out every hook whose command is `ours` (in any group, at any of
+/// the host's events), and the groups that leaves empty.
+pub(super) fn remove_found_hooks(
+    settings: &mut Value,
+    ours: impl Fn(&str) -> bool,
+    removed: &mut Vec<String>,
+) {
     let events: Vec<String> = settings
         .get("hooks")
         .and_then(Value::as_object)
@@ -195,11 +316,7 @@ pub(super) fn remove_found_hooks(settings: &mut Value, ours: &Ours, removed: &mu
         let before = groups.clone();
         for g in groups.iter_mut() {
             if let Some(Value::Array(hooks)) = g.get_mut("hooks") {
-                hooks.retain(|h| {
-                    !h.get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(|c| ours.is_our_hook(c))
-                });
+                hooks.retain(|h| !h.get("command").and_then(Value::as_str).is_some_and(&ours));
             }
         }
         // Drop the groups this left empty (and only those).
@@ -223,29 +340,25 @@ pub(super) fn remove_found_hooks(settings: &mut Value, ours: &Ours, removed: &mu
     }
 }
 
-/// Takes out our statusline, giving back the one it wrapped.
-pub(super) fn remove_found_statusline(
-    settings: &mut Value,
-    host: Host,
-    ours: &Ours,
-    removed: &mut Vec<String>,
-) {
-    if host.has_statusline()
-        && let Some(c) = settings
-            .pointer("/statusLine/command")
-            .and_then(Value::as_str)
-    {
-        let rest = ours.wrapped_by_ours(c);
-        if rest == Some("") {
-            remove_key(settings, "statusLine");
-            removed.push("statusLine".into());
-        } else if let Some([theirs]) = rest
-            .and_then(|r| r.strip_prefix(" --wrap sh -c "))
-            .and_then(|r| shell_words::split(r).ok())
-            .as_deref()
-        {
-            settings["statusLine"]["command"] = theirs.as_str().into();
-            removed.push("statusLine".into());
-        }
+/// Takes out any interband statusline (this binary's or another's, guarded
+/// or not), giving back the one it wrapped.
+pub(super) fn remove_found_statusline(settings: &mut Value, host: Host, removed: &mut Vec<String>) {
+    if !host.has_statusline() {
+        return;
     }
+    let Some(c) = settings
+        .pointer("/statusLine/command")
+        .and_then(Value::as_str)
+    else {
+        return;
+    };
+    let Some(rest) = any_statusline_rest(c) else {
+        return;
+    };
+    match wrapped_theirs(rest) {
+        Some(theirs) => settings["statusLine"]["command"] = theirs.into(),
+        None if rest.is_empty() => remove_key(settings, "statusLine"),
+        None => return,
+    }
+    removed.push("statusLine".into());
 }
