@@ -1706,3 +1706,81 @@ fn a_statusline_from_npx_s_cache_falls_back_to_the_user_s_own_when_npm_clears_it
         );
     }
 }
+
+/// Two installs of one host at once (two terminals, a dotfiles script and
+/// a person) each read and write the settings and the record: under one
+/// lock, one waits for the other, and the record knows everything added,
+/// so uninstall gives the file back byte for byte, the user's own empty
+/// `"SessionEnd": []` included.
+#[test]
+fn simultaneous_installs_keep_the_record_and_uninstall_is_byte_for_byte() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    let theirs = "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"SessionEnd\": []\n  }\n}\n";
+    for round in 0..40 {
+        std::fs::write(&path, theirs).unwrap();
+        let spawn = || {
+            w.cmd(&settings_args("install", &path, &[]))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(), spawn());
+        for child in [a, b] {
+            let o = child.wait_with_output().unwrap();
+            // The second may find the file changed under it and say so: it
+            // writes nothing then, and the first's install stands.
+            assert!(
+                code(&o) == 0 || stderr(&o).contains("run the command again"),
+                "round {round}: {}",
+                stderr(&o)
+            );
+        }
+        let installed = read(&path);
+        for e in CLAUDE_EVENTS {
+            assert_eq!(
+                interband_hooks(&installed, e).len(),
+                1,
+                "round {round} {e}: {installed}"
+            );
+        }
+        ok(&w.run(&settings_args("uninstall", &path, &[])));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            theirs,
+            "round {round}"
+        );
+    }
+}
+
+/// `uninstall --purge` keeps the records of project installs still in
+/// place and says which: a later `uninstall --project` there still gives
+/// the project's file back (no `{}` left behind in the repository).
+#[test]
+fn purge_keeps_the_records_of_project_installs_still_in_place() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let run = |args: &[&str]| w.cmd(args).current_dir(&project).output().unwrap();
+    ok(&run(&["install", "--command", BIN]));
+    ok(&run(&["install", "--project"]));
+    let o = run(&["uninstall", "--purge", "--yes"]);
+    ok(&o);
+    assert!(
+        stdout(&o).contains("kept: the install record of")
+            && stdout(&o).contains("repo/.claude/settings.json"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["uninstall", "--project"]);
+    ok(&o);
+    assert!(
+        !project.join(".claude/settings.json").exists(),
+        "the file the project install created is gone again: {}",
+        stdout(&o)
+    );
+    // With nothing left in place, a purge takes the state folder too.
+    ok(&run(&["uninstall", "--purge", "--yes"]));
+    assert!(!w.home().join(".local/state/interband").exists());
+}

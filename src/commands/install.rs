@@ -65,6 +65,11 @@ pub struct Uninstall {
 
 impl Install {
     pub fn run(self) -> Result<u8> {
+        let path = self.target.path()?;
+        Files::new(&path, self.target.project).locked(|| self.install())
+    }
+
+    fn install(&self) -> Result<u8> {
         let t = &self.target;
         anyhow::ensure!(
             !self.statusline_only || t.host.has_statusline(),
@@ -156,6 +161,7 @@ impl Install {
         // What an earlier install added that is still there.
         let mut record = Record {
             host: t.host,
+            settings: Some(path.to_string_lossy().into_owned()),
             program: ours.program.clone(),
             created_file: original.is_none(),
             created_dir: original.is_none()
@@ -407,7 +413,8 @@ impl Install {
 
 impl Uninstall {
     pub fn run(self) -> Result<u8> {
-        let code = self.remove()?;
+        let path = self.target.path()?;
+        let code = Files::new(&path, self.target.project).locked(|| self.remove())?;
         if self.purge && !self.target.dry_run {
             purge::purge(self.yes)?;
         }

@@ -55,6 +55,58 @@ impl Files {
     }
 }
 
+impl Files {
+    /// Runs `f` holding the install lock of this settings file: the
+    /// settings, the record and the backup are read and written by one
+    /// install or uninstall at a time (two at once could each write a
+    /// record, and the one kept would not know what the other added). The
+    /// lock is an advisory lock on `<record>.lock`, created 0600, never
+    /// through a link; a lock file removed while waited on is taken anew.
+    pub(super) fn locked<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let mut name = self.record.as_os_str().to_owned();
+        name.push(".lock");
+        let path = PathBuf::from(name);
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| dir.display().to_string())?;
+        }
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path)
+                .with_context(|| format!("{}: cannot open the install lock", path.display()))?;
+            let held = file.metadata()?;
+            let mut lock = fd_lock::RwLock::new(file);
+            let _guard = lock
+                .write()
+                .with_context(|| format!("{}: cannot take the install lock", path.display()))?;
+            let same = std::fs::symlink_metadata(&path)
+                .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
+            if same {
+                let out = f();
+                // Gone with what it guards (an uninstall took the record):
+                // removed while held, so a waiter opens it anew.
+                if !self.record.exists() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                return out;
+            }
+        }
+    }
+}
+
 /// The user's state folder: `$XDG_STATE_HOME`, else `~/.local/state`.
 pub(super) fn state_home() -> Option<PathBuf> {
     std::env::var_os("XDG_STATE_HOME")
@@ -214,6 +266,9 @@ pub(super) struct StatusRecord {
 /// `<file>.interband-install.json`: what install added, so uninstall can take exactly that out.
 pub(super) struct Record {
     pub(super) host: Host,
+    /// The settings file it is the record of (absent in records written
+    /// before 0.1.0's hardening: `uninstall --purge` keeps those).
+    pub(super) settings: Option<String>,
     pub(super) program: String,
     pub(super) created_file: bool,
     /// Install created the file's folder too (`.claude/` in a project).
@@ -235,6 +290,7 @@ impl Record {
         let mut o = json!({
             "format": RECORD_FORMAT,
             "host": self.host.key(),
+            "settings": self.settings,
             "program": self.program,
             "created_file": self.created_file,
             "created_dir": self.created_dir,
@@ -283,6 +339,7 @@ impl Record {
         };
         Some(Record {
             host,
+            settings: s("settings"),
             program: s("program")?,
             created_file: b(j, "created_file")?,
             created_dir: b(j, "created_dir").unwrap_or(false),

@@ -22,8 +22,11 @@ const OURS: &[&str] = &[
     ".remote",
 ];
 
-/// What a purge removes here, existing only.
-fn targets() -> Vec<PathBuf> {
+/// What a purge removes here, existing only, and the project installs
+/// still in place whose records it keeps (the settings files they are the
+/// records of): without its record, `uninstall --project` could not give a
+/// project's file back as it was.
+fn targets() -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut out = Vec::new();
     if let Ok(root) = interband::paths::root_from_env() {
         out.extend(OURS.iter().map(|n| root.join(n)));
@@ -32,13 +35,81 @@ fn targets() -> Vec<PathBuf> {
     out.extend(interband::trust::store_path(
         &interband::settings::ProcessEnv,
     ));
-    out.extend(super::state_home().map(|s| s.join("interband")));
+    let mut kept = Vec::new();
+    if let Some(state) = super::state_home().map(|s| s.join("interband")) {
+        let installs = state.join("installs");
+        let records: Vec<PathBuf> = std::fs::read_dir(&installs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".interband-install.json"))
+            .collect();
+        let mut keep: Vec<PathBuf> = Vec::new();
+        for record in records {
+            if let Some(settings) = in_place(&record) {
+                let base = record
+                    .to_string_lossy()
+                    .replace(".interband-install.json", "");
+                keep.extend([
+                    record.clone(),
+                    PathBuf::from(format!("{base}.interband-backup")),
+                    PathBuf::from(format!("{}.lock", record.display())),
+                ]);
+                kept.push(settings);
+            }
+        }
+        if keep.is_empty() {
+            out.push(state);
+        } else {
+            // The state folder's other entries go; the installs folder keeps
+            // only what the installs in place need.
+            for dir in [&state, &installs] {
+                for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let p = e.path();
+                    if p != installs && !keep.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+    }
     out.retain(|p| std::fs::symlink_metadata(p).is_ok());
-    out
+    (out, kept)
+}
+
+/// The settings file an install record is the record of, when interband's
+/// hooks are still there (or when the record does not say which file it is:
+/// kept, as it may be).
+fn in_place(record: &Path) -> Option<PathBuf> {
+    let json: serde_json::Value =
+        serde_json::from_slice(&interband::fsio::read_regular(record, 1 << 20).ok()?).ok()?;
+    let Some(settings) = json.get("settings").and_then(|s| s.as_str()) else {
+        return Some(record.to_owned());
+    };
+    let host = json
+        .get("host")
+        .and_then(|h| h.as_str())
+        .and_then(super::Host::from_key)?;
+    let (o, _) = super::read_settings_with_comments(Path::new(settings), host).ok()??;
+    let hooks = o.json.get("hooks")?.as_object()?;
+    hooks
+        .values()
+        .filter_map(|g| g.as_array())
+        .flatten()
+        .flat_map(super::group_commands)
+        .any(|c| super::runs_interband(c, "hook"))
+        .then(|| PathBuf::from(settings))
 }
 
 pub fn purge(yes: bool) -> Result<()> {
-    let targets = targets();
+    let (targets, kept) = targets();
+    for settings in &kept {
+        say!(
+            "kept: the install record of {}, where interband's hooks still are (`interband uninstall --project` there takes them out and gives the file back)",
+            settings.display()
+        );
+    }
     if targets.is_empty() {
         say!("nothing of interband's data to remove");
         return Ok(());
