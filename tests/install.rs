@@ -1788,3 +1788,56 @@ fn purge_keeps_the_records_of_project_installs_still_in_place() {
     ok(&run(&["uninstall", "--purge", "--yes"]));
     assert!(!w.home().join(".local/state/interband").exists());
 }
+
+/// install keeps the file's layout (a compact file stays compact, an
+/// indent stays that indent), so it never writes a file interband cannot
+/// read back; one that would be over the read limit is refused, unchanged.
+#[test]
+fn install_keeps_the_file_s_layout_and_never_writes_past_the_read_limit() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    let allow: Vec<String> = (0..200_000).map(|i| format!("Bash(tool-{i}:*)")).collect();
+    let compact =
+        serde_json::to_string(&json!({"model": "opus", "permissions": {"allow": allow}})).unwrap();
+    assert!(compact.len() > 4_000_000);
+    for (layout, text) in [
+        ("compact", compact.clone()),
+        ("compact with a newline", format!("{compact}\n")),
+        (
+            "tabs",
+            "{\n\t\"model\": \"opus\",\n\t\"env\": {\n\t\t\"A\": \"1\"\n\t}\n}\n".to_owned(),
+        ),
+        ("four spaces", "{\n    \"model\": \"opus\"\n}".to_owned()),
+    ] {
+        std::fs::write(&path, &text).unwrap();
+        ok(&w.run(&settings_args("install", &path, &[])));
+        let after = std::fs::read_to_string(&path).unwrap();
+        match layout {
+            "compact" | "compact with a newline" => {
+                assert_eq!(after.trim_end().lines().count(), 1, "{layout}");
+                assert!(after.len() < text.len() + 4096, "{layout}: {}", after.len());
+                assert_eq!(after.ends_with('\n'), text.ends_with('\n'), "{layout}");
+            }
+            "tabs" => assert!(
+                after.contains("\n\t\"hooks\": {\n\t\t\""),
+                "{layout}: {after}"
+            ),
+            _ => assert!(
+                after.contains("\n    \"hooks\": {\n        \""),
+                "{layout}: {after}"
+            ),
+        }
+        ok(&w.run(&settings_args("uninstall", &path, &[])));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{layout}");
+    }
+    // Just under the limit, compact: with the hooks it would be over it.
+    let limit = 16 << 20;
+    let pad = "x".repeat(limit - 200);
+    let near = format!("{{\"pad\":\"{pad}\"}}");
+    assert!(near.len() < limit);
+    std::fs::write(&path, &near).unwrap();
+    let o = w.run(&settings_args("install", &path, &[]));
+    assert_ne!(code(&o), 0, "{}", stdout(&o));
+    assert!(stderr(&o).contains("over the"), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&path).unwrap() == near, "unchanged");
+}

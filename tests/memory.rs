@@ -20,7 +20,7 @@ fn children_peak() -> u64 {
 }
 
 #[test]
-fn a_large_hook_input_costs_a_few_times_its_size_in_each_host_s_shape() {
+fn a_large_hook_input_or_settings_file_costs_a_few_times_its_size() {
     let w = World::new();
     // A tool result of 14 MB in many small values, in Copilot's camelCase
     // shape (1.0.30 to 1.0.49), which the profile reshapes: the case that
@@ -62,6 +62,27 @@ fn a_large_hook_input_costs_a_few_times_its_size_in_each_host_s_shape() {
     assert!(
         peak < 6 * size,
         "the hook's peak resident set was {} MB for a {} MB input",
+        peak >> 20,
+        size >> 20
+    );
+    // install on a settings file of 15 MB (compact, as a script writes
+    // it): bounded too, however the file is laid out.
+    let settings = w.dir.path().join("settings.json");
+    let allow: Vec<String> = (0..700_000).map(|i| format!("Bash(tool-{i}:*)")).collect();
+    let text =
+        serde_json::to_string(&json!({"model": "opus", "permissions": {"allow": allow}})).unwrap();
+    std::fs::write(&settings, &text).unwrap();
+    let size = text.len() as u64;
+    drop((allow, text));
+    let o = w
+        .cmd(&["install", "--settings", settings.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let peak = children_peak();
+    assert!(
+        peak < 24 * size,
+        "install's peak resident set was {} MB for a {} MB settings file",
         peak >> 20,
         size >> 20
     );

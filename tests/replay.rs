@@ -850,3 +850,35 @@ fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
         );
     }
 }
+
+/// A transcript copied out of its host's folder may not tell its host: the
+/// message names every host interband knows and `--host`, which reads the
+/// same file; `--help` lists every host's key. All from the profiles.
+#[test]
+fn a_copied_transcript_is_told_how_to_name_its_host() {
+    let w = World::new();
+    let copy = w.dir.path().join("copied.jsonl");
+    std::fs::copy(
+        repo().join("tests/fixtures/qwen-code-0.24.4/transcript.jsonl"),
+        &copy,
+    )
+    .unwrap();
+    let o = w.run(&["replay", copy.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    for host in interband_hosts::Host::ALL {
+        let p = host.profile();
+        assert!(
+            stderr(&o).contains(p.name) && stderr(&o).contains(p.key),
+            "{}: {}",
+            p.name,
+            stderr(&o)
+        );
+    }
+    assert!(stderr(&o).contains("--host"), "{}", stderr(&o));
+    let o = w.run(&["replay", "--host", "qwen", copy.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let help = stdout(&w.run(&["replay", "--help"]));
+    for host in interband_hosts::Host::ALL {
+        assert!(help.contains(host.profile().key), "{help}");
+    }
+}

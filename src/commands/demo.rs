@@ -20,6 +20,9 @@ use interpulse::synthetic::{self, Writer};
 
 use crate::exit;
 
+/// The demo's session is Claude Code's: its events are that profile's.
+const CLAUDE: &interband_hosts::Profile = &interband_hosts::CLAUDE;
+
 const SESSION: &str = "5e55a0de-d3m0-4c1d-9a7f-000000000001";
 const WINDOW: u64 = 200_000;
 const TASK: &str = "Add a retry with backoff to the uploader, with tests, and log each retry.";
@@ -186,7 +189,7 @@ impl World {
     fn hook(&mut self, event: &str, extra: Value) -> Result<String> {
         let out = self.run(&["hook"], &self.input(event, extra), &[])?;
         let r = &mut self.record;
-        if event == "PostToolUse" {
+        if CLAUDE.moment(event) == interband_hosts::Moment::ToolDone {
             r.calls += 1;
         }
         let said = context_of(&out).unwrap_or_default();
@@ -425,7 +428,7 @@ impl Demo {
 
         w.t.prompt(TASK)?;
         w.hook(
-            "SessionStart",
+            CLAUDE.context_start,
             json!({"source": "startup", "model": synthetic::MODEL}),
         )?;
         say_or_stop!("{} {TASK}", st.bold("user ›"));
@@ -438,7 +441,7 @@ impl Demo {
             // As Claude Code does, the response that called the tool is
             // written to the transcript just after the tool's hook ran: the
             // hook reads the figure one response old.
-            let out = w.hook("PostToolUse", json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}}))?;
+            let out = w.hook(CLAUDE.tool_events[0], json!({"tool_name": s.tool, "tool_input": s.input, "tool_response": {"stdout": s.result}}))?;
             w.t.tool(s.tool, s.input.clone(), s.result, s.error, w.used, false)?;
             let line = w.statusline()?;
             say_or_stop!(
@@ -454,7 +457,7 @@ impl Demo {
                     ("Grep", json!({"pattern": "retry"})),
                     ("Read", json!({"file_path": "src/net.rs"})),
                 ] {
-                    w.hook("PostToolUse", json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}}))?;
+                    w.hook(CLAUDE.tool_events[0], json!({"tool_name": tool, "tool_input": input, "agent_id": "a1b2c3", "agent_type": "general-purpose", "tool_response": {"stdout": "…"}}))?;
                     w.t.tool(tool, input.clone(), "…", false, w.used, true)?;
                 }
                 say_or_stop!("{}", st.dim(&format!("       (calls {} and {}: the subagent's; counted, but they do not move the parent's level)", w.record.calls - 1, w.record.calls)));
@@ -490,7 +493,7 @@ impl Demo {
         say_or_stop!();
 
         // The turn ends: intermem writes the notes the checkpoints asked for; the trigger advises once.
-        let out = w.hook("Stop", json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."}))?;
+        let out = w.hook(CLAUDE.end_of_turn, json!({"stop_hook_active": false, "last_assistant_message": "Retry, tests and logging are in."}))?;
         if let Ok(block) = serde_json::from_str::<Value>(&out) {
             say_or_stop!(
                 "{} {}",
@@ -512,7 +515,7 @@ impl Demo {
         // The user runs /compact: PreCompact, the host compacts, SessionStart(compact).
         say_or_stop!("{} /compact", st.bold("user ›"));
         w.hook(
-            "PreCompact",
+            CLAUDE.pre_compaction,
             json!({"trigger": "manual", "custom_instructions": null}),
         )?;
         say_or_stop!(
@@ -522,7 +525,7 @@ impl Demo {
         w.t.compact(w.used, 9_000, "Summary:\nThe user asked for a retry with backoff in the uploader; retry.rs and tests were added; all tests pass.")?;
         w.used = 9_000;
         let out = w.hook(
-            "SessionStart",
+            CLAUDE.context_start,
             json!({"source": "compact", "model": synthetic::MODEL}),
         )?;
         match context_of(&out) {

@@ -236,10 +236,13 @@ impl Hook {
 const NO_ROOT: &str = "/dev/null/interband-has-no-root";
 
 fn handle(host: Option<interband_hosts::Host>) -> Result<Option<String>> {
-    explain_if_typed(
-        "interband hook reads one hook event, as JSON on stdin, from Claude Code, Codex CLI or Gemini CLI: \
-         the host runs it (`interband install` sets that up). Paste an event and press Ctrl-D, or it gives up in 2 s.",
-    );
+    explain_if_typed(&format!(
+        "interband hook reads one hook event, as JSON on stdin, from {}: the host runs it \
+         (`interband install` sets that up). Paste an event and press Ctrl-D, or it gives up in 2 s.",
+        interband_hosts::Host::ALL
+            .map(|h| h.profile().name)
+            .join(", ")
+    ));
     let buf = read_stdin(MAX_INPUT_BYTES, STDIN_WAIT)?;
     // No root to be found (no INTERBAND_ROOT, no home): the agent is warned
     // all the same, as with a root it cannot write; nothing is kept.

@@ -99,9 +99,7 @@ impl Install {
             Some(r) => {
                 // An earlier install's hooks, which did not name their host, do now.
                 let earlier = Ours::new(r.program.clone(), t.host);
-                let before = settings.clone();
-                relocate(&mut settings, r, &earlier, &ours);
-                named_now = settings != before;
+                named_now = relocate(&mut settings, r, &earlier, &ours);
                 None
             }
             None => None,
@@ -313,9 +311,19 @@ impl Install {
             say_part!("{out}");
             return Ok(exit::OK);
         }
-        let after = pretty_own(&settings, t.host);
+        let after = pretty_own(&settings, t.host, original.as_ref().map(|o| &o.bytes[..]));
+        // Never a file interband could not read back (and uninstall).
+        anyhow::ensure!(
+            after.len() as u64 <= MAX_SETTINGS_BYTES,
+            "{}: with interband's hooks it would be {} bytes, over the {MAX_SETTINGS_BYTES}-byte \
+             limit interband reads settings files to; nothing was changed",
+            path.display(),
+            after.len()
+        );
         if t.dry_run {
-            let before = original.as_ref().map(|o| pretty_own(&o.json, t.host));
+            let before = original
+                .as_ref()
+                .map(|o| pretty_own(&o.json, t.host, Some(&o.bytes)));
             out.push_str(&dry_run_diff(&path, before.as_deref(), Some(&after)));
             let _ = writeln!(out, "(dry run: nothing written)");
             print_notes(&mut out, &notes);
@@ -499,10 +507,11 @@ impl Uninstall {
                     .into(),
             });
         }
-        let after = (!delete).then(|| backup.unwrap_or_else(|| pretty_own(&settings, host)));
+        let after = (!delete)
+            .then(|| backup.unwrap_or_else(|| pretty_own(&settings, host, Some(&original.bytes))));
         let mut out = String::new();
         if t.dry_run {
-            let before = pretty_own(&original.json, host);
+            let before = pretty_own(&original.json, host, Some(&original.bytes));
             out.push_str(&dry_run_diff(&path, Some(&before), after.as_deref()));
             let _ = writeln!(out, "(dry run: nothing written)");
             say_part!("{out}");

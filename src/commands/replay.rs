@@ -20,8 +20,8 @@ const PROGRESS_BAR_BYTES: u64 = 20 << 20;
 /// `interband replay TRANSCRIPT`
 #[derive(Args)]
 pub struct Replay {
-    /// The transcript to replay: Claude Code's session JSONL, Codex CLI's
-    /// rollout or Gemini CLI's chat recording.
+    /// The transcript to replay: a session file of any host interband
+    /// knows (its place and lines tell which; `--host` names it otherwise).
     transcript: PathBuf,
     /// The context window, tokens (default: as the hook finds it: the
     /// `[interpulse] window` setting, the window a statusline reported for the
@@ -121,9 +121,15 @@ impl Replay {
             say_part!("{}", text(&result, &path.display().to_string()));
         }
         if !result.summary.found {
+            let names: Vec<&str> = Host::ALL.iter().map(|h| h.profile().name).collect();
+            let keys: Vec<&str> = Host::ALL.iter().map(|h| h.profile().key).collect();
             tell!(
-                "interband: nothing to replay in {}: no tool call, usage figure or compaction (is it a Claude Code, Codex or Gemini transcript?)",
-                path.display()
+                "interband: nothing to replay in {} as {}'s: no tool call, usage figure or compaction. \
+                 Is it a transcript of {}? A copy out of its host's folder may need the host named: --host {}",
+                path.display(),
+                result.host.profile().name,
+                names.join(", "),
+                keys.join("|")
             );
             return Ok(exit::INVALID);
         }

@@ -156,7 +156,7 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
     let mut stage = stage;
     stage.event(
         &mut play,
-        "SessionStart",
+        host.profile().context_start,
         serde_json::json!({"source": "startup"}),
     )?;
     // The file is read and each line's meaning worked out on a second

@@ -213,11 +213,64 @@ pub(super) fn read_settings_with_comments(
     }
 }
 
-/// `settings` as `host`'s file holds them, [`pretty`].
-pub(super) fn pretty_own(settings: &Value, host: Host) -> String {
+/// `settings` as `host`'s file holds them, laid out as the file was
+/// (`bytes`: compact stays compact, an indent stays that indent; a new
+/// file is [`pretty`]).
+pub(super) fn pretty_own(settings: &Value, host: Host, like: Option<&[u8]>) -> String {
     let mut own = settings.clone();
     host.profile().hook_shape.to_own(&mut own);
-    pretty(&own)
+    match like.map(layout_of) {
+        None | Some(Layout::Indented(None)) => pretty(&own),
+        Some(Layout::Compact { newline }) => {
+            let mut s = serde_json::to_string(&own).expect("a JSON value serializes");
+            if newline {
+                s.push('\n');
+            }
+            s
+        }
+        Some(Layout::Indented(Some(indent))) => {
+            use serde::Serialize as _;
+            let mut out = Vec::new();
+            let f = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+            let mut ser = serde_json::Serializer::with_formatter(&mut out, f);
+            own.serialize(&mut ser).expect("a JSON value serializes");
+            let mut s = String::from_utf8(out).expect("JSON is UTF-8");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// How a settings file is laid out.
+#[derive(Debug, PartialEq)]
+pub(super) enum Layout {
+    /// On one line (a trailing newline or not).
+    Compact { newline: bool },
+    /// Over lines, indented by this (`None`: as [`pretty`] does).
+    Indented(Option<String>),
+}
+
+/// The layout of a settings file's text.
+pub(super) fn layout_of(bytes: &[u8]) -> Layout {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if !body.contains(&b'\n') {
+        return Layout::Compact {
+            newline: body.len() < bytes.len(),
+        };
+    }
+    let indent: String = body
+        .split(|b| *b == b'\n')
+        .skip(1)
+        .find_map(|line| {
+            let lead = line
+                .iter()
+                .take_while(|b| **b == b' ' || **b == b'\t')
+                .count();
+            (lead > 0 && lead < line.len())
+                .then(|| String::from_utf8_lossy(&line[..lead]).into_owned())
+        })
+        .unwrap_or_default();
+    Layout::Indented((!indent.is_empty() && indent != "  ").then_some(indent))
 }
 
 /// Checks the parts of the settings that install and uninstall change.

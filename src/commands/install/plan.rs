@@ -14,7 +14,8 @@ pub(super) fn event_groups<'a>(settings: &'a Value, event: &str) -> Option<&'a V
 /// `from`'s: each recorded hook group still in the settings, and the
 /// statusline it set (plain or wrapping the user's own), in place. The
 /// record follows, so `uninstall` still finds what it added.
-pub(super) fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, to: &Ours) {
+pub(super) fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, to: &Ours) -> bool {
+    let mut changed = false;
     for a in &mut record.added {
         let Some(Value::Array(groups)) =
             settings.get_mut("hooks").and_then(|h| h.get_mut(&a.event))
@@ -28,9 +29,10 @@ pub(super) fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, t
             for h in hooks {
                 if h.get("command")
                     .and_then(Value::as_str)
-                    .is_some_and(|c| from.is_our_hook(c))
+                    .is_some_and(|c| from.is_our_hook(c) && c != to.hook)
                 {
                     h["command"] = to.hook.clone().into();
+                    changed = true;
                 }
             }
         }
@@ -42,9 +44,12 @@ pub(super) fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, t
             .as_str()
             .and_then(|c| from.wrapped_by_ours(c))
     {
-        s.installed["command"] = to.statusline_with(rest).into();
+        let now = to.statusline_with(rest);
+        changed |= s.installed["command"] != now.as_str();
+        s.installed["command"] = now.into();
         settings["statusLine"] = s.installed.clone();
     }
+    changed
 }
 
 /// Makes every interband hook at `event` that cannot run (its program gone,
