@@ -1841,3 +1841,36 @@ fn install_keeps_the_file_s_layout_and_never_writes_past_the_read_limit() {
     assert!(stderr(&o).contains("over the"), "{}", stderr(&o));
     assert!(std::fs::read_to_string(&path).unwrap() == near, "unchanged");
 }
+
+/// Copilot CLI reads a repository's hooks from `.github/hooks/*.json` (and
+/// never its `.copilot/settings.json`), and runs them beside the user's:
+/// `install --project` writes its own file there, hooks only, doctor finds
+/// the hooks at both levels, and uninstall takes the file away again.
+#[test]
+fn a_copilot_project_install_goes_where_copilot_reads_it() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let run = |args: &[&str]| w.cmd(args).current_dir(&project).output().unwrap();
+    ok(&run(&["install", "--project", "--host", "copilot"]));
+    let file = project.join(".github/hooks/interband.json");
+    let s = read(&file);
+    assert!(s.get("statusLine").is_none(), "{s}");
+    assert!(
+        s["hooks"]["PostToolUse"][0]["bash"]
+            .as_str()
+            .unwrap()
+            .contains("interband hook --host copilot"),
+        "{s}"
+    );
+    assert!(!project.join(".copilot").exists());
+    ok(&run(&["install", "--host", "copilot", "--command", BIN]));
+    let o = run(&["doctor"]);
+    assert!(
+        stdout(&o).contains(".github/hooks/interband.json has interband's hooks too"),
+        "{}",
+        stdout(&o)
+    );
+    ok(&run(&["uninstall", "--project", "--host", "copilot"]));
+    assert!(!file.exists());
+}

@@ -90,8 +90,14 @@ pub struct Profile {
     /// Its name on the command line (`interband install --host KEY`).
     pub key: &'static str,
     /// Its user settings file (hooks and statusline), relative to the home
-    /// folder, and to a project's folder for a project's own.
+    /// folder, and to a project's folder for a project's own unless
+    /// [`Profile::project_file`] says otherwise.
     pub settings_file: &'static str,
+    /// Where a project's hooks go, relative to its folder, when the host
+    /// reads them from elsewhere than [`Profile::settings_file`] (Copilot
+    /// CLI reads a repository's `.github/hooks/*.json`, never its
+    /// `.copilot/settings.json`).
+    pub project_file: Option<&'static str>,
     /// The variable that moves the host's own folder (the first part of
     /// [`Profile::settings_file`], `~/.codex` say), when it has one.
     pub home_var: Option<&'static str>,
@@ -331,6 +337,7 @@ pub const CLAUDE: Profile = Profile {
     pre_compaction: "PreCompact",
     key: "claude",
     settings_file: ".claude/settings.json",
+    project_file: None,
     // Timeouts in seconds.
     home_var: None,
     hook_shape: shape::HookShape::Grouped,
@@ -400,6 +407,7 @@ pub const CODEX: Profile = Profile {
     pre_compaction: "PreCompact",
     key: "codex",
     settings_file: ".codex/hooks.json",
+    project_file: None,
     // Seconds; matchers are regular expressions where `*` is invalid (no
     // matcher matches every tool); Codex clamps SessionEnd's timeout to 3 s.
     home_var: Some("CODEX_HOME"),
@@ -456,6 +464,7 @@ pub const GEMINI: Profile = Profile {
     pre_compaction: "PreCompress",
     key: "gemini",
     settings_file: ".gemini/settings.json",
+    project_file: None,
     // Milliseconds. AfterAgent ends a turn (Gemini's Stop); BeforeAgent
     // brings the note back after a compression Gemini does not announce.
     home_var: None,
@@ -522,6 +531,7 @@ pub const QWEN: Profile = Profile {
     pre_compaction: "PreCompact",
     key: "qwen",
     settings_file: ".qwen/settings.json",
+    project_file: None,
     home_var: Some("QWEN_HOME"),
     // Seconds from 0.23.4, milliseconds before; a value of 1000 or more is
     // milliseconds in both.
@@ -590,6 +600,7 @@ pub const COPILOT: Profile = Profile {
     pre_compaction: "PreCompact",
     key: "copilot",
     settings_file: ".copilot/settings.json",
+    project_file: Some(".github/hooks/interband.json"),
     home_var: Some("COPILOT_HOME"),
     // PascalCase keys, whose inputs are snake_case like Claude Code's; each
     // hook `{type, bash, timeoutSec}`, in seconds.

@@ -244,7 +244,10 @@ impl Install {
                  segment to yours",
                 interband::text::terminal(&p.display().to_string())
             ));
-        } else if t.host.has_statusline() {
+        } else if t.host.has_statusline() && !(t.project && t.host.profile().project_file.is_some())
+        {
+            // (A project's hooks file of its own holds hooks only: Copilot
+            // CLI runs a statusline from the user's settings alone.)
             match statusline_plan(&settings, &ours) {
                 StatusPlan::Present(Some(note)) => notes.push(note),
                 StatusPlan::Present(None) => {}

@@ -309,6 +309,24 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
             format!("keep one: `interband uninstall --project --host {name}` here, or `interband uninstall --host {name}`"),
         ));
     }
+    // Copilot CLI also runs a repository's Claude Code hooks (its
+    // `.claude/settings.json`), with its own input.
+    if host == Host::Copilot
+        && let Ok(here) = std::env::current_dir()
+        && let Ok(Some((o, _))) =
+            read_settings_with_comments(&here.join(Host::Claude.file()), Host::Claude)
+        && !our_hooks(&o.json).is_empty()
+    {
+        found.push(info(
+            name,
+            "duplicates",
+            format!(
+                "Copilot CLI also runs the hooks of {} here (Claude Code's, named for Claude \
+                 Code): in a trusted folder a Copilot session runs interband twice",
+                shown(&here.join(Host::Claude.file()))
+            ),
+        ));
+    }
     if host == Host::Codex {
         check_codex_trust(&t, &settings, &hooks, found);
     }

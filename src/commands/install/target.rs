@@ -43,6 +43,8 @@ pub(super) trait Installs {
     fn events(self) -> &'static [Event];
     /// Whether interband's statusline goes there too.
     fn has_statusline(self) -> bool;
+    /// The project's file for its hooks, relative to the project folder.
+    fn project_file(self) -> &'static str;
 }
 
 impl Installs for Host {
@@ -57,6 +59,9 @@ impl Installs for Host {
     }
     fn has_statusline(self) -> bool {
         self.profile().statusline
+    }
+    fn project_file(self) -> &'static str {
+        self.profile().project_file.unwrap_or(self.file())
     }
 }
 
@@ -114,7 +119,7 @@ impl Target {
         let path = if self.project {
             self.user_path()?
         } else {
-            let here = std::env::current_dir().ok()?.join(self.host.file());
+            let here = std::env::current_dir().ok()?.join(self.host.project_file());
             if Some(&here) == self.user_path().as_ref() {
                 return None;
             }
@@ -139,9 +144,9 @@ impl Target {
                 // (`.claude -> ~/.claude`, or `settings.json` pointing at some
                 // other file) would make install write outside the project.
                 let project = std::env::current_dir().context("the current folder")?;
-                let path = project.join(self.host.file());
+                let path = project.join(self.host.project_file());
                 let mut at = project.clone();
-                for part in Path::new(self.host.file()).components() {
+                for part in Path::new(self.host.project_file()).components() {
                     at.push(part);
                     if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
                         anyhow::bail!(
