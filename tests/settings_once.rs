@@ -1,11 +1,14 @@
 //! A hook call opens each settings file at most once: interband's own (the
 //! user's and the project's `config.toml`) and the host's (Claude Code's
-//! `settings.json`, Codex's `config.toml`, Gemini's `settings.json`), read
-//! once and passed down to the producer and the consumers. Counted from
-//! outside, as the kernel sees it: the real binary runs each host's real
-//! captured events under `strace`, at a level that warns and asks for a
-//! checkpoint (so every part of the call runs). Without `strace`, the test
-//! reports itself ignored, with the reason.
+//! three `settings.json`, Codex's `config.toml`, Gemini's and Qwen's user
+//! and project `settings.json`), read once and passed down to the producer
+//! and the consumers. Counted from outside, as the kernel sees it: the real
+//! binary runs each host's real captured events under `strace`, at a level
+//! that warns and asks for a checkpoint (so every part of the call runs),
+//! and each file named here is opened exactly once in some event (a count
+//! of a file never opened could not fail). Copilot CLI's settings are read
+//! by no hook. Without `strace`, the test reports itself ignored, with the
+//! reason.
 
 mod common;
 
@@ -27,6 +30,10 @@ struct Case {
     transcript: &'static str,
     transcript_at: &'static str,
     host_files: &'static [&'static str],
+    /// Text replaced in the transcript, so the call reads what this case
+    /// counts (Claude Code's settings are read for a model whose window
+    /// depends on how the session was started).
+    edits: &'static [(&'static str, &'static str)],
 }
 
 const CASES: &[Case] = &[
@@ -46,6 +53,14 @@ const CASES: &[Case] = &[
             "PROJECT/.claude/settings.json",
             "PROJECT/.claude/settings.local.json",
         ],
+        // A model whose window depends on how the session was started,
+        // asked for by no line, with its last figure standing (no
+        // compaction after it): the settings' model is looked for.
+        edits: &[
+            ("claude-opus-5-5", "claude-sonnet-4-5"),
+            ("\"requestedModel\"", "\"requested\""),
+            ("compact_boundary", "no_boundary"),
+        ],
     },
     Case {
         fixtures: "codex-0.171.0",
@@ -59,6 +74,7 @@ const CASES: &[Case] = &[
         transcript: "rollout.at-PostToolUse.140k.jsonl",
         transcript_at: ".codex/sessions/2026/11/30/rollout-2026-11-30T07-28-31-01a22b5a-f865-7f42-bd9a-3be6150b497a.jsonl",
         host_files: &[".codex/config.toml"],
+        edits: &[],
     },
     Case {
         fixtures: "gemini-cli-0.39.0",
@@ -73,6 +89,7 @@ const CASES: &[Case] = &[
         transcript: "chat.at-AfterTool.run_shell_command.jsonl",
         transcript_at: ".gemini/tmp/proj/chats/session-2026-11-30T07-27-d41c4108.jsonl",
         host_files: &[".gemini/settings.json", "PROJECT/.gemini/settings.json"],
+        edits: &[],
     },
     Case {
         fixtures: "qwen-code-0.24.4",
@@ -88,6 +105,7 @@ const CASES: &[Case] = &[
         transcript: "transcript.jsonl",
         transcript_at: ".qwen/projects/-proj/chats/0baac381-e77f-4421-938d-4c91905576b9.jsonl",
         host_files: &[".qwen/settings.json", "PROJECT/.qwen/settings.json"],
+        edits: &[],
     },
     Case {
         fixtures: "copilot-cli-1.0.102",
@@ -101,7 +119,8 @@ const CASES: &[Case] = &[
         ],
         transcript: "events.compaction-headless.jsonl",
         transcript_at: ".copilot/session-state/db515af9-183e-40ee-ad11-80d0b386f015/events.jsonl",
-        host_files: &[".copilot/settings.json"],
+        host_files: &[],
+        edits: &[],
     },
 ];
 
@@ -139,7 +158,13 @@ fn each_settings_file_is_opened_at_most_once_per_hook_call() {
         let dir = repo().join("tests/fixtures").join(case.fixtures);
         let transcript = home.join(case.transcript_at);
         std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
-        std::fs::copy(dir.join(case.transcript), &transcript).unwrap();
+        let text = std::fs::read_to_string(dir.join(case.transcript)).unwrap();
+        let text = case
+            .edits
+            .iter()
+            .fold(text, |text, (from, to)| text.replace(from, to));
+        std::fs::write(&transcript, text).unwrap();
+        let mut most: BTreeMap<PathBuf, usize> = BTreeMap::new();
         for event in case.events {
             let mut input: Value =
                 serde_json::from_slice(&std::fs::read(dir.join(event)).unwrap()).unwrap();
@@ -151,6 +176,8 @@ fn each_settings_file_is_opened_at_most_once_per_hook_call() {
             let opens = opens_in_one_call(&w, &project, host, &input);
             for f in &watched {
                 let n = opens.get(f).copied().unwrap_or(0);
+                let m = most.entry(f.clone()).or_insert(0);
+                *m = (*m).max(n);
                 assert!(
                     n <= 1,
                     "{}/{event}: {} opened {n} times in one hook call",
@@ -164,6 +191,15 @@ fn each_settings_file_is_opened_at_most_once_per_hook_call() {
                 Some(1),
                 "{}/{event}: the user's settings were not read ({opens:?})",
                 case.fixtures
+            );
+        }
+        for f in &watched {
+            assert_eq!(
+                most.get(f).copied(),
+                Some(1),
+                "{}: {} is opened exactly once in some event (else this count could not fail)",
+                case.fixtures,
+                f.display()
             );
         }
     }
