@@ -1323,14 +1323,11 @@ fn plain_files(dir: &Path) -> Vec<String> {
 
 #[test]
 fn every_hosts_linked_settings_file_is_written_through_its_link_and_given_back() {
-    for host in ["claude", "codex", "gemini"] {
+    for profile in interband_hosts::Host::ALL.map(|h| h.profile()) {
+        let host = profile.key;
         for how in LINKS {
             let w = World::new();
-            let file = match host {
-                "claude" => ".claude/settings.json",
-                "codex" => ".codex/hooks.json",
-                _ => ".gemini/settings.json",
-            };
+            let file = profile.settings_file;
             let at = w.home().join(file);
             let theirs = (!matches!(how, Link::Dangling)).then_some("{\"theirs\": 1}\n");
             let real = dotfile(&w, &at, how, theirs);
@@ -1339,19 +1336,14 @@ fn every_hosts_linked_settings_file_is_written_through_its_link_and_given_back()
             ok(&o);
             let case = format!("{host}, {how:?} link: {}", stdout(&o));
             assert!(is_link(&at), "{case}: the link stays a link");
-            assert_eq!(
-                interband_hooks(
-                    &read(&real),
-                    if host == "gemini" {
-                        "AfterAgent"
-                    } else {
-                        "Stop"
-                    }
-                )
-                .len(),
-                1,
-                "{case}"
-            );
+            let written = read(&real);
+            let at_turn_end = written["hooks"][profile.end_of_turn]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|h| h.to_string().contains(&format!("hook --host {host}")))
+                .count();
+            assert_eq!(at_turn_end, 1, "{case}: {written}");
             assert_eq!(
                 plain_files(at.parent().unwrap()),
                 before,
@@ -1873,4 +1865,26 @@ fn a_copilot_project_install_goes_where_copilot_reads_it() {
     );
     ok(&run(&["uninstall", "--project", "--host", "copilot"]));
     assert!(!file.exists());
+}
+
+/// Every host's uninstall gives back the very bytes of a file laid out
+/// unlike anything interband writes (spacing of its own, a key order, an
+/// escaped character), and leaves no backup or record behind: a
+/// re-serialization would pass a test on a file interband had formatted.
+#[test]
+fn every_host_s_uninstall_gives_back_a_file_laid_out_unlike_interband_s_own() {
+    for host in interband_hosts::Host::ALL {
+        let key = host.profile().key;
+        let w = World::new();
+        let path = w.dir.path().join(format!("{key}-settings.json"));
+        let theirs = "{ \"zeta\" : 1,\"alpha\":[ 1,2 ,3 ],\n\t\"name\": \"caf\\u00e9\" ,\"nested\" :{\"k\":\"v\"}}\n";
+        std::fs::write(&path, theirs).unwrap();
+        ok(&w.run(&settings_args("install", &path, &["--host", key])));
+        assert_ne!(std::fs::read_to_string(&path).unwrap(), theirs, "{key}: installed");
+        ok(&w.run(&settings_args("uninstall", &path, &["--host", key])));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs, "{key}: byte for byte");
+        for left in [".interband-backup", ".interband-install.json"] {
+            assert!(!sibling(&path, left).exists(), "{key}: {left} left behind");
+        }
+    }
 }
