@@ -371,3 +371,101 @@ fn the_plugins_first_interactive_session_says_how_to_add_the_statusline_once() {
     .unwrap();
     assert!(hinted(&plugin_start(&w, &ui)));
 }
+
+/// Runs the hook for `host` from a stand-in for its CLI named `name` (a
+/// script, so its process is the hook's parent, with `args` on its command
+/// line, as Qwen Code and Copilot CLI run their hooks): its output, parsed.
+fn as_host(w: &World, name: &str, host: &str, args: &[&str], input: &[u8]) -> Value {
+    let bin = w.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let program = bin.join(name);
+    std::fs::write(
+        &program,
+        "#!/bin/sh\n\"$INTERBAND_BIN\" hook --host \"$HOST_KEY\" < \"$INPUT\"\nexit $?\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = w.dir.path().join("input.json");
+    std::fs::write(&file, input).unwrap();
+    let o = std::process::Command::new(&program)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("INTERBAND_ROOT", w.root())
+        .env("HOME", w.home())
+        .env("INTERBAND_BIN", BIN)
+        .env("HOST_KEY", host)
+        .env("INPUT", &file)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    if out.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&out).unwrap()
+    }
+}
+
+/// A red turn's end for Qwen Code and for Copilot CLI: the inputs each
+/// sends, at a figure past its compaction point.
+fn red_stop_input(w: &World, host: &str) -> Vec<u8> {
+    let cwd = w.dir.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    match host {
+        "qwen" => with(
+            capture_of("qwen-code-0.24.4", "Stop.input.json"),
+            json!({"session_id": SESSION, "cwd": cwd, "input_tokens": 190_000, "context_limit": 200_000,
+                "transcript_path": w.dir.path().join("none.jsonl")}),
+        ),
+        _ => {
+            let log = w
+                .home()
+                .join(format!(".copilot/session-state/{SESSION}/events.jsonl"));
+            std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+            let usage = json!({"type": "session.usage_record", "id": "u1", "data": {"usage": {
+                "model": "gpt-4.1", "inputTokens": 120_000, "maxPromptTokens": 128_000,
+                "interactionType": "conversation-agent"}}});
+            std::fs::write(&log, format!("{usage}\n")).unwrap();
+            with(
+                capture_of("copilot-cli-1.0.102", "Stop.input.json"),
+                json!({"session_id": SESSION, "cwd": cwd, "transcript_path": log}),
+            )
+        }
+    }
+}
+
+/// Qwen Code's and Copilot CLI's headless runs are told apart by their own
+/// process (`qwen -p`, a prompt argument, no terminal; `copilot -p`): the
+/// red turn's end writes the note and is not blocked there, while the same
+/// end with no such process found (run straight from here) is advised
+/// through the agent. (Only the opt-in real-CLI tests reached this before.)
+#[test]
+fn qwen_and_copilot_headless_runs_are_told_not_blocked() {
+    for (name, host, args) in [
+        ("qwen", "qwen", &["-p", "port the cache"][..]),
+        ("qwen", "qwen", &["port the cache"][..]),
+        ("copilot", "copilot", &["-p", "port the cache", "--allow-all-tools"][..]),
+    ] {
+        let w = World::new();
+        let input = red_stop_input(&w, host);
+        let out = as_host(&w, name, host, args, &input);
+        assert!(
+            !out.to_string().contains("\"block\""),
+            "{name} {args:?}: a headless run is not blocked: {out}"
+        );
+        assert!(!notes(&w).is_empty(), "{name} {args:?}: the note is written");
+        assert_eq!(pending(&w)["strategy"], "advise", "{name} {args:?}: announced");
+        // The same end, no host process found: an interactive session, advised.
+        let w = World::new();
+        let input = red_stop_input(&w, host);
+        let mut cmd = w.cmd(&["hook", "--host", host]);
+        let o = with_stdin(&mut cmd, &input);
+        assert_eq!(code(&o), 0);
+        assert!(
+            stdout(&o).contains("\"block\""),
+            "{name}: advised through the agent: {}",
+            stdout(&o)
+        );
+    }
+}

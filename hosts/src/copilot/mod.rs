@@ -634,6 +634,55 @@ mod tests {
     }
 
     #[test]
+    fn only_the_agent_s_own_calls_state_the_context() {
+        // Copilot also asks its model for a title, a summary and the like,
+        // with prompts of their own: those are not the session's context.
+        let record = |n: u64, kind: Option<&str>| {
+            let mut usage = serde_json::json!({"model": "gpt-4.1", "inputTokens": n, "maxPromptTokens": 128_000});
+            if let Some(k) = kind {
+                usage["interactionType"] = k.into();
+            }
+            serde_json::json!({"type": "session.usage_record", "id": format!("u{n}"), "data": {"usage": usage}})
+                .to_string()
+        };
+        for (other, why) in [
+            ("conversation-title", "a title"),
+            ("conversation-compaction", "a compaction's summary"),
+            ("something-new", "a kind not seen yet"),
+        ] {
+            let log = format!(
+                "{}\n{}\n",
+                record(30_000, Some("conversation-agent")),
+                record(90_000, Some(other))
+            );
+            let t = crate::tail::tail_of(log.as_bytes(), Host::Copilot);
+            assert_eq!(t.usage.map(|u| u.used_tokens), Some(30_000), "{why}");
+            assert_eq!(Host::Copilot.read_forward(log.as_bytes()).used(), Some(30_000), "{why}");
+        }
+        // A record that does not say (an earlier release) is the agent's.
+        let log = format!("{}\n{}\n", record(30_000, Some("conversation-agent")), record(40_000, None));
+        let t = crate::tail::tail_of(log.as_bytes(), Host::Copilot);
+        assert_eq!(t.usage.map(|u| u.used_tokens), Some(40_000));
+    }
+
+    #[test]
+    fn copilot_s_own_threshold_variable_moves_the_compaction_point() {
+        let known = crate::Known {
+            transcript: Some(20_000),
+            used: 15_000,
+            ..Default::default()
+        };
+        let with = |v: &'static str| {
+            move |k: &str| (k == "COPILOT_BACKGROUND_COMPACTION_THRESHOLD").then(|| v.to_owned())
+        };
+        assert_eq!(limits(&known, &with("0.5")).compact_at, 10_000);
+        assert_eq!(limits(&known, &with(" 0.95 ")).compact_at, 19_000);
+        for ignored in ["0", "1.5", "-0.2", "most", ""] {
+            assert_eq!(limits(&known, &with(ignored)).compact_at, 16_000, "{ignored:?}");
+        }
+    }
+
+    #[test]
     fn a_note_reads_its_prompts_commands_and_the_summary() {
         let mut items = Vec::new();
         for line in fixture("1.0.102", "events.compaction-headless.jsonl").split(|&b| b == b'\n') {
