@@ -445,7 +445,11 @@ fn qwen_and_copilot_headless_runs_are_told_not_blocked() {
     for (name, host, args) in [
         ("qwen", "qwen", &["-p", "port the cache"][..]),
         ("qwen", "qwen", &["port the cache"][..]),
-        ("copilot", "copilot", &["-p", "port the cache", "--allow-all-tools"][..]),
+        (
+            "copilot",
+            "copilot",
+            &["-p", "port the cache", "--allow-all-tools"][..],
+        ),
     ] {
         let w = World::new();
         let input = red_stop_input(&w, host);
@@ -454,8 +458,15 @@ fn qwen_and_copilot_headless_runs_are_told_not_blocked() {
             !out.to_string().contains("\"block\""),
             "{name} {args:?}: a headless run is not blocked: {out}"
         );
-        assert!(!notes(&w).is_empty(), "{name} {args:?}: the note is written");
-        assert_eq!(pending(&w)["strategy"], "advise", "{name} {args:?}: announced");
+        assert!(
+            !notes(&w).is_empty(),
+            "{name} {args:?}: the note is written"
+        );
+        assert_eq!(
+            pending(&w)["strategy"],
+            "advise",
+            "{name} {args:?}: announced"
+        );
         // The same end, no host process found: an interactive session, advised.
         let w = World::new();
         let input = red_stop_input(&w, host);

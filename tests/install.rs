@@ -1880,9 +1880,17 @@ fn every_host_s_uninstall_gives_back_a_file_laid_out_unlike_interband_s_own() {
         let theirs = "{ \"zeta\" : 1,\"alpha\":[ 1,2 ,3 ],\n\t\"name\": \"caf\\u00e9\" ,\"nested\" :{\"k\":\"v\"}}\n";
         std::fs::write(&path, theirs).unwrap();
         ok(&w.run(&settings_args("install", &path, &["--host", key])));
-        assert_ne!(std::fs::read_to_string(&path).unwrap(), theirs, "{key}: installed");
+        assert_ne!(
+            std::fs::read_to_string(&path).unwrap(),
+            theirs,
+            "{key}: installed"
+        );
         ok(&w.run(&settings_args("uninstall", &path, &["--host", key])));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs, "{key}: byte for byte");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            theirs,
+            "{key}: byte for byte"
+        );
         for left in [".interband-backup", ".interband-install.json"] {
             assert!(!sibling(&path, left).exists(), "{key}: {left} left behind");
         }

@@ -89,7 +89,6 @@ fn kinds(v: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn the_real_transcript_replays_with_its_call_and_its_compaction() {
     let w = World::new();
     let o = w.run(&["replay", FIXTURE]);
@@ -125,7 +124,6 @@ fn the_real_transcript_replays_with_its_call_and_its_compaction() {
     assert_eq!(c["trigger"], "manual");
 }
 
-#[test]
 fn plot_writes_a_standalone_svg_of_the_series() {
     let w = World::new();
     let out = w.dir.path().join("out.svg");
@@ -168,7 +166,6 @@ fn engine_warnings(pcts: &[u64]) -> [u64; 4] {
     n
 }
 
-#[test]
 fn rising_usage_goes_green_yellow_orange_red_and_a_compaction_makes_it_green() {
     let w = World::new();
     let mut pcts = vec![20, 20, 60, 60, 70, 70];
@@ -253,7 +250,6 @@ fn rising_usage_goes_green_yellow_orange_red_and_a_compaction_makes_it_green() {
     assert_eq!(events.last().unwrap()["event"], "note_back");
 }
 
-#[test]
 fn subagent_calls_never_change_the_level() {
     let w = World::new();
     let mut lines = calls_at(&[20]);
@@ -275,7 +271,6 @@ fn subagent_calls_never_change_the_level() {
     assert!(kinds(&v).is_empty(), "{v}");
 }
 
-#[test]
 fn a_missing_transcript_is_a_one_line_error_naming_it() {
     let w = World::new();
     let missing = w.dir.path().join("no-such-transcript.jsonl");
@@ -287,7 +282,6 @@ fn a_missing_transcript_is_a_one_line_error_naming_it() {
     assert!(stdout(&o).is_empty());
 }
 
-#[test]
 fn a_transcript_without_anything_usable_says_so() {
     let w = World::new();
     let t = write(
@@ -317,7 +311,6 @@ fn a_transcript_without_anything_usable_says_so() {
     );
 }
 
-#[test]
 fn replay_takes_the_window_of_the_model_the_session_asked_for() {
     let w = World::new();
     // The real session asked for claude-opus-5-5 (`requestedModel`), whose
@@ -358,7 +351,6 @@ fn replay_takes_the_window_of_the_model_the_session_asked_for() {
     }
 }
 
-#[test]
 fn the_demo_and_its_replay_report_what_the_hooks_did() {
     let w = World::new();
     let o = w.run(&["demo", "--json", "--keep"]);
@@ -630,7 +622,6 @@ fn independent(lines: &[Gen]) -> (Vec<Option<u64>>, Option<u64>, u64) {
     (after, max, turns)
 }
 
-#[test]
 fn the_hook_and_the_replay_read_generated_sessions_as_a_reader_written_here() {
     for seed in 1..=6 {
         let lines = generate(seed);
@@ -703,7 +694,6 @@ fn the_hook_and_the_replay_read_generated_sessions_as_a_reader_written_here() {
     }
 }
 
-#[test]
 fn codex_and_gemini_transcripts_replay_through_their_own_hooks() {
     let w = World::new();
     let fixtures = repo().join("tests/fixtures");
@@ -742,7 +732,6 @@ fn codex_and_gemini_transcripts_replay_through_their_own_hooks() {
     assert_eq!(v["summary"]["turns"], 1);
 }
 
-#[test]
 fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back() {
     // Long results (as the client writes them: in the message and in
     // toolUseResult), usage rising to red and compacting, twice: about 24 MB,
@@ -784,7 +773,6 @@ fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back
     assert!(freed == kept, "the hooks read the same either way");
 }
 
-#[test]
 fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
     // Its private folder holds a copy of the transcript: stopped by Ctrl-C,
     // a closed terminal or a kill, it goes.
@@ -817,29 +805,6 @@ fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&private).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "the user's alone");
-        // Another local user (nobody, where the test may act as one) can
-        // neither list the folder nor read the copy in it.
-        if unsafe { libc::geteuid() } == 0 {
-            use std::os::unix::process::CommandExt;
-            for args in [
-                vec!["ls", private.to_str().unwrap()],
-                vec!["sh", "-c", &format!("cat '{}'/*", private.display())],
-            ] {
-                let o = std::process::Command::new(args[0])
-                    .args(&args[1..])
-                    .uid(65534)
-                    .gid(65534)
-                    .output()
-                    .unwrap();
-                assert!(
-                    !o.status.success(),
-                    "another user could run {args:?}: {}",
-                    stdout(&o)
-                );
-            }
-        } else if signal == libc::SIGINT {
-            eprintln!("part not run: acting as another user needs root");
-        }
         assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0);
         let o = wait_within(child, std::time::Duration::from_secs(60));
         assert_ne!(code(&o), 0, "a stopped replay says so");
@@ -854,7 +819,6 @@ fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
 /// A transcript copied out of its host's folder may not tell its host: the
 /// message names every host interband knows and `--host`, which reads the
 /// same file; `--help` lists every host's key. All from the profiles.
-#[test]
 fn a_copied_transcript_is_told_how_to_name_its_host() {
     let w = World::new();
     let copy = w.dir.path().join("copied.jsonl");
@@ -881,4 +845,120 @@ fn a_copied_transcript_is_told_how_to_name_its_host() {
     for host in interband_hosts::Host::ALL {
         assert!(help.contains(host.profile().key), "{help}");
     }
+}
+
+/// Another local user (nobody: the test acts as one, which needs root) can
+/// neither list a replay's private folder nor read the copy in it.
+fn another_user_can_neither_list_nor_read_a_replay_s_private_folder() {
+    use std::os::unix::process::CommandExt;
+    let w = World::new();
+    let pcts: Vec<u64> = (0..6_000).map(|i| 10 + i % 50).collect();
+    let t = write(w.dir.path(), "long.jsonl", &calls_at(&pcts));
+    let child = w
+        .cmd(&["replay", "--defaults", t.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let private = poll(30, "the replay's private folder", || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()?
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .find_map(|p| {
+                p.ancestors()
+                    .find(|a| {
+                        a.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("interband-replay."))
+                    })
+                    .map(Path::to_path_buf)
+            })
+    });
+    for args in [
+        vec!["ls", private.to_str().unwrap()],
+        vec!["sh", "-c", &format!("cat '{}'/*", private.display())],
+    ] {
+        let o = std::process::Command::new(args[0])
+            .args(&args[1..])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success(),
+            "another user could run {args:?}: {}",
+            stdout(&o)
+        );
+    }
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let _ = wait_within(child, std::time::Duration::from_secs(60));
+}
+
+fn main() -> std::process::ExitCode {
+    common::trials::run(vec![
+        (
+            "the_real_transcript_replays_with_its_call_and_its_compaction",
+            Ok(the_real_transcript_replays_with_its_call_and_its_compaction as fn()),
+        ),
+        (
+            "plot_writes_a_standalone_svg_of_the_series",
+            Ok(plot_writes_a_standalone_svg_of_the_series as fn()),
+        ),
+        (
+            "rising_usage_goes_green_yellow_orange_red_and_a_compaction_makes_it_green",
+            Ok(rising_usage_goes_green_yellow_orange_red_and_a_compaction_makes_it_green as fn()),
+        ),
+        (
+            "subagent_calls_never_change_the_level",
+            Ok(subagent_calls_never_change_the_level as fn()),
+        ),
+        (
+            "a_missing_transcript_is_a_one_line_error_naming_it",
+            Ok(a_missing_transcript_is_a_one_line_error_naming_it as fn()),
+        ),
+        (
+            "a_transcript_without_anything_usable_says_so",
+            Ok(a_transcript_without_anything_usable_says_so as fn()),
+        ),
+        (
+            "replay_takes_the_window_of_the_model_the_session_asked_for",
+            Ok(replay_takes_the_window_of_the_model_the_session_asked_for as fn()),
+        ),
+        (
+            "the_demo_and_its_replay_report_what_the_hooks_did",
+            Ok(the_demo_and_its_replay_report_what_the_hooks_did as fn()),
+        ),
+        (
+            "the_hook_and_the_replay_read_generated_sessions_as_a_reader_written_here",
+            Ok(the_hook_and_the_replay_read_generated_sessions_as_a_reader_written_here as fn()),
+        ),
+        (
+            "codex_and_gemini_transcripts_replay_through_their_own_hooks",
+            Ok(codex_and_gemini_transcripts_replay_through_their_own_hooks as fn()),
+        ),
+        (
+            "a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back",
+            Ok(
+                a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back
+                    as fn(),
+            ),
+        ),
+        (
+            "a_replay_stopped_by_a_signal_leaves_nothing_behind",
+            Ok(a_replay_stopped_by_a_signal_leaves_nothing_behind as fn()),
+        ),
+        (
+            "a_copied_transcript_is_told_how_to_name_its_host",
+            Ok(a_copied_transcript_is_told_how_to_name_its_host as fn()),
+        ),
+        (
+            "another_user_can_neither_list_nor_read_a_replay_s_private_folder",
+            if unsafe { libc::geteuid() } == 0 {
+                Ok(another_user_can_neither_list_nor_read_a_replay_s_private_folder as fn())
+            } else {
+                Err("acting as another user needs root".to_owned())
+            },
+        ),
+    ])
 }

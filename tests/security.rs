@@ -158,7 +158,6 @@ fn slug(p: &Path) -> String {
         .collect()
 }
 
-#[test]
 fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_file() {
     let w = World::new();
     let mut s = session(&w);
@@ -241,7 +240,6 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
     assert!(stdout(&o).contains("no longer trusted"), "{}", stdout(&o));
 }
 
-#[test]
 fn directive_files_never_bring_anything_from_outside_the_project() {
     let w = World::new();
     let mut s = session(&w);
@@ -292,8 +290,19 @@ fn directive_files_never_bring_anything_from_outside_the_project() {
     assert_eq!(logged.lines().count(), 5, "{logged}");
 }
 
-#[test]
 fn a_hostile_note_message_never_brings_another_file_into_the_context() {
+    hostile_note_messages_bring_nothing(false);
+}
+
+/// A note-looking file in the session's own folder that another user owns
+/// (making one needs root).
+fn a_note_message_naming_another_user_s_file_brings_nothing() {
+    hostile_note_messages_bring_nothing(true);
+}
+
+/// Note messages naming files a note must never be read from; with
+/// `theirs`, only a note-looking file another user owns.
+fn hostile_note_messages_bring_nothing(theirs: bool) {
     let w = World::new();
     let mut s = session(&w);
     s.at(165_000);
@@ -318,14 +327,11 @@ fn a_hostile_note_message_never_brings_another_file_into_the_context() {
         "/dev/zero".to_owned(),
         format!("{}/../../etc/passwd", w.root().display()),
     ];
-    if interband::fsio::my_uid() == 0 {
-        // A note-looking file in the session's folder, owned by someone else.
+    if theirs {
         let theirs = notes.join(S).join("theirs.md");
         std::fs::write(&theirs, SECRET).unwrap();
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-        paths.push(theirs.display().to_string());
-    } else {
-        eprintln!("part not run: a file another user owns needs root to make");
+        paths = vec![theirs.display().to_string()];
     }
     for path in paths {
         let note = MemoryNote {
@@ -343,7 +349,6 @@ fn a_hostile_note_message_never_brings_another_file_into_the_context() {
     }
 }
 
-#[test]
 fn links_planted_in_every_folder_and_file_under_the_root_are_never_followed() {
     let probe = World::new();
     let cwd_slug = slug(&probe.dir.path().join("project"));
@@ -414,7 +419,6 @@ fn links_planted_in_every_folder_and_file_under_the_root_are_never_followed() {
     }
 }
 
-#[test]
 fn fifos_and_devices_at_every_path_never_hang_a_hook() {
     let cases: &[&str] = &[
         "transcript fifo",
@@ -526,7 +530,6 @@ fn fifos_and_devices_at_every_path_never_hang_a_hook() {
     }
 }
 
-#[test]
 fn a_stdin_that_never_closes_never_holds_a_hook() {
     use std::io::Write;
     let w = World::new();
@@ -588,7 +591,6 @@ fn toml_str(text: &str) -> String {
 
 const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}evil\u{9b}31m\u{7f}";
 
-#[test]
 fn no_raw_control_character_is_ever_printed() {
     let w = World::new();
     let bus = w.bus();
@@ -707,7 +709,6 @@ fn no_raw_control_character_is_ever_printed() {
     assert_terminal_safe("coloured statusline", &without_sgr);
 }
 
-#[test]
 fn a_root_or_folder_that_is_not_the_users_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new();
@@ -749,21 +750,18 @@ fn a_root_or_folder_that_is_not_the_users_is_refused() {
     .unwrap();
     hook(&w, &event("PostToolUse", &s, json!({})));
     assert!(!w.root().join(".state/interpulse").exists());
-
-    if interband::fsio::my_uid() == 0 {
-        // Another user's root.
-        let theirs = World::new();
-        std::fs::create_dir_all(theirs.root()).unwrap();
-        std::os::unix::fs::chown(theirs.root(), Some(65534), Some(65534)).unwrap();
-        let o = theirs.run(&["ls"]);
-        assert_eq!(code(&o), 2);
-        assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
-    } else {
-        eprintln!("part not run: another user's root needs root to make");
-    }
 }
 
-#[test]
+/// Another user's root is refused (making one needs root).
+fn another_user_s_root_is_refused() {
+    let theirs = World::new();
+    std::fs::create_dir_all(theirs.root()).unwrap();
+    std::os::unix::fs::chown(theirs.root(), Some(65534), Some(65534)).unwrap();
+    let o = theirs.run(&["ls"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
+}
+
 fn a_file_size_limit_does_not_kill_a_hook() {
     let w = World::new();
     let mut s = session(&w);
@@ -781,7 +779,6 @@ fn a_file_size_limit_does_not_kill_a_hook() {
     }
 }
 
-#[test]
 fn crashed_writers_temp_files_are_swept_from_every_folder() {
     let w = World::new();
     let mut s = session(&w);
@@ -820,7 +817,6 @@ fn crashed_writers_temp_files_are_swept_from_every_folder() {
     }
 }
 
-#[test]
 fn a_huge_project_config_is_ignored_and_a_large_one_is_said_once() {
     let w = World::new();
     let mut s = session(&w);
@@ -846,7 +842,6 @@ fn a_huge_project_config_is_ignored_and_a_large_one_is_said_once() {
     }
 }
 
-#[test]
 fn session_text_cannot_forge_the_re_injected_note() {
     let w = World::new();
     let mut s = session(&w);
@@ -914,7 +909,6 @@ fn session_text_cannot_forge_the_re_injected_note() {
     );
 }
 
-#[test]
 fn a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing() {
     // `.git/HEAD` as a link to a secret, or holding one: never in the note.
     for planted in ["link", "file"] {
@@ -963,7 +957,6 @@ fn a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing() {
     assert!(!mark.exists(), "a link to a trusted file is not that file");
 }
 
-#[test]
 fn the_command_line_never_waits_on_a_fifo() {
     let w = World::new();
     let fifo = w.dir.path().join("fifo.jsonl");
@@ -981,7 +974,6 @@ fn the_command_line_never_waits_on_a_fifo() {
     }
 }
 
-#[test]
 fn an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes() {
     let w = World::new();
     let mut s = session(&w);
@@ -1029,7 +1021,6 @@ fn an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes() {
     assert!(out.len() < 64 << 10, "{} bytes", out.len());
 }
 
-#[test]
 fn a_checkpoint_message_cannot_bring_in_another_transcript_or_choose_a_memory() {
     let w = World::new();
     let mut s = session(&w);
@@ -1115,7 +1106,6 @@ fn a_checkpoint_message_cannot_bring_in_another_transcript_or_choose_a_memory() 
     }
 }
 
-#[test]
 fn many_planted_checkpoints_do_not_hold_a_stop() {
     let w = World::new();
     let mut s = session(&w);
@@ -1151,13 +1141,11 @@ fn many_planted_checkpoints_do_not_hold_a_stop() {
     );
 }
 
-#[test]
 fn tmux_never_types_into_a_node_repl_and_a_planted_pane_is_refused() {
     assert!(!interband_consumers::compact::is_agent("node"));
     assert!(!interband_consumers::compact::is_pane("%0; kill-server"));
 }
 
-#[test]
 fn a_users_settings_file_that_others_may_write_runs_nothing() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new();
@@ -1189,7 +1177,6 @@ fn a_users_settings_file_that_others_may_write_runs_nothing() {
     );
 }
 
-#[test]
 fn install_never_writes_through_a_link_in_the_project() {
     let w = World::new();
     let project = w.dir.path().join("repo");
@@ -1213,7 +1200,6 @@ fn install_never_writes_through_a_link_in_the_project() {
     );
 }
 
-#[test]
 fn a_settings_value_cannot_lift_the_statusline_wait() {
     let w = World::new();
     let project = w.dir.path().join("p");
@@ -1233,7 +1219,6 @@ fn a_settings_value_cannot_lift_the_statusline_wait() {
     assert_eq!(code(&o), 0);
 }
 
-#[test]
 fn printed_names_cannot_forge_lines() {
     let w = World::new();
     let dir = w.root().join("ns/ch");
@@ -1251,7 +1236,6 @@ fn printed_names_cannot_forge_lines() {
     assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
 }
 
-#[test]
 fn a_cloned_repositorys_settings_cannot_forge_install_lines() {
     let w = World::new();
     let project = w.dir.path().join("repo");
@@ -1277,7 +1261,6 @@ fn a_cloned_repositorys_settings_cannot_forge_install_lines() {
     }
 }
 
-#[test]
 fn a_wrapped_statusline_keeps_its_colours_and_nothing_else() {
     let w = World::new();
     // What a hostile or careless statusline command prints: colours, then a
@@ -1298,4 +1281,128 @@ fn a_wrapped_statusline_keeps_its_colours_and_nothing_else() {
         assert!(!line.contains(bad), "{bad:?} passed: {line:?}");
     }
     assert!(line.contains("link") && line.contains("end"), "{line:?}");
+}
+
+/// A test that needs root (to make a file or folder another user owns).
+fn as_root(f: fn()) -> Result<fn(), String> {
+    if interband::fsio::my_uid() == 0 {
+        Ok(f)
+    } else {
+        Err("making a file another user owns needs root".to_owned())
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    common::trials::run(vec![
+        (
+            "an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_file",
+            Ok(
+                an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_file
+                    as fn(),
+            ),
+        ),
+        (
+            "directive_files_never_bring_anything_from_outside_the_project",
+            Ok(directive_files_never_bring_anything_from_outside_the_project as fn()),
+        ),
+        (
+            "a_hostile_note_message_never_brings_another_file_into_the_context",
+            Ok(a_hostile_note_message_never_brings_another_file_into_the_context as fn()),
+        ),
+        (
+            "links_planted_in_every_folder_and_file_under_the_root_are_never_followed",
+            Ok(links_planted_in_every_folder_and_file_under_the_root_are_never_followed as fn()),
+        ),
+        (
+            "fifos_and_devices_at_every_path_never_hang_a_hook",
+            Ok(fifos_and_devices_at_every_path_never_hang_a_hook as fn()),
+        ),
+        (
+            "a_stdin_that_never_closes_never_holds_a_hook",
+            Ok(a_stdin_that_never_closes_never_holds_a_hook as fn()),
+        ),
+        (
+            "no_raw_control_character_is_ever_printed",
+            Ok(no_raw_control_character_is_ever_printed as fn()),
+        ),
+        (
+            "a_root_or_folder_that_is_not_the_users_is_refused",
+            Ok(a_root_or_folder_that_is_not_the_users_is_refused as fn()),
+        ),
+        (
+            "a_file_size_limit_does_not_kill_a_hook",
+            Ok(a_file_size_limit_does_not_kill_a_hook as fn()),
+        ),
+        (
+            "crashed_writers_temp_files_are_swept_from_every_folder",
+            Ok(crashed_writers_temp_files_are_swept_from_every_folder as fn()),
+        ),
+        (
+            "a_huge_project_config_is_ignored_and_a_large_one_is_said_once",
+            Ok(a_huge_project_config_is_ignored_and_a_large_one_is_said_once as fn()),
+        ),
+        (
+            "session_text_cannot_forge_the_re_injected_note",
+            Ok(session_text_cannot_forge_the_re_injected_note as fn()),
+        ),
+        (
+            "a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing",
+            Ok(a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing as fn()),
+        ),
+        (
+            "the_command_line_never_waits_on_a_fifo",
+            Ok(the_command_line_never_waits_on_a_fifo as fn()),
+        ),
+        (
+            "an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes",
+            Ok(an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes as fn()),
+        ),
+        (
+            "a_checkpoint_message_cannot_bring_in_another_transcript_or_choose_a_memory",
+            Ok(
+                a_checkpoint_message_cannot_bring_in_another_transcript_or_choose_a_memory
+                    as fn(),
+            ),
+        ),
+        (
+            "many_planted_checkpoints_do_not_hold_a_stop",
+            Ok(many_planted_checkpoints_do_not_hold_a_stop as fn()),
+        ),
+        (
+            "tmux_never_types_into_a_node_repl_and_a_planted_pane_is_refused",
+            Ok(tmux_never_types_into_a_node_repl_and_a_planted_pane_is_refused as fn()),
+        ),
+        (
+            "a_users_settings_file_that_others_may_write_runs_nothing",
+            Ok(a_users_settings_file_that_others_may_write_runs_nothing as fn()),
+        ),
+        (
+            "install_never_writes_through_a_link_in_the_project",
+            Ok(install_never_writes_through_a_link_in_the_project as fn()),
+        ),
+        (
+            "a_settings_value_cannot_lift_the_statusline_wait",
+            Ok(a_settings_value_cannot_lift_the_statusline_wait as fn()),
+        ),
+        (
+            "printed_names_cannot_forge_lines",
+            Ok(printed_names_cannot_forge_lines as fn()),
+        ),
+        (
+            "a_cloned_repositorys_settings_cannot_forge_install_lines",
+            Ok(a_cloned_repositorys_settings_cannot_forge_install_lines as fn()),
+        ),
+        (
+            "a_wrapped_statusline_keeps_its_colours_and_nothing_else",
+            Ok(a_wrapped_statusline_keeps_its_colours_and_nothing_else as fn()),
+        ),
+        (
+            "a_note_message_naming_another_user_s_file_brings_nothing",
+            as_root(a_note_message_naming_another_user_s_file_brings_nothing),
+        ),
+        (
+            "another_user_s_root_is_refused",
+            as_root(another_user_s_root_is_refused),
+        ),
+    ])
 }

@@ -53,7 +53,15 @@ const RISING: [u64; 4] = [20_000, 110_000, 140_000, 165_000];
 fn the_warnings_inform_and_never_order_a_commit() {
     let w = World::new();
     let said = told(&w, &RISING, &[]);
-    assert!(said[1].contains("Context YELLOW"), "{said:?}");
+    // Each level says what is known, whole: the level, the share used, the
+    // tokens, what is left to the compaction and where the figure came from.
+    assert!(
+        said[1].starts_with(
+            "Context YELLOW: 55% used (110k of 200k tokens), 57k to compact (from the transcript). "
+        ),
+        "{said:?}"
+    );
+    assert!(said[1].contains("current task"), "{said:?}");
     assert!(said[2].contains("Context ORANGE"), "{said:?}");
     assert!(said[3].contains("Context RED"), "{said:?}");
     for s in &said {

@@ -657,10 +657,18 @@ mod tests {
             );
             let t = crate::tail::tail_of(log.as_bytes(), Host::Copilot);
             assert_eq!(t.usage.map(|u| u.used_tokens), Some(30_000), "{why}");
-            assert_eq!(Host::Copilot.read_forward(log.as_bytes()).used(), Some(30_000), "{why}");
+            assert_eq!(
+                Host::Copilot.read_forward(log.as_bytes()).used(),
+                Some(30_000),
+                "{why}"
+            );
         }
         // A record that does not say (an earlier release) is the agent's.
-        let log = format!("{}\n{}\n", record(30_000, Some("conversation-agent")), record(40_000, None));
+        let log = format!(
+            "{}\n{}\n",
+            record(30_000, Some("conversation-agent")),
+            record(40_000, None)
+        );
         let t = crate::tail::tail_of(log.as_bytes(), Host::Copilot);
         assert_eq!(t.usage.map(|u| u.used_tokens), Some(40_000));
     }
@@ -678,7 +686,11 @@ mod tests {
         assert_eq!(limits(&known, &with("0.5")).compact_at, 10_000);
         assert_eq!(limits(&known, &with(" 0.95 ")).compact_at, 19_000);
         for ignored in ["0", "1.5", "-0.2", "most", ""] {
-            assert_eq!(limits(&known, &with(ignored)).compact_at, 16_000, "{ignored:?}");
+            assert_eq!(
+                limits(&known, &with(ignored)).compact_at,
+                16_000,
+                "{ignored:?}"
+            );
         }
     }
 
