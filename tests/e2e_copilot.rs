@@ -114,6 +114,10 @@ fn the_real_copilot_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
     let bin = cli.bin;
     let w = World::new();
     let mock = Mock::start("bash", "gpt-4.1");
+    // The case under test, not a wait for an event: a model that takes its
+    // time to answer, as a real one does. Copilot writes its session log in
+    // batches after 100 ms of quiet (docs/hosts.md), so under a model that
+    // answers at once its hooks read the previous call's figure.
     mock.latency(Duration::from_millis(1500));
     let project = w.dir.path().join("proj");
     std::fs::create_dir_all(&project).unwrap();
