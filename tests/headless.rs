@@ -237,33 +237,7 @@ fn codex_exec_is_told_not_blocked_and_its_interactive_ui_is_advised() {
 /// that runs the hook as its child, as Gemini CLI does, with the input in
 /// the file `input`; its output, parsed.
 fn as_gemini(w: &World, args: &[&str], input: &[u8]) -> Value {
-    let bin = w.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let gemini = bin.join("gemini");
-    std::fs::write(
-        &gemini,
-        "#!/bin/sh\n\"$INTERBAND_BIN\" hook < \"$INPUT\"\nexit $?\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let file = w.dir.path().join("input.json");
-    std::fs::write(&file, input).unwrap();
-    let mut cmd = std::process::Command::new(&gemini);
-    cmd.args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("INTERBAND_ROOT", w.root())
-        .env("HOME", w.home())
-        .env("INTERBAND_BIN", BIN)
-        .env("INPUT", &file);
-    let o = cmd.output().unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let out = stdout(&o);
-    if out.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&out).unwrap()
-    }
+    as_host(w, "gemini", "gemini", args, input)
 }
 
 #[test]

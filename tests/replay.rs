@@ -773,35 +773,42 @@ fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back
     assert!(freed == kept, "the hooks read the same either way");
 }
 
+/// A replay long enough to be caught at work: the running child, and the
+/// private folder it works in (found by the copy it holds open).
+fn a_long_replay(w: &World) -> (std::process::Child, PathBuf) {
+    let pcts: Vec<u64> = (0..6_000).map(|i| 10 + i % 50).collect();
+    let t = write(w.dir.path(), "long.jsonl", &calls_at(&pcts));
+    let child = w
+        .cmd(&["replay", "--defaults", t.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let private = poll(30, "the replay's private folder", || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()?
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .find_map(|p| {
+                p.ancestors()
+                    .find(|a| {
+                        a.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("interband-replay."))
+                    })
+                    .map(Path::to_path_buf)
+            })
+    });
+    (child, private)
+}
+
 fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
     // Its private folder holds a copy of the transcript: stopped by Ctrl-C,
     // a closed terminal or a kill, it goes.
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let w = World::new();
-        let pcts: Vec<u64> = (0..6_000).map(|i| 10 + i % 50).collect();
-        let t = write(w.dir.path(), "long.jsonl", &calls_at(&pcts));
-        let child = w
-            .cmd(&["replay", "--defaults", t.to_str().unwrap()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let (child, private) = a_long_replay(&w);
         let pid = child.id();
-        // The folder it works in, found by the copy it holds open.
-        let private = poll(30, "the replay's private folder", || {
-            std::fs::read_dir(format!("/proc/{pid}/fd"))
-                .ok()?
-                .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                .find_map(|p| {
-                    p.ancestors()
-                        .find(|a| {
-                            a.file_name()
-                                .and_then(|n| n.to_str())
-                                .is_some_and(|n| n.starts_with("interband-replay."))
-                        })
-                        .map(Path::to_path_buf)
-                })
-        });
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&private).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "the user's alone");
@@ -852,29 +859,8 @@ fn a_copied_transcript_is_told_how_to_name_its_host() {
 fn another_user_can_neither_list_nor_read_a_replay_s_private_folder() {
     use std::os::unix::process::CommandExt;
     let w = World::new();
-    let pcts: Vec<u64> = (0..6_000).map(|i| 10 + i % 50).collect();
-    let t = write(w.dir.path(), "long.jsonl", &calls_at(&pcts));
-    let child = w
-        .cmd(&["replay", "--defaults", t.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, private) = a_long_replay(&w);
     let pid = child.id();
-    let private = poll(30, "the replay's private folder", || {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .ok()?
-            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-            .find_map(|p| {
-                p.ancestors()
-                    .find(|a| {
-                        a.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("interband-replay."))
-                    })
-                    .map(Path::to_path_buf)
-            })
-    });
     for args in [
         vec!["ls", private.to_str().unwrap()],
         vec!["sh", "-c", &format!("cat '{}'/*", private.display())],

@@ -189,6 +189,14 @@ pub fn folder_rule(rules: &Path, folder: &Path, longest: bool) -> Option<bool> {
     }
 }
 
+/// For tests: trusts `file` as it is now in the trust file at `store`.
+#[cfg(test)]
+pub(crate) fn trust_for_test(file: &Path, store: &Path) {
+    let mut s = interband::trust::Store::load_from(store).unwrap_or_default();
+    s.add(file, &std::fs::read(file).unwrap());
+    s.save(store).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

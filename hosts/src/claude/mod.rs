@@ -902,11 +902,7 @@ mod tests {
         assert_eq!(launch_model(&env, Some(&project)), Launch::Unknown);
         let set = project_settings(&project, &env);
         assert_eq!(set[0].ignored, Some(crate::project::Ignored::NotTrusted));
-        let mut store = interband::trust::Store::default();
-        store.add(&theirs, &std::fs::read(&theirs).unwrap());
-        store
-            .save(&home.join(".config/interband/trusted.json"))
-            .unwrap();
+        crate::project::trust_for_test(&theirs, &home.join(".config/interband/trusted.json"));
         assert_eq!(
             launch_model(&env, Some(&project)),
             Launch::Named("opus[1m]".into())

@@ -649,11 +649,7 @@ mod tests {
         );
         let set = project_settings(&project, &env);
         assert_eq!(set[0].ignored, Some(crate::project::Ignored::NotTrusted));
-        let mut store = interband::trust::Store::default();
-        store.add(&theirs, &std::fs::read(&theirs).unwrap());
-        store
-            .save(&home.join(".config/interband/trusted.json"))
-            .unwrap();
+        crate::project::trust_for_test(&theirs, &home.join(".config/interband/trusted.json"));
         assert_eq!(
             limits_now().compact_at,
             80_000,
