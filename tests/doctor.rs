@@ -298,3 +298,72 @@ fn a_hook_twice_on_one_event_and_a_corrupt_record_are_problems() {
         "{found:#?}"
     );
 }
+
+/// Claude Code takes a settings file with comments for broken and ignores
+/// all of it: there, comments are a problem (no hook runs), not a style.
+#[test]
+fn comments_where_the_host_reads_none_are_a_problem() {
+    let w = World::new();
+    let here = w.dir.path();
+    install(&w, here, &["install", "--command", BIN]);
+    let file = w.home().join(".claude/settings.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replacen('{', "{\n  // mine\n", 1)).unwrap();
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1, "{found:#?}");
+    assert!(
+        problems(&found)
+            .iter()
+            .any(|f| f["host"] == "claude"
+                && f["message"].as_str().unwrap().contains("does not read")),
+        "{found:#?}"
+    );
+}
+
+/// doctor asks each program once, within 5 s, and a program that leaves a
+/// child holding its output cannot hold doctor.
+#[test]
+fn doctor_is_bounded_whatever_the_hooks_program_does() {
+    use std::os::unix::fs::PermissionsExt;
+    for (what, script) in [
+        (
+            "a child left running",
+            "#!/bin/sh\necho 'interband 9.9.9'\nsleep 60 &\nexit 0\n",
+        ),
+        ("no answer", "#!/bin/sh\nsleep 60\n"),
+    ] {
+        let w = World::new();
+        let here = w.dir.path();
+        let program = here.join("odd/interband");
+        std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+        std::fs::write(&program, script).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let p = program.display().to_string();
+        let file = w.home().join(".claude/settings.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let hooks = serde_json::json!({"hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": format!("{p} hook --host claude")}]}],
+            "PreCompact": [{"hooks": [{"type": "command", "command": format!("{p} hook")}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": format!("[ -x {p} ] && exec {p} hook --host claude || true")}]}]},
+            "statusLine": {"type": "command", "command": format!("{p} statusline --host claude")}});
+        std::fs::write(&file, hooks.to_string()).unwrap();
+        let child = w
+            .cmd(&["doctor", "--json"])
+            .current_dir(here)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A hang detector: one 5 s wait at most, where four would be 20 s.
+        let o = wait_within(child, std::time::Duration::from_secs(15));
+        let found: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+        let binary_problems = problems(&found)
+            .iter()
+            .filter(|f| f["check"] == "binary")
+            .count();
+        assert_eq!(
+            binary_problems,
+            usize::from(what == "no answer") * 3,
+            "{what}: {found:#?}"
+        );
+    }
+}

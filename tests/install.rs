@@ -815,6 +815,11 @@ fn hooks_of_a_gone_binary_without_a_record_are_moved_by_install_and_taken_out_by
             "/gone/bin/interband statusline --wrap sh -c '~/bin/my-status --short'",
         ),
         (
+            "equals, and an option of a later release",
+            "/gone/bin/interband hook --host=claude --quiet",
+            "/gone/bin/interband statusline --host=claude --wrap sh -c '~/bin/my-status --short'",
+        ),
+        (
             "npx",
             "[ -x /gone/_npx/1/node_modules/interband/bin/interband ] && exec /gone/_npx/1/node_modules/interband/bin/interband hook --host claude || true",
             "[ -x /gone/_npx/1/node_modules/interband/bin/interband ] && exec /gone/_npx/1/node_modules/interband/bin/interband statusline --host claude --wrap sh -c '~/bin/my-status --short' || exec sh -c '~/bin/my-status --short'",
@@ -1800,6 +1805,7 @@ fn install_keeps_the_file_s_layout_and_never_writes_past_the_read_limit() {
             "{\n\t\"model\": \"opus\",\n\t\"env\": {\n\t\t\"A\": \"1\"\n\t}\n}\n".to_owned(),
         ),
         ("four spaces", "{\n    \"model\": \"opus\"\n}".to_owned()),
+        ("CRLF", "{\r\n\t\"model\": \"opus\"\r\n}\r\n".to_owned()),
     ] {
         std::fs::write(&path, &text).unwrap();
         ok(&w.run(&settings_args("install", &path, &[])));
@@ -1810,6 +1816,11 @@ fn install_keeps_the_file_s_layout_and_never_writes_past_the_read_limit() {
                 assert!(after.len() < text.len() + 4096, "{layout}: {}", after.len());
                 assert_eq!(after.ends_with('\n'), text.ends_with('\n'), "{layout}");
             }
+            "CRLF" => assert!(
+                after.contains("\r\n\t\"hooks\": {\r\n\t\t\"")
+                    && !after.replace("\r\n", "").contains('\n'),
+                "{layout}: {after:?}"
+            ),
             "tabs" => assert!(
                 after.contains("\n\t\"hooks\": {\n\t\t\""),
                 "{layout}: {after}"
@@ -1894,5 +1905,107 @@ fn every_host_s_uninstall_gives_back_a_file_laid_out_unlike_interband_s_own() {
         for left in [".interband-backup", ".interband-install.json"] {
             assert!(!sibling(&path, left).exists(), "{key}: {left} left behind");
         }
+    }
+}
+
+/// A file interband cannot rewrite without loss is refused, unchanged, with
+/// the reason: a key twice in one object (a parser keeps the last), a
+/// byte-order mark.
+#[test]
+fn a_file_install_would_lose_part_of_is_refused_with_the_reason() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    for (what, text, said) in [
+        (
+            "a key twice",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"a.sh\"}]}]},\n \"hooks\": {}}\n",
+            "the key \"hooks\" is there twice",
+        ),
+        (
+            "a key twice, deeper",
+            "{\"env\": {\"A\": \"1\", \"A\": \"2\"}}",
+            "the key \"A\" is there twice",
+        ),
+        (
+            "a byte-order mark",
+            "\u{feff}{\"model\": \"opus\"}\n",
+            "byte-order mark",
+        ),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        for args in [&["install"][..], &["install", "--dry-run"], &["uninstall"]] {
+            let o = w.run(&settings_args(args[0], &path, &args[1..]));
+            assert_ne!(code(&o), 0, "{what} {args:?}: {}", stdout(&o));
+            assert!(stderr(&o).contains(said), "{what} {args:?}: {}", stderr(&o));
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                text,
+                "{what}: unchanged"
+            );
+        }
+    }
+}
+
+/// A hook run by another working interband, named the way a shell finds it
+/// (`~/bin/interband`, `$HOME/bin/interband`), is that user's choice: left.
+#[test]
+fn a_working_interband_named_from_home_is_left_as_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let bin = w.home().join("bin/interband");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(BIN, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = w.home().join(".claude/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs = json!({"hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "$HOME/bin/interband hook --host claude"}]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "~/bin/interband hook --host claude"}]}]}});
+    std::fs::write(&path, serde_json::to_string_pretty(&theirs).unwrap()).unwrap();
+    let o = w.run(&["doctor"]);
+    assert!(
+        !stdout(&o).contains("bin/interband does not exist"),
+        "{}",
+        stdout(&o)
+    );
+    let o = w.run(&["install"]);
+    ok(&o);
+    assert!(!stdout(&o).contains("they now run"), "{}", stdout(&o));
+    let s = read(&path);
+    assert_eq!(s["hooks"]["Stop"], theirs["hooks"]["Stop"], "{s}");
+    assert_eq!(
+        s["hooks"]["PostToolUse"], theirs["hooks"]["PostToolUse"],
+        "{s}"
+    );
+}
+
+/// Two projects whose paths read alike (`my/app`, `my-app`) keep a record
+/// each: uninstall in either gives its own file back.
+#[test]
+fn two_projects_whose_paths_read_alike_keep_a_record_each() {
+    let w = World::new();
+    let (a, b) = (w.dir.path().join("my/app"), w.dir.path().join("my-app"));
+    for p in [&a, &b] {
+        std::fs::create_dir_all(p).unwrap();
+        ok(&w
+            .cmd(&["install", "--project"])
+            .current_dir(p)
+            .output()
+            .unwrap());
+    }
+    for p in [&a, &b] {
+        let o = w
+            .cmd(&["uninstall", "--project"])
+            .current_dir(p)
+            .output()
+            .unwrap();
+        ok(&o);
+        assert!(!stdout(&o).contains("no install record"), "{}", stdout(&o));
+        assert!(
+            !p.join(".claude").exists(),
+            "{}: {}",
+            p.display(),
+            stdout(&o)
+        );
     }
 }

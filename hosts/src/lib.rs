@@ -98,6 +98,11 @@ pub struct Profile {
     /// CLI reads a repository's `.github/hooks/*.json`, never its
     /// `.copilot/settings.json`).
     pub project_file: Option<&'static str>,
+    /// Whether the host reads its settings file with `//` and `/* */`
+    /// comments in it (Gemini CLI and Qwen Code strip them, Copilot CLI
+    /// documents JSONC); Claude Code and Codex CLI take such a file for
+    /// broken and ignore it.
+    pub settings_comments: bool,
     /// The variable that moves the host's own folder (the first part of
     /// [`Profile::settings_file`], `~/.codex` say), when it has one.
     pub home_var: Option<&'static str>,
@@ -338,6 +343,7 @@ pub const CLAUDE: Profile = Profile {
     key: "claude",
     settings_file: ".claude/settings.json",
     project_file: None,
+    settings_comments: false,
     // Timeouts in seconds.
     home_var: None,
     hook_shape: shape::HookShape::Grouped,
@@ -408,6 +414,7 @@ pub const CODEX: Profile = Profile {
     key: "codex",
     settings_file: ".codex/hooks.json",
     project_file: None,
+    settings_comments: false,
     // Seconds; matchers are regular expressions where `*` is invalid (no
     // matcher matches every tool); Codex clamps SessionEnd's timeout to 3 s.
     home_var: Some("CODEX_HOME"),
@@ -465,6 +472,7 @@ pub const GEMINI: Profile = Profile {
     key: "gemini",
     settings_file: ".gemini/settings.json",
     project_file: None,
+    settings_comments: true,
     // Milliseconds. AfterAgent ends a turn (Gemini's Stop); BeforeAgent
     // brings the note back after a compression Gemini does not announce.
     home_var: None,
@@ -532,6 +540,7 @@ pub const QWEN: Profile = Profile {
     key: "qwen",
     settings_file: ".qwen/settings.json",
     project_file: None,
+    settings_comments: true,
     home_var: Some("QWEN_HOME"),
     // Seconds from 0.23.4, milliseconds before; a value of 1000 or more is
     // milliseconds in both.
@@ -601,6 +610,7 @@ pub const COPILOT: Profile = Profile {
     key: "copilot",
     settings_file: ".copilot/settings.json",
     project_file: Some(".github/hooks/interband.json"),
+    settings_comments: true,
     home_var: Some("COPILOT_HOME"),
     // PascalCase keys, whose inputs are snake_case like Claude Code's; each
     // hook `{type, bash, timeoutSec}`, in seconds.

@@ -21,6 +21,9 @@ pub enum Ignored {
     HostDistrusts,
     /// The host reads it; interband waits for `interband trust FILE`.
     NotTrusted,
+    /// The file is there, but interband cannot read it (over 1 MiB, not a
+    /// regular file, not JSON): what it sets is not known.
+    Unreadable,
 }
 
 /// One setting a host's project file sets that interband reads.
@@ -57,6 +60,10 @@ impl Setting {
                  trust the file (`interband trust {file}`)",
                 self.value
             ),
+            Ignored::Unreadable => format!(
+                "{file} cannot be read (over 1 MiB, not a regular file, or not JSON): what it \
+                 sets of {key} is not known, and not taken"
+            ),
         })
     }
 }
@@ -76,7 +83,10 @@ pub fn read_json(file: &Path, comments: bool) -> Option<(Vec<u8>, Value)> {
 /// stays an error there too).
 pub fn parse_json(bytes: &[u8], comments: bool) -> Option<Value> {
     if comments {
-        serde_json::from_reader(json_comments::StripComments::new(bytes)).ok()
+        // `//` and `/* */` only: a `#` line is no comment to the hosts'
+        // `strip-json-comments`, so none here.
+        let text = json_comments::CommentSettings::c_style().strip_comments(bytes);
+        serde_json::from_reader(text).ok()
     } else {
         serde_json::from_slice(bytes).ok()
     }
@@ -93,7 +103,19 @@ pub fn settings(
     env: &dyn interband::settings::Env,
 ) -> Vec<Setting> {
     let Some((bytes, v)) = read_json(file, comments) else {
-        return Vec::new();
+        // There and unreadable: what it sets is unknown, never "nothing".
+        if std::fs::symlink_metadata(file).is_err() {
+            return Vec::new();
+        }
+        return keys
+            .iter()
+            .map(|key| Setting {
+                file: file.to_owned(),
+                key,
+                value: Value::Null,
+                ignored: Some(Ignored::Unreadable),
+            })
+            .collect();
     };
     let set: Vec<(&'static str, Value)> = keys
         .iter()
@@ -234,7 +256,19 @@ mod tests {
         // Comments only where the host allows them; a file that sets nothing asks nobody.
         assert!(settings(&file, false, &["/nothing"], || panic!("asked"), &env).is_empty());
         std::fs::write(&file, "// x\n{\"context\":{\"autoCompactThreshold\":0.05}}").unwrap();
-        assert!(settings(&file, false, &[key], || true, &env).is_empty());
+        assert_eq!(
+            settings(&file, false, &[key], || true, &env)[0].ignored,
+            Some(Ignored::Unreadable)
+        );
+        // A `#` line is no comment to the hosts; a file over the bound is
+        // unreadable, never empty.
+        std::fs::write(&file, "{\n# x\n\"context\":{}}").unwrap();
+        assert_eq!(parse_json(&std::fs::read(&file).unwrap(), true), None);
+        std::fs::write(&file, format!("{{\"pad\":\"{}\"}}", "x".repeat(1 << 20))).unwrap();
+        assert_eq!(
+            settings(&file, true, &[key], || true, &env)[0].ignored,
+            Some(Ignored::Unreadable)
+        );
     }
 
     #[test]

@@ -196,6 +196,7 @@ impl Install {
             t.host.events()
         };
         let mut adopted: Vec<String> = Vec::new();
+        let mut one_kept = false;
         for e in events {
             if event_groups(&settings, e.name)
                 .and_then(|g| interband_hook(g))
@@ -206,7 +207,8 @@ impl Install {
                 // this binary now, and a second one on the event goes.
                 if let Some((from, dropped)) = adopt_hooks(&mut settings, e.name, &ours, &mut notes)
                 {
-                    adopted.push(from);
+                    adopted.extend(from);
+                    one_kept |= dropped > 0;
                     if dropped > 0 {
                         notes.push(format!(
                             "{}: interband's hook was there {} times; one is kept",
@@ -303,6 +305,7 @@ impl Install {
             && moved.is_none()
             && !named_now
             && adopted.is_empty()
+            && !one_kept
         {
             let _ = writeln!(
                 out,

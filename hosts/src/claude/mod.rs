@@ -417,12 +417,12 @@ pub fn launch_model(
     let named = match (named, project) {
         (Some(m), _) => Some(Ok(m)),
         (None, Some(p)) => project_settings(p, env).into_iter().find_map(|s| {
-            let m = s.value.as_str().filter(|m| !m.trim().is_empty())?;
-            Some(if s.ignored.is_none() {
-                Ok(m.to_owned())
-            } else {
-                Err(())
-            })
+            match (s.ignored, s.value.as_str().filter(|m| !m.trim().is_empty())) {
+                (None, Some(m)) => Some(Ok(m.to_owned())),
+                (None, None) => None,
+                // Ignored, or unreadable (what it sets is not known).
+                (Some(_), _) => Some(Err(())),
+            }
         }),
         (None, None) => None,
     };
@@ -919,6 +919,11 @@ mod tests {
             Launch::Named("haiku".into())
         );
         assert!(project_settings(&home, &env).is_empty());
+        // A project file interband cannot read (over 1 MiB) sets what is
+        // not known: never the user's own model in its place.
+        let pad = "x".repeat(1 << 20);
+        std::fs::write(&theirs, format!(r#"{{"model":"opus[1m]","pad":"{pad}"}}"#)).unwrap();
+        assert_eq!(launch_model(&env, Some(&project)), Launch::Unknown);
     }
     use interband::context::WindowSource as From;
 

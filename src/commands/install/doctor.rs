@@ -16,8 +16,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    Files, Host, Installs, Target, any_statusline_rest, codex_trust, group_commands, program_of,
-    read_record, read_settings_with_comments, runs_interband, unguarded, unguarded_statusline,
+    Files, Host, Installs, Target, any_statusline_rest, codex_trust, expand_home, group_commands,
+    program_of, read_record, read_settings_with_comments, runs_interband, unguarded,
+    unguarded_statusline,
 };
 use crate::exit;
 
@@ -154,7 +155,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     };
     let settings = match read_settings_with_comments(&path, host) {
         Ok(Some((o, comments))) => {
-            if comments {
+            if comments && host.profile().settings_comments {
                 found.push(info(
                     name,
                     "settings",
@@ -164,6 +165,18 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
                         shown(&located),
                         host.profile().name
                     ),
+                ));
+            } else if comments {
+                found.push(problem(
+                    name,
+                    "settings",
+                    format!(
+                        "{} has comments, which {} does not read: it takes the file for broken and \
+                         ignores all of it, so none of its hooks runs",
+                        shown(&located),
+                        host.profile().name
+                    ),
+                    "take the comments out (your settings are in the file: keep it)".to_owned(),
                 ));
             }
             o.json
@@ -337,7 +350,7 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
 /// binary.
 fn check_program(host: &'static str, command: &str) -> Finding {
     use std::os::unix::fs::PermissionsExt;
-    let program = program_of(unguarded(command));
+    let program = expand_home(&program_of(unguarded(command)));
     let resolved = if program.contains('/') {
         Some(PathBuf::from(&program)).filter(|p| p.exists())
     } else {
@@ -404,20 +417,39 @@ fn check_program(host: &'static str, command: &str) -> Finding {
 }
 
 /// Runs `program --version` as a host would run the hook (nothing on
-/// stdin, 5 s at most): it must exit 0 and name itself interband.
+/// stdin, 5 s at most, once per program however many commands name it): it
+/// must exit 0 and name itself interband. Its output goes to a file, not a
+/// pipe, so a child it leaves running cannot hold doctor.
 fn answers_version(program: &Path) -> Result<(), String> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static ASKED: RefCell<HashMap<PathBuf, Result<(), String>>> = RefCell::new(HashMap::new());
+    }
+    let key = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_owned());
+    if let Some(known) = ASKED.with(|a| a.borrow().get(&key).cloned()) {
+        return known;
+    }
+    let answer = ask_version(program);
+    ASKED.with(|a| a.borrow_mut().insert(key, answer.clone()));
+    answer
+}
+
+fn ask_version(program: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek};
     use std::process::{Command, Stdio};
+    let mut out = tempfile::tempfile().map_err(|e| e.to_string())?;
     let mut child = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(out.try_clone().map_err(|e| e.to_string())?)
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot be run ({e})"))?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(5))
             }
@@ -427,15 +459,15 @@ fn answers_version(program: &Path) -> Result<(), String> {
                 return Err("did not answer `--version` within 5 s".into());
             }
         }
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let said = String::from_utf8_lossy(&out.stdout);
-    if out.status.success() && said.starts_with("interband") {
+    };
+    let mut said = String::new();
+    out.rewind().map_err(|e| e.to_string())?;
+    let _ = out.take(4096).read_to_string(&mut said);
+    if status.success() && said.starts_with("interband") {
         Ok(())
     } else {
         Err(format!(
-            "does not answer `--version` as interband ({}{})",
-            out.status,
+            "does not answer `--version` as interband ({status}{})",
             if said.trim().is_empty() {
                 String::new()
             } else {

@@ -17,25 +17,40 @@ impl Files {
     /// (`$XDG_STATE_HOME/interband/installs/`, else `~/.local/state/...`),
     /// named after the file's path.
     pub(super) fn new(path: &Path, project: bool) -> Self {
-        let base = if project {
-            let name = interband_consumers::intermem::slug(path);
-            match state_home() {
-                Some(s) => s.join("interband/installs").join(name),
-                None => path.to_owned(),
-            }
-        } else {
-            path.to_owned()
-        };
-        let with = |suffix: &str| {
+        let with = |base: &Path, suffix: &str| {
             let mut s = base.as_os_str().to_owned();
             s.push(suffix);
             PathBuf::from(s)
         };
-        Files {
+        let files = |base: &Path| Files {
             settings: path.to_owned(),
-            backup: with(".interband-backup"),
-            record: with(".interband-install.json"),
+            backup: with(base, ".interband-backup"),
+            record: with(base, ".interband-install.json"),
+        };
+        let Some(installs) = project
+            .then(state_home)
+            .flatten()
+            .map(|s| s.join("interband/installs"))
+        else {
+            return files(path);
+        };
+        // The path's slug, for a person, and a digest of the path itself:
+        // two paths with one slug (`my/app`, `my-app`) never share a record.
+        let slug = interband_consumers::intermem::slug(path);
+        let digest = interband::trust::digest(path.as_os_str().as_encoded_bytes());
+        let hex = digest.trim_start_matches("sha256:");
+        let named = files(&installs.join(format!("{slug}-{}", &hex[..16])));
+        // A record an earlier release named by the slug alone, for this file.
+        let legacy = files(&installs.join(&slug));
+        if !named.record.exists()
+            && read_record(&legacy.record)
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.settings.is_none_or(|s| Path::new(&s) == path))
+        {
+            return legacy;
         }
+        named
     }
 
     /// Removes what an install or uninstall killed mid-write left beside
@@ -156,6 +171,13 @@ pub(super) fn read_json(path: &Path) -> Result<Option<Original>> {
     }
     // Never blocking, bounded even if the file grew since the stat.
     let bytes = interband::fsio::read_regular(path, MAX_SETTINGS_BYTES)?;
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        return Err(invalid(
+            path,
+            "it starts with a byte-order mark (U+FEFF), which JSON does not allow (a host may \
+             ignore the whole file); save it as UTF-8 without one, then run this again",
+        ));
+    }
     let text = std::str::from_utf8(&bytes).map_err(|_| invalid(path, "not valid UTF-8"))?;
     let json = serde_json::from_str(text).map_err(|e| {
         if interband_hosts::project::parse_json(&bytes, true).is_some() {
@@ -169,6 +191,14 @@ pub(super) fn read_json(path: &Path) -> Result<Option<Original>> {
             invalid(path, format!("not valid JSON: {e}"))
         }
     })?;
+    if let Err(e) = no_key_twice(text) {
+        return Err(invalid(
+            path,
+            format!(
+                "{e}: interband would keep one and lose the other, so it changes nothing; keep one"
+            ),
+        ));
+    }
     Ok(Some(Original {
         bytes,
         json,
@@ -187,6 +217,61 @@ pub(super) fn read_settings(path: &Path, host: Host) -> Result<Option<Original>>
         host.profile().hook_shape.to_grouped(&mut o.json);
     }
     Ok(o)
+}
+
+/// Checks that no object in a JSON text holds one key twice (a parser
+/// keeps the last, so rewriting the file would lose the first).
+pub(super) fn no_key_twice(text: &str) -> std::result::Result<(), serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+    struct Once;
+    impl<'de> DeserializeSeed<'de> for Once {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+            d.deserialize_any(Once)
+        }
+    }
+    impl<'de> Visitor<'de> for Once {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = m.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(A::Error::custom(format!(
+                        "the key \"{key}\" is there twice"
+                    )));
+                }
+                m.next_value_seed(Once)?;
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> std::result::Result<(), A::Error> {
+            while s.next_element_seed(Once)?.is_some() {}
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> std::result::Result<(), E> {
+            Ok(())
+        }
+    }
+    let mut d = serde_json::Deserializer::from_str(text);
+    Once.deserialize(&mut d)
 }
 
 /// [`read_settings`], taking a file with comments as the host does (for
@@ -219,10 +304,21 @@ pub(super) fn read_settings_with_comments(
 pub(super) fn pretty_own(settings: &Value, host: Host, like: Option<&[u8]>) -> String {
     let mut own = settings.clone();
     host.profile().hook_shape.to_own(&mut own);
+    let text = render(&own, like);
+    // Lines that ended in CRLF still do (JSON holds no raw newline in a string).
+    if like.is_some_and(|b| b.windows(2).any(|w| w == b"\r\n")) {
+        text.replace('\n', "\r\n")
+    } else {
+        text
+    }
+}
+
+/// `own` laid out as `like` is.
+fn render(own: &Value, like: Option<&[u8]>) -> String {
     match like.map(layout_of) {
-        None | Some(Layout::Indented(None)) => pretty(&own),
+        None | Some(Layout::Indented(None)) => pretty(own),
         Some(Layout::Compact { newline }) => {
-            let mut s = serde_json::to_string(&own).expect("a JSON value serializes");
+            let mut s = serde_json::to_string(own).expect("a JSON value serializes");
             if newline {
                 s.push('\n');
             }
@@ -253,6 +349,7 @@ pub(super) enum Layout {
 /// The layout of a settings file's text.
 pub(super) fn layout_of(bytes: &[u8]) -> Layout {
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
     if !body.contains(&b'\n') {
         return Layout::Compact {
             newline: body.len() < bytes.len(),

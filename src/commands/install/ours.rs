@@ -196,7 +196,7 @@ pub(super) fn any_statusline_rest(command: &str) -> Option<&str> {
     }
     match run.find(" --wrap ") {
         Some(at) => Some(&run[at..]),
-        None if matches!(&words[2..], [] | [_, _]) => Some(""),
+        None if only_options(&words[2..]) => Some(""),
         None => None,
     }
 }
@@ -224,10 +224,36 @@ pub(super) fn runs_interband(command: &str, sub: &str) -> bool {
         .first()
         .is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "interband"));
     let rest = words.get(2..).unwrap_or_default();
-    let hook_args = match rest {
-        [] => true,
-        [flag, key] => flag == "--host" && Host::from_key(key).is_some(),
-        _ => false,
-    };
-    named && words.get(1).is_some_and(|w| w == sub) && (sub != "hook" || hook_args)
+    named && words.get(1).is_some_and(|w| w == sub) && (sub != "hook" || only_options(rest))
+}
+
+/// Whether `words` are options only (`--host KEY`, `--host=KEY`, any other
+/// `-x` a newer or older release may add), never a shell's `&&`, `|` or a
+/// command of the user's after interband's.
+pub(super) fn only_options(words: &[String]) -> bool {
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        if w == "--host" {
+            if it.next().is_none() {
+                return false;
+            }
+        } else if !w.starts_with('-') {
+            return false;
+        }
+    }
+    true
+}
+
+/// A program word as the shell that runs a hook expands it: `~/` and
+/// `$HOME/` (or `${HOME}/`) at its start name the home folder.
+pub(super) fn expand_home(program: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    for prefix in ["~/", "$HOME/", "${HOME}/"] {
+        if let Some(rest) = program.strip_prefix(prefix)
+            && !home.is_empty()
+        {
+            return format!("{}/{rest}", home.trim_end_matches('/'));
+        }
+    }
+    program.to_owned()
 }

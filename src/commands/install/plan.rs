@@ -63,7 +63,7 @@ pub(super) fn adopt_hooks(
     event: &str,
     ours: &Ours,
     notes: &mut Vec<String>,
-) -> Option<(String, usize)> {
+) -> Option<(Option<String>, usize)> {
     let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(event))
     else {
         return None;
@@ -83,18 +83,20 @@ pub(super) fn adopt_hooks(
             if !is_interband_hook(c) {
                 return true;
             }
+            if c != ours.hook {
+                if another_working(&program_of(unguarded(c)), ours) {
+                    // The user's choice: left, and said.
+                    notes.push(format!("{event} already runs `{c}`; left as is"));
+                    return true;
+                }
+                first.get_or_insert_with(|| unguarded(c).to_owned());
+            }
+            // Ours (now): one per event.
             seen += 1;
             if seen > 1 {
                 return false;
             }
-            if c != ours.hook {
-                if another_working(&program_of(unguarded(c)), ours) {
-                    notes.push(format!("{event} already runs `{c}`; left as is"));
-                } else {
-                    first = Some(unguarded(c).to_owned());
-                    h["command"] = ours.hook.clone().into();
-                }
-            }
+            h["command"] = ours.hook.clone().into();
             true
         });
         dropped += before - hooks.len();
@@ -105,10 +107,7 @@ pub(super) fn adopt_hooks(
     }
     match (first, dropped) {
         (None, 0) => None,
-        (first, dropped) => Some((
-            first.map_or_else(|| ours.program.clone(), |c| program_of(&c)),
-            dropped,
-        )),
+        (first, dropped) => Some((first.map(|c| program_of(&c)), dropped)),
     }
 }
 
@@ -116,6 +115,7 @@ pub(super) fn adopt_hooks(
 /// name found as one on the PATH.
 pub(super) fn runnable(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
+    let program = &expand_home(program);
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
