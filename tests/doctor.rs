@@ -279,7 +279,10 @@ fn a_hook_twice_on_one_event_and_a_corrupt_record_are_problems() {
     assert_eq!(rc, 1);
     assert!(
         problems(&found).iter().any(|f| f["check"] == "duplicates"
-            && f["message"].as_str().unwrap().contains("twice at Stop")),
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("more than once at Stop")),
         "{found:#?}"
     );
     // install keeps one.
@@ -366,4 +369,93 @@ fn doctor_is_bounded_whatever_the_hooks_program_does() {
             "{what}: {found:#?}"
         );
     }
+}
+
+/// doctor looks at the current folder's project files on their own (a
+/// project install alone is seen, its comments judged as its host reads
+/// them), and where two hooks on one event run another working interband,
+/// its fix is to take one out by hand (install leaves the user's choice).
+#[test]
+fn project_files_are_checked_on_their_own_and_each_fix_fixes() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let here = w.dir.path().join("proj");
+    std::fs::create_dir_all(&here).unwrap();
+    install(&w, &here, &["install", "--project"]);
+    let (_, found) = doctor(&w, &here);
+    assert!(
+        found.iter().any(|f| f["host"] == "claude"
+            && f["check"] == "hooks"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("proj/.claude/settings.json")),
+        "{found:#?}"
+    );
+    let file = here.join(".claude/settings.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replacen('{', "{\n  // c\n", 1)).unwrap();
+    let (rc, found) = doctor(&w, &here);
+    assert_eq!(rc, 1);
+    assert!(
+        problems(&found).iter().any(|f| f["check"] == "settings"
+            && f["message"].as_str().unwrap().contains("does not read")),
+        "{found:#?}"
+    );
+    // Two hooks at Stop, each running another working interband.
+    let w = World::new();
+    let other = w.home().join("bin/interband");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::copy(BIN, &other).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = format!("{} hook --host claude", other.display());
+    let settings = w.home().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let hooks = serde_json::json!({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": c}]},
+        {"matcher": "x", "hooks": [{"type": "command", "command": c}]}]}});
+    std::fs::write(&settings, hooks.to_string()).unwrap();
+    let (_, found) = doctor(&w, w.dir.path());
+    assert!(
+        problems(&found)
+            .iter()
+            .any(|f| f["check"] == "duplicates" && f["fix"].as_str().unwrap().contains("by hand")),
+        "{found:#?}"
+    );
+}
+
+/// However many programs hang on `--version`, doctor asks for 15 s in all.
+#[test]
+fn doctor_asks_programs_for_a_bounded_time_in_all() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let mut groups = Vec::new();
+    for i in 0..6 {
+        let p = w.dir.path().join(format!("hang{i}/interband"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "#!/bin/sh\nsleep 60\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        groups.push(serde_json::json!({"hooks": [{"type": "command", "command": format!("{} hook --host claude", p.display())}]}));
+    }
+    let settings = w.home().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        serde_json::json!({"hooks": {"Stop": groups}}).to_string(),
+    )
+    .unwrap();
+    let child = w
+        .cmd(&["doctor", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang detector: 15 s of asking in all, where six 5 s waits are 30.
+    let o = wait_within(child, std::time::Duration::from_secs(25));
+    let found: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        found
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains("not asked")),
+        "{found:#?}"
+    );
 }

@@ -2009,3 +2009,155 @@ fn two_projects_whose_paths_read_alike_keep_a_record_each() {
         );
     }
 }
+
+/// A user's own chain after interband's hook, however it is spaced, is the
+/// user's: install adds interband's own hook beside it, uninstall (with no
+/// record) leaves it whole.
+#[test]
+fn a_user_s_chain_with_interband_s_hook_in_it_is_left_whole() {
+    for chain in [
+        "/gone/interband hook --host claude;/usr/bin/true -q",
+        "/gone/interband hook --host=claude;/usr/bin/true -q",
+        "/gone/interband hook --host claude&&/usr/bin/true",
+        "/gone/interband hook --host claude|tee -a /tmp/x",
+        "/gone/interband hook --host $(/usr/bin/true)",
+        "/gone/interband hook --host claude --x=1;/usr/bin/true --y",
+        "[ -x /x ] && /usr/bin/true; [ -x /gone/interband ] && exec /gone/interband hook --host claude || true",
+    ] {
+        let w = World::new();
+        let path = w.dir.path().join("settings.json");
+        let theirs =
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": chain}]}]}});
+        std::fs::write(&path, theirs.to_string()).unwrap();
+        ok(&w.run(&settings_args("install", &path, &[])));
+        let s = read(&path);
+        assert_eq!(
+            s["hooks"]["Stop"][0], theirs["hooks"]["Stop"][0],
+            "{chain}: {s}"
+        );
+        std::fs::remove_file(sibling(&path, ".interband-install.json")).unwrap();
+        ok(&w.run(&settings_args("uninstall", &path, &[])));
+        assert_eq!(read(&path), theirs, "{chain}");
+    }
+}
+
+/// A project hook whose program only the host can find (Claude Code's
+/// `"$CLAUDE_PROJECT_DIR"/...`) is never taken for gone.
+#[test]
+fn a_program_named_through_a_variable_is_never_taken_for_gone() {
+    let w = World::new();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    let command = "\"$CLAUDE_PROJECT_DIR\"/tools/interband hook --host claude";
+    let theirs = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}});
+    let file = project.join(".claude/settings.json");
+    std::fs::write(&file, theirs.to_string()).unwrap();
+    let o = w
+        .cmd(&["install", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(
+        read(&file)["hooks"]["Stop"],
+        theirs["hooks"]["Stop"],
+        "{}",
+        stdout(&o)
+    );
+    let o = w.cmd(&["doctor"]).current_dir(&project).output().unwrap();
+    assert!(
+        !stdout(&o)
+            .lines()
+            .any(|l| l.contains("tools/interband") && l.contains("does not exist")),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A project far down a long path installs and uninstalls (its record's
+/// name is bounded), and a record an earlier release named by the slug
+/// alone serves only the project whose groups it holds.
+#[test]
+fn project_records_are_named_for_any_path_and_never_handed_to_another_project() {
+    let w = World::new();
+    let deep = w.dir.path().join("a".repeat(120)).join("b".repeat(100));
+    std::fs::create_dir_all(&deep).unwrap();
+    ok(&w
+        .cmd(&["install", "--project"])
+        .current_dir(&deep)
+        .output()
+        .unwrap());
+    ok(&w
+        .cmd(&["uninstall", "--project"])
+        .current_dir(&deep)
+        .output()
+        .unwrap());
+    assert!(!deep.join(".claude").exists());
+    // An earlier release's record for `my app`, named by its slug alone.
+    let (spaced, dashed) = (w.dir.path().join("my app"), w.dir.path().join("my-app"));
+    for p in [&spaced, &dashed] {
+        std::fs::create_dir_all(p).unwrap();
+        ok(&w
+            .cmd(&["install", "--project"])
+            .current_dir(p)
+            .output()
+            .unwrap());
+    }
+    let installs = w.home().join(".local/state/interband/installs");
+    let named = |p: &Path| {
+        let slug = files_under(&installs)
+            .into_iter()
+            .find(|f| {
+                f.ends_with(".interband-install.json")
+                    && read(&installs.join(f))["settings"] == json!(p.join(".claude/settings.json"))
+            })
+            .unwrap();
+        installs.join(slug)
+    };
+    let record = named(&spaced);
+    let mut legacy: Value = read(&record);
+    legacy.as_object_mut().unwrap().remove("settings");
+    let slug_only = installs.join(format!(
+        "{}.interband-install.json",
+        interband_consumers::intermem::slug(&spaced.join(".claude/settings.json"))
+    ));
+    std::fs::write(&slug_only, legacy.to_string()).unwrap();
+    std::fs::remove_file(&record).unwrap();
+    // `my-app` has a record of its own, and another file: not `my app`'s.
+    std::fs::remove_file(named(&dashed)).unwrap();
+    std::fs::write(dashed.join(".claude/settings.json"), "{\"theirs\": 1}\n").unwrap();
+    ok(&w
+        .cmd(&["uninstall", "--project"])
+        .current_dir(&dashed)
+        .output()
+        .unwrap());
+    assert!(
+        slug_only.exists(),
+        "my app's record is not handed to my-app"
+    );
+    let o = w
+        .cmd(&["uninstall", "--project"])
+        .current_dir(&spaced)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(!stdout(&o).contains("no install record"), "{}", stdout(&o));
+    assert!(!spaced.join(".claude").exists(), "{}", stdout(&o));
+}
+
+/// A settings file its owner made read-only is left so, with the reason.
+#[test]
+fn a_read_only_settings_file_is_left_as_its_owner_made_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(&path, "{\"model\": \"opus\"}\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = w.run(&settings_args("install", &path, &[]));
+    assert_ne!(code(&o), 0);
+    assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"model\": \"opus\"}\n"
+    );
+}

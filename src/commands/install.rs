@@ -337,6 +337,7 @@ impl Install {
             return Ok(exit::OK);
         }
 
+        refuse_read_only(&path, original.as_ref())?;
         // The folder, the pristine backup, the record, and then the settings.
         if original.is_none()
             && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
@@ -523,6 +524,7 @@ impl Uninstall {
             say_part!("{out}");
             return Ok(exit::OK);
         }
+        refuse_read_only(&path, Some(&original))?;
         unchanged_since_read(&path, Some(&original))?;
         match &after {
             Some(text) => write_file(&path, text.as_bytes(), Some(original.mode))?,
@@ -575,6 +577,20 @@ impl Uninstall {
         say_part!("{out}");
         Ok(exit::OK)
     }
+}
+
+/// A settings file its owner made read-only is left so: interband does not
+/// write around that choice.
+fn refuse_read_only(path: &Path, original: Option<&Original>) -> Result<()> {
+    if original.is_some_and(|o| o.mode & 0o200 == 0) {
+        anyhow::bail!(
+            "{}: it is read-only (mode {:o}), as you made it: nothing was changed; `chmod u+w` it \
+             first if interband may change it",
+            path.display(),
+            original.map_or(0, |o| o.mode)
+        );
+    }
+    Ok(())
 }
 
 /// Each note on one line: what a settings file put in it (a plugin's name,

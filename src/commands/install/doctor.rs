@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::{
     Files, Host, Installs, Target, any_statusline_rest, codex_trust, expand_home, group_commands,
-    program_of, read_record, read_settings_with_comments, runs_interband, unguarded,
+    program_of, read_record, read_settings_with_comments, resolvable, runs_interband, unguarded,
     unguarded_statusline,
 };
 use crate::exit;
@@ -148,14 +148,63 @@ fn our_hooks(settings: &Value) -> Vec<(String, String)> {
 
 fn check_host(host: Host, found: &mut Vec<Finding>) {
     let name = host.key();
-    let t = target(host, false);
+    let user = check_file(host, false, found);
+    // The current folder's project file, on its own, and beside the user's:
+    // the host runs the hooks of both.
+    let project = check_file(host, true, found);
+    if let (Some((u, true)), Some((p, true))) = (&user, &project) {
+        found.push(problem(
+            name,
+            "duplicates",
+            format!(
+                "{} has interband's hooks too, as {} has: {} runs both on every event",
+                shown(p),
+                shown(u),
+                host.profile().name
+            ),
+            format!("keep one: `interband uninstall --project --host {name}` here, or `interband uninstall --host {name}`"),
+        ));
+    }
+    // Copilot CLI also runs a repository's Claude Code hooks (its
+    // `.claude/settings.json`), with its own input.
+    if host == Host::Copilot
+        && let Ok(here) = std::env::current_dir()
+        && let Ok(Some((o, false))) =
+            read_settings_with_comments(&here.join(Host::Claude.file()), Host::Claude)
+        && !our_hooks(&o.json).is_empty()
+    {
+        found.push(info(
+            name,
+            "duplicates",
+            format!(
+                "Copilot CLI also runs the hooks of {} here (Claude Code's, named for Claude \
+                 Code): in a trusted folder a Copilot session runs interband twice",
+                shown(&here.join(Host::Claude.file()))
+            ),
+        ));
+    }
+}
+
+/// One settings file of `host` (the user's, or the current folder's
+/// project file): what it holds of interband's and whether that can run.
+/// Returns the file and whether the host runs interband's hooks from it;
+/// `None` where there is nothing to look at.
+fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(PathBuf, bool)> {
+    let name = host.key();
+    let t = target(host, project);
     let (Ok(path), Ok(located)) = (t.path(), t.located()) else {
-        found.push(info(name, "hooks", "no home folder: cannot look".into()));
-        return;
+        if !project {
+            found.push(info(name, "hooks", "no home folder: cannot look".into()));
+        }
+        return None;
     };
-    let settings = match read_settings_with_comments(&path, host) {
+    if project && Some(&located) == t.user_path().as_ref() {
+        return None;
+    }
+    let (settings, host_reads) = match read_settings_with_comments(&path, host) {
         Ok(Some((o, comments))) => {
-            if comments && host.profile().settings_comments {
+            let host_reads = !comments || host.profile().settings_comments;
+            if comments && host_reads {
                 found.push(info(
                     name,
                     "settings",
@@ -179,15 +228,16 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
                     "take the comments out (your settings are in the file: keep it)".to_owned(),
                 ));
             }
-            o.json
+            (o.json, host_reads)
         }
+        Ok(None) if project => return None,
         Ok(None) => {
             found.push(info(
                 name,
                 "hooks",
                 format!("not installed ({} does not exist)", shown(&located)),
             ));
-            return;
+            return None;
         }
         Err(e) => {
             found.push(problem(
@@ -198,11 +248,11 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
                  `interband doctor` again"
                     .to_owned(),
             ));
-            return;
+            return None;
         }
     };
     // A record install and uninstall cannot read stops both.
-    let files = Files::new(&path, false);
+    let files = Files::new(&path, project);
     if let Err(e) = read_record(&files.record) {
         found.push(problem(
             name,
@@ -216,41 +266,61 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     }
     let hooks = our_hooks(&settings);
     if hooks.is_empty() {
-        found.push(info(
-            name,
-            "hooks",
-            format!("not installed in {}", shown(&located)),
-        ));
-        return;
+        if !project {
+            found.push(info(
+                name,
+                "hooks",
+                format!("not installed in {}", shown(&located)),
+            ));
+        }
+        return Some((located, false));
     }
-    let mut events: Vec<&str> = hooks.iter().map(|(e, _)| e.as_str()).collect();
+    let events: Vec<&str> = hooks.iter().map(|(e, _)| e.as_str()).collect();
+    let mut once: Vec<&str> = events.clone();
+    once.dedup();
     // The same event twice in one file: the host runs both.
-    let twice: Vec<&str> = events
+    let mut twice: Vec<&str> = events
         .iter()
         .enumerate()
         .filter(|(i, e)| events[..*i].contains(e))
         .map(|(_, e)| *e)
         .collect();
+    twice.dedup();
     if !twice.is_empty() {
+        // install keeps one of its own (this binary's, or one gone); two
+        // that run another working interband are the user's to choose.
+        let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+        let another = hooks
+            .iter()
+            .filter(|(e, _)| twice.contains(&e.as_str()))
+            .any(|(_, c)| {
+                let p = PathBuf::from(expand_home(&program_of(unguarded(c))));
+                std::fs::canonicalize(&p)
+                    .ok()
+                    .is_some_and(|p| Some(p) != this)
+            });
         found.push(problem(
             name,
             "duplicates",
             format!(
-                "{} runs interband's hook twice at {}: every call is counted twice, every note comes back twice",
+                "{} runs interband's hook more than once at {}: every call is counted again, every note comes back again",
                 shown(&located),
                 twice.join(", ")
             ),
-            format!("`interband install --host {name}` keeps one"),
+            if another {
+                format!("take one out of {} by hand: they run another interband than this one", shown(&located))
+            } else {
+                format!("`interband install{} --host {name}` keeps one", if project { " --project" } else { "" })
+            },
         ));
     }
-    events.dedup();
     found.push(ok(
         name,
         "hooks",
         format!(
             "hooks installed in {}: {}",
             shown(&located),
-            events.join(", ")
+            once.join(", ")
         ),
     ));
     // The program each hook runs.
@@ -259,7 +329,9 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
     for command in programs {
         found.push(check_program(name, command));
     }
-    if host.has_statusline() {
+    let statusline_here =
+        host.has_statusline() && !(project && host.profile().project_file.is_some());
+    if statusline_here {
         let statusline = settings
             .pointer("/statusLine/command")
             .and_then(Value::as_str)
@@ -281,14 +353,15 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
                     found.push(ok(name, "statusline", "statusline installed".into()));
                 }
             }
-            None => found.push(info(
+            None if !project => found.push(info(
                 name,
                 "statusline",
                 "no interband statusline (`interband install` adds it, wrapping yours)".into(),
             )),
+            None => {}
         }
     }
-    if host == Host::Claude {
+    if host == Host::Claude && !project {
         let plugin = settings
             .get("enabledPlugins")
             .and_then(Value::as_object)
@@ -304,45 +377,10 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
             ));
         }
     }
-    // The same hooks in the current folder's project settings.
-    let project = target(host, true);
-    if let Ok(p) = project.located()
-        && p != located
-        && let Ok(Some((o, _))) = read_settings_with_comments(&p, host)
-        && !our_hooks(&o.json).is_empty()
-    {
-        found.push(problem(
-            name,
-            "duplicates",
-            format!(
-                "{} has interband's hooks too: {} runs both on every event",
-                shown(&p),
-                host.profile().name
-            ),
-            format!("keep one: `interband uninstall --project --host {name}` here, or `interband uninstall --host {name}`"),
-        ));
-    }
-    // Copilot CLI also runs a repository's Claude Code hooks (its
-    // `.claude/settings.json`), with its own input.
-    if host == Host::Copilot
-        && let Ok(here) = std::env::current_dir()
-        && let Ok(Some((o, _))) =
-            read_settings_with_comments(&here.join(Host::Claude.file()), Host::Claude)
-        && !our_hooks(&o.json).is_empty()
-    {
-        found.push(info(
-            name,
-            "duplicates",
-            format!(
-                "Copilot CLI also runs the hooks of {} here (Claude Code's, named for Claude \
-                 Code): in a trusted folder a Copilot session runs interband twice",
-                shown(&here.join(Host::Claude.file()))
-            ),
-        ));
-    }
-    if host == Host::Codex {
+    if host == Host::Codex && !project {
         check_codex_trust(&t, &settings, &hooks, found);
     }
+    Some((located, host_reads))
 }
 
 /// Whether the program a hook command runs is what a host can run (there,
@@ -351,6 +389,16 @@ fn check_host(host: Host, found: &mut Vec<Finding>) {
 fn check_program(host: &'static str, command: &str) -> Finding {
     use std::os::unix::fs::PermissionsExt;
     let program = expand_home(&program_of(unguarded(command)));
+    if !resolvable(&program) {
+        return info(
+            host,
+            "binary",
+            format!(
+                "the hooks run `{command}`: its program is found only when the host runs it (a \
+                 variable, another user's home), so it is not checked here"
+            ),
+        );
+    }
     let resolved = if program.contains('/') {
         Some(PathBuf::from(&program)).filter(|p| p.exists())
     } else {
@@ -384,7 +432,22 @@ fn check_program(host: &'static str, command: &str) -> Finding {
     } else if meta.is_some_and(|m| m.permissions().mode() & 0o111 == 0) {
         Some("is not executable (no execute permission)".to_owned())
     } else {
-        answers_version(&p).err()
+        match answers_version(&p) {
+            Ok(true) => None,
+            Ok(false) => {
+                return info(
+                    host,
+                    "binary",
+                    format!(
+                        "the hooks run {}: not asked for its version (doctor's {} s for asking \
+                         programs ran out)",
+                        shown(&p),
+                        ASKING.as_secs()
+                    ),
+                );
+            }
+            Err(why) => Some(why),
+        }
     };
     if let Some(why) = why_not {
         return problem(
@@ -416,37 +479,64 @@ fn check_program(host: &'static str, command: &str) -> Finding {
     }
 }
 
+/// The most doctor spends asking programs their version, all told.
+const ASKING: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Runs `program --version` as a host would run the hook (nothing on
-/// stdin, 5 s at most, once per program however many commands name it): it
-/// must exit 0 and name itself interband. Its output goes to a file, not a
-/// pipe, so a child it leaves running cannot hold doctor.
-fn answers_version(program: &Path) -> Result<(), String> {
+/// stdin, 5 s at most, once per program however many commands name it,
+/// [`ASKING`] in all): it must exit 0 and name itself interband. `Ok(false)`
+/// when the time for asking ran out before this one.
+fn answers_version(program: &Path) -> Result<bool, String> {
     use std::cell::RefCell;
     use std::collections::HashMap;
+    use std::time::Instant;
     thread_local! {
         static ASKED: RefCell<HashMap<PathBuf, Result<(), String>>> = RefCell::new(HashMap::new());
+        static UNTIL: RefCell<Option<Instant>> = const { RefCell::new(None) };
     }
     let key = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_owned());
     if let Some(known) = ASKED.with(|a| a.borrow().get(&key).cloned()) {
-        return known;
+        return known.map(|()| true);
     }
-    let answer = ask_version(program);
+    let until = UNTIL.with(|u| {
+        *u.borrow_mut()
+            .get_or_insert_with(|| Instant::now() + ASKING)
+    });
+    let left = until.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Ok(false);
+    }
+    let answer = ask_version(program, left.min(std::time::Duration::from_secs(5)));
     ASKED.with(|a| a.borrow_mut().insert(key, answer.clone()));
-    answer
+    answer.map(|()| true)
 }
 
-fn ask_version(program: &Path) -> Result<(), String> {
+/// One `--version`, its output into a file (a pipe a child left running
+/// would hold), which it may not grow past 64 KiB (a flood stops there).
+fn ask_version(program: &Path, wait: std::time::Duration) -> Result<(), String> {
     use std::io::{Read, Seek};
+    use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut out = tempfile::tempfile().map_err(|e| e.to_string())?;
-    let mut child = Command::new(program)
-        .arg("--version")
+    let mut cmd = Command::new(program);
+    cmd.arg("--version")
         .stdin(Stdio::null())
         .stdout(out.try_clone().map_err(|e| e.to_string())?)
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot be run ({e})"))?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        .stderr(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot be run ({e})"))?;
+    let deadline = std::time::Instant::now() + wait;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -456,7 +546,10 @@ fn ask_version(program: &Path) -> Result<(), String> {
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err("did not answer `--version` within 5 s".into());
+                return Err(format!(
+                    "did not answer `--version` within {} s",
+                    wait.as_secs()
+                ));
             }
         }
     };

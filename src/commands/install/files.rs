@@ -39,14 +39,27 @@ impl Files {
         let slug = interband_consumers::intermem::slug(path);
         let digest = interband::trust::digest(path.as_os_str().as_encoded_bytes());
         let hex = digest.trim_start_matches("sha256:");
-        let named = files(&installs.join(format!("{slug}-{}", &hex[..16])));
-        // A record an earlier release named by the slug alone, for this file.
+        // At most 96 characters of the slug, its end (the project's own
+        // folder names): a name stays well under a file system's 255.
+        let start = slug.char_indices().rev().nth(95).map_or(0, |(i, _)| i);
+        let named = files(&installs.join(format!("{}-{}", &slug[start..], &hex[..16])));
+        // A record an earlier release named by the slug alone: this file's
+        // when it says so, or, saying no file, when every group it added
+        // is in this file (two paths can share a slug).
         let legacy = files(&installs.join(&slug));
+        let ours = |r: &Record| match &r.settings {
+            Some(s) => Path::new(s) == path,
+            None => read_settings(path, r.host).ok().flatten().is_some_and(|o| {
+                r.added.iter().all(|a| {
+                    super::event_groups(&o.json, &a.event).is_some_and(|g| g.contains(&a.group))
+                })
+            }),
+        };
         if !named.record.exists()
             && read_record(&legacy.record)
                 .ok()
                 .flatten()
-                .is_some_and(|r| r.settings.is_none_or(|s| Path::new(&s) == path))
+                .is_some_and(|r| ours(&r))
         {
             return legacy;
         }

@@ -150,21 +150,37 @@ pub(super) fn unguarded(command: &str) -> &str {
             .and_then(|c| c.strip_suffix(ON_PATH.1))
     };
     let if_there = || {
-        let (_, run) = command.strip_prefix(IF_THERE.0)?.split_once(IF_THERE.1)?;
-        run.strip_suffix(IF_THERE.2)
+        let (guard, run) = guarded_run(command)?;
+        run.strip_suffix(IF_THERE.2).filter(|r| {
+            r.strip_prefix(guard)
+                .is_some_and(|rest| rest.starts_with(' '))
+        })
     };
     on_path().or_else(if_there).unwrap_or(command)
+}
+
+/// `[ -x P ] && exec RUN`: the guard's program `P` and `RUN`, when the
+/// command has the [`IF_THERE`] shape with one program, `P` a single word
+/// (a user's own chain, `[ -x A ] && B; [ -x P ] && exec P ...`, is not).
+fn guarded_run(command: &str) -> Option<(&str, &str)> {
+    let (guard, run) = command.strip_prefix(IF_THERE.0)?.split_once(IF_THERE.1)?;
+    (!guard.contains(' ') || shell_words::split(guard).is_ok_and(|w| w.len() == 1))
+        .then_some((guard, run))
+        .filter(|(guard, _)| !guard.contains("]"))
 }
 
 /// A statusline command without the [`IF_THERE`] guard (and the fallback
 /// to the user's own statusline) around it, if it has one.
 pub(super) fn unguarded_statusline(command: &str) -> &str {
-    let Some((_, run)) = command
-        .strip_prefix(IF_THERE.0)
-        .and_then(|c| c.split_once(IF_THERE.1))
-    else {
+    let Some((guard, run)) = guarded_run(command) else {
         return command;
     };
+    if !run
+        .strip_prefix(guard)
+        .is_some_and(|rest| rest.starts_with(' '))
+    {
+        return command;
+    }
     if let Some(run) = run.strip_suffix(IF_THERE.2) {
         return run;
     }
@@ -231,17 +247,32 @@ pub(super) fn runs_interband(command: &str, sub: &str) -> bool {
 /// `-x` a newer or older release may add), never a shell's `&&`, `|` or a
 /// command of the user's after interband's.
 pub(super) fn only_options(words: &[String]) -> bool {
+    // A word a shell reads as one option: letters, digits, `-`, `_`, `=`,
+    // `.` (never `;`, `&`, `|`, `$`, quotes or brackets: `--host claude;x`
+    // is one word to a splitter, two commands to a shell).
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '=' | '.'))
+    };
     let mut it = words.iter();
     while let Some(w) = it.next() {
-        if w == "--host" {
-            if it.next().is_none() {
-                return false;
-            }
-        } else if !w.starts_with('-') {
+        if !plain(w) || !w.starts_with('-') {
+            return false;
+        }
+        if w == "--host" && !it.next().is_some_and(|k| plain(k) && !k.starts_with('-')) {
             return false;
         }
     }
     true
+}
+
+/// Whether a shell would find `program` as written, unaided: not through a
+/// variable other than the home folder's (`"$CLAUDE_PROJECT_DIR"/bin/...`)
+/// nor another user's home (`~user/`), which only the host's run can tell.
+pub(super) fn resolvable(program: &str) -> bool {
+    let p = expand_home(program);
+    !p.contains('$') && !p.starts_with('~') && !p.contains('`')
 }
 
 /// A program word as the shell that runs a hook expands it: `~/` and

@@ -132,7 +132,10 @@ pub(super) fn runnable(program: &str) -> bool {
 /// Whether `program` is another interband than ours that a host can run:
 /// the user's choice, left as it is.
 fn another_working(program: &str, ours: &Ours) -> bool {
-    shell_words::quote(program).as_ref() != ours.program.as_str() && runnable(program)
+    // One only the host's run could find (a variable, another user's home)
+    // is taken to work: never replaced on a guess.
+    shell_words::quote(program).as_ref() != ours.program.as_str()
+        && (!resolvable(program) || runnable(program))
 }
 
 /// The program a command runs (its first word).
