@@ -55,14 +55,26 @@ fn interband_commands_are_recognised_through_shell_quoting() {
         "interband statusline --wrap x",
         "statusline"
     ));
-    assert!(!runs_interband("interband hook --extra", "hook"));
+    // A later release's option, or host, is interband's hook still; a
+    // shell's operator after it never is.
+    assert!(runs_interband("interband hook --extra", "hook"));
+    assert!(runs_interband("interband hook --host=claude --quiet", "hook"));
+    for chain in [
+        "interband hook --host claude;x",
+        "interband hook && x",
+        "interband hook --host claude | tee y",
+        "interband hook --host $(x)",
+        "interband hook x",
+    ] {
+        assert!(!runs_interband(chain, "hook"), "{chain}");
+    }
     assert!(!runs_interband("notinterband hook", "hook"));
     assert!(!runs_interband("'/open/interband hook", "hook"));
     assert!(runs_interband(
         "/opt/x/interband hook --host gemini",
         "hook"
     ));
-    assert!(!runs_interband(
+    assert!(runs_interband(
         "/opt/x/interband hook --host nosuch",
         "hook"
     ));
