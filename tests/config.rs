@@ -249,3 +249,40 @@ fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
         stdout(&o)
     );
 }
+
+/// `interband trust` at the same time as others (two terminals, a script)
+/// never loses another's change: every file trusted stays trusted, and a
+/// revoke is never undone by a trust of another file.
+#[test]
+fn simultaneous_trusts_and_revokes_are_each_kept() {
+    let w = World::new();
+    let projects: Vec<std::path::PathBuf> = (0..12)
+        .map(|i| {
+            let p = w.dir.path().join(format!("p{i}/.interband"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("config.toml"), "[compact]\n").unwrap();
+            p.parent().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(code(&w.run(&["trust", projects[0].to_str().unwrap()])), 0);
+    let mut children: Vec<std::process::Child> = projects[1..]
+        .iter()
+        .map(|p| w.cmd(&["trust", p.to_str().unwrap()]).spawn().unwrap())
+        .collect();
+    children.push(
+        w.cmd(&["trust", "--revoke", projects[0].to_str().unwrap()])
+            .spawn()
+            .unwrap(),
+    );
+    for c in children {
+        assert!(c.wait_with_output().unwrap().status.success());
+    }
+    let listed = stdout(&w.run(&["trust", "--list"]));
+    for p in &projects[1..] {
+        assert!(
+            listed.contains(&format!("{}/.interband/config.toml  trusted", p.display())),
+            "{p:?}: {listed}"
+        );
+    }
+    assert!(!listed.contains("p0/"), "the revoke stands: {listed}");
+}

@@ -459,3 +459,32 @@ fn doctor_asks_programs_for_a_bounded_time_in_all() {
         "{found:#?}"
     );
 }
+
+/// A statusline-only install (the plugin's route: the hooks come from the
+/// plugin) is checked too: its binary gone is a problem, never "healthy".
+#[test]
+fn a_statusline_alone_is_checked() {
+    let w = World::new();
+    let here = w.dir.path();
+    let copy = here.join("bin/interband");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(BIN, &copy).unwrap();
+    install(
+        &w,
+        here,
+        &[
+            "install",
+            "--statusline-only",
+            "--command",
+            copy.to_str().unwrap(),
+        ],
+    );
+    std::fs::remove_file(&copy).unwrap();
+    let (rc, found) = doctor(&w, here);
+    assert_eq!(rc, 1, "{found:#?}");
+    assert!(
+        problems(&found).iter().any(|f| f["check"] == "statusline"
+            && f["message"].as_str().unwrap().contains("does not exist")),
+        "{found:#?}"
+    );
+}

@@ -2161,3 +2161,224 @@ fn a_read_only_settings_file_is_left_as_its_owner_made_it() {
         "{\"model\": \"opus\"}\n"
     );
 }
+
+/// A root set to a folder of the user's holds their own `compact/` or
+/// `.journal/`: a purge removes only what interband writes there.
+#[test]
+fn purge_removes_only_what_interband_writes_under_a_root_it_shares() {
+    let w = World::new();
+    let root = w.home();
+    let theirs = [
+        "compact/thesis.tex",
+        ".journal/2024.md",
+        "intermem/notes.txt",
+    ];
+    for f in theirs {
+        std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+        std::fs::write(root.join(f), "mine").unwrap();
+    }
+    std::fs::create_dir_all(root.join("interpulse/pressure")).unwrap();
+    std::fs::write(root.join("interpulse/pressure/s.json"), "{}").unwrap();
+    let o = w
+        .cmd(&["uninstall", "--purge", "--yes"])
+        .env("INTERBAND_ROOT", &root)
+        .output()
+        .unwrap();
+    ok(&o);
+    for f in theirs {
+        assert_eq!(
+            std::fs::read_to_string(root.join(f)).unwrap(),
+            "mine",
+            "{f}"
+        );
+    }
+    assert!(!root.join("interpulse").exists());
+    assert!(
+        stdout(&o).contains("kept 3 file(s) interband did not write"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// The user changed interband's statusLine (a padding): uninstall still
+/// takes interband's command out, theirs back, their change kept.
+#[test]
+fn uninstall_takes_interband_s_statusline_out_after_the_user_changed_it() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    std::fs::write(
+        &path,
+        r#"{"statusLine": {"type": "command", "command": "echo hi"}}"#,
+    )
+    .unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    let mut s = read(&path);
+    s["statusLine"]["padding"] = json!(1);
+    std::fs::write(&path, s.to_string()).unwrap();
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    assert_eq!(
+        read(&path)["statusLine"],
+        json!({"type": "command", "command": "echo hi", "padding": 1})
+    );
+}
+
+/// A project's statusline runs interband from each user's PATH, guarded:
+/// a teammate without interband sees nothing fail.
+#[test]
+fn a_project_s_statusline_is_guarded_like_its_hooks() {
+    let w = World::new();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    ok(&w
+        .cmd(&["install", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap());
+    let command = read(&project.join(".claude/settings.json"))["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", &command])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", w.home());
+    let o = with_stdin(&mut sh, &capture("statusLine.input.json"));
+    assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    ok(&w
+        .cmd(&["uninstall", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap());
+    assert!(!project.join(".claude").exists());
+}
+
+/// install --project into a host file the user trusted (`interband trust
+/// .qwen/settings.json`) keeps that trust: interband's change is its hooks.
+#[test]
+fn a_trusted_project_file_stays_trusted_through_install_and_uninstall() {
+    let w = World::new();
+    let project = w.dir.path().join("proj");
+    std::fs::create_dir_all(project.join(".qwen")).unwrap();
+    let file = project.join(".qwen/settings.json");
+    std::fs::write(&file, r#"{"context": {"autoCompactThreshold": 0.5}}"#).unwrap();
+    let run = |args: &[&str]| w.cmd(args).current_dir(&project).output().unwrap();
+    ok(&run(&["trust", file.to_str().unwrap()]));
+    let o = run(&["install", "--project", "--host", "qwen"]);
+    ok(&o);
+    assert!(stdout(&o).contains("its trust follows"), "{}", stdout(&o));
+    assert!(stdout(&run(&["trust", "--list"])).contains("settings.json  trusted"));
+    ok(&run(&["uninstall", "--project", "--host", "qwen"]));
+    assert!(stdout(&run(&["trust", "--list"])).contains("settings.json  trusted"));
+}
+
+/// What the host runs from anywhere: a relative `--command` is made
+/// absolute; commands that write nothing make no folder.
+#[test]
+fn a_relative_command_is_made_absolute_and_nothing_writes_no_folder() {
+    let w = World::new();
+    let bin = w.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(BIN, bin.join("interband")).unwrap();
+    let o = w
+        .cmd(&["install", "--command", "bin/interband"])
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    ok(&o);
+    let s = read(&w.home().join(".claude/settings.json"));
+    let c = s["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        c.starts_with(&format!("{}/bin/interband ", w.dir.path().display())),
+        "{c}"
+    );
+    for args in [
+        &["uninstall", "--host", "gemini"][..],
+        &["install", "--dry-run", "--host", "copilot"],
+    ] {
+        ok(&w.run(args));
+    }
+    assert!(!w.home().join(".gemini").exists() && !w.home().join(".copilot").exists());
+}
+
+/// Copilot runs `postToolUse` and `PostToolUse` alike: an interband hook
+/// under either name is the event's, never doubled by install, and doctor
+/// counts them as one event.
+#[test]
+fn copilot_s_event_names_in_either_case_are_one_event() {
+    let w = World::new();
+    let path = w.home().join(".copilot/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c = format!("{} hook --host copilot", program());
+    std::fs::write(
+        &path,
+        json!({"hooks": {"postToolUse": [{"type": "command", "bash": c, "timeoutSec": 5}]}})
+            .to_string(),
+    )
+    .unwrap();
+    ok(&w.run(&["install", "--host", "copilot"]));
+    let s = read(&path);
+    assert!(s["hooks"].get("PostToolUse").is_none(), "{s}");
+    assert_eq!(
+        s["hooks"]["postToolUse"].as_array().unwrap().len(),
+        1,
+        "{s}"
+    );
+    // Both names by hand: doctor sees one event twice.
+    let mut s = s;
+    s["hooks"]["PostToolUse"] = s["hooks"]["postToolUse"].clone();
+    std::fs::write(&path, s.to_string()).unwrap();
+    let o = w.run(&["doctor"]);
+    assert!(
+        stdout(&o).contains("more than once at PostToolUse"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Hooks turned off in the file (`disableAllHooks`, Gemini's
+/// `hooksConfig.enabled: false`): install says so for every host, and
+/// doctor calls it a problem.
+#[test]
+fn hooks_turned_off_in_the_file_are_said_and_a_problem() {
+    for (host, file, off) in [
+        (
+            "claude",
+            ".claude/settings.json",
+            json!({"disableAllHooks": true}),
+        ),
+        (
+            "qwen",
+            ".qwen/settings.json",
+            json!({"disableAllHooks": true}),
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            json!({"hooksConfig": {"enabled": false}}),
+        ),
+    ] {
+        let w = World::new();
+        let path = w.home().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, off.to_string()).unwrap();
+        let o = w.run(&["install", "--host", host, "--command", BIN]);
+        ok(&o);
+        assert!(
+            stdout(&o).contains("hooks are turned off"),
+            "{host}: {}",
+            stdout(&o)
+        );
+        let o = w.run(&["doctor"]);
+        assert!(
+            stdout(&o)
+                .lines()
+                .any(|l| l.starts_with("!!") && l.contains("turns every")),
+            "{host}: {}",
+            stdout(&o)
+        );
+    }
+}

@@ -154,6 +154,42 @@ impl Store {
             || self.trusted.remove(&*file.to_string_lossy()).is_some()
     }
 
+    /// Reads the trust file at `path`, changes it with `f`, and writes it
+    /// back, all under its lock (`.trusted.json.lock` beside it): two
+    /// `interband trust` at once never lose the other's change (a revoke
+    /// included). Returns what `f` returned.
+    ///
+    /// ```
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let store = tmp.path().join("trusted.json");
+    /// let file = tmp.path().join("config.toml");
+    /// std::fs::write(&file, "x").unwrap();
+    /// interband::trust::Store::update(&store, |s| { s.add(&file, b"x"); }).unwrap();
+    /// assert!(interband::trust::Store::load_from(&store).unwrap().trusts(&file, b"x"));
+    /// ```
+    pub fn update<T>(path: &Path, f: impl FnOnce(&mut Store) -> T) -> Result<T> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let folder = fsio::Dir::outside(dir, true)?;
+        crate::lock::with_lock(
+            &folder,
+            &crate::lock::lock_name(&name),
+            std::time::Duration::from_secs(10),
+            |_| {
+                let mut store = Store::load_from(path)?;
+                let out = f(&mut store);
+                store.save(path)?;
+                Ok(out)
+            },
+        )
+    }
+
     /// Writes the trust file (0600, atomically; its folder is created 0700).
     pub fn save(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

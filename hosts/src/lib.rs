@@ -103,6 +103,14 @@ pub struct Profile {
     /// documents JSONC); Claude Code and Codex CLI take such a file for
     /// broken and ignore it.
     pub settings_comments: bool,
+    /// The setting in a settings file's JSON that turns every hook of the
+    /// host off, when it is set so (`disableAllHooks: true`, Gemini's
+    /// `hooksConfig.enabled: false`).
+    pub hooks_off: fn(settings: &serde_json::Value) -> Option<&'static str>,
+    /// Other names the host's settings give an event (alias, the name
+    /// install writes): Copilot CLI runs a `postToolUse` entry and a
+    /// `PostToolUse` one alike, so a hook under either is the event's.
+    pub event_aliases: &'static [(&'static str, &'static str)],
     /// The variable that moves the host's own folder (the first part of
     /// [`Profile::settings_file`], `~/.codex` say), when it has one.
     pub home_var: Option<&'static str>,
@@ -310,6 +318,21 @@ impl Profile {
         Some(self.host_home(env)?.join(file))
     }
 
+    /// The name install writes for an event the settings name `event`
+    /// ([`Profile::event_aliases`]), else `event`.
+    ///
+    /// ```
+    /// use interband_hosts::Host;
+    /// assert_eq!(Host::Copilot.profile().event_named("agentStop"), "Stop");
+    /// assert_eq!(Host::Claude.profile().event_named("Stop"), "Stop");
+    /// ```
+    pub fn event_named<'a>(&self, event: &'a str) -> &'a str {
+        self.event_aliases
+            .iter()
+            .find(|(alias, _)| *alias == event)
+            .map_or(event, |(_, name)| name)
+    }
+
     /// What `event` means for this host.
     ///
     /// ```
@@ -333,6 +356,29 @@ impl Profile {
     }
 }
 
+/// `disableAllHooks: true` (Claude Code, Qwen Code, Copilot CLI).
+fn disable_all_hooks(settings: &serde_json::Value) -> Option<&'static str> {
+    (settings
+        .get("disableAllHooks")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true))
+    .then_some("`disableAllHooks: true`")
+}
+
+/// Gemini CLI's `hooksConfig.enabled: false`.
+fn gemini_hooks_off(settings: &serde_json::Value) -> Option<&'static str> {
+    (settings
+        .pointer("/hooksConfig/enabled")
+        .and_then(serde_json::Value::as_bool)
+        == Some(false))
+    .then_some("`hooksConfig.enabled: false`")
+}
+
+/// No setting known to turn every hook off (Codex CLI).
+fn no_hooks_off(_settings: &serde_json::Value) -> Option<&'static str> {
+    None
+}
+
 /// Claude Code.
 pub const CLAUDE: Profile = Profile {
     host: Host::Claude,
@@ -344,6 +390,8 @@ pub const CLAUDE: Profile = Profile {
     settings_file: ".claude/settings.json",
     project_file: None,
     settings_comments: false,
+    hooks_off: disable_all_hooks,
+    event_aliases: &[],
     // Timeouts in seconds.
     home_var: None,
     hook_shape: shape::HookShape::Grouped,
@@ -415,6 +463,8 @@ pub const CODEX: Profile = Profile {
     settings_file: ".codex/hooks.json",
     project_file: None,
     settings_comments: false,
+    hooks_off: no_hooks_off,
+    event_aliases: &[],
     // Seconds; matchers are regular expressions where `*` is invalid (no
     // matcher matches every tool); Codex clamps SessionEnd's timeout to 3 s.
     home_var: Some("CODEX_HOME"),
@@ -473,6 +523,8 @@ pub const GEMINI: Profile = Profile {
     settings_file: ".gemini/settings.json",
     project_file: None,
     settings_comments: true,
+    hooks_off: gemini_hooks_off,
+    event_aliases: &[],
     // Milliseconds. AfterAgent ends a turn (Gemini's Stop); BeforeAgent
     // brings the note back after a compression Gemini does not announce.
     home_var: None,
@@ -541,6 +593,8 @@ pub const QWEN: Profile = Profile {
     settings_file: ".qwen/settings.json",
     project_file: None,
     settings_comments: true,
+    hooks_off: disable_all_hooks,
+    event_aliases: &[],
     home_var: Some("QWEN_HOME"),
     // Seconds from 0.23.4, milliseconds before; a value of 1000 or more is
     // milliseconds in both.
@@ -611,6 +665,15 @@ pub const COPILOT: Profile = Profile {
     settings_file: ".copilot/settings.json",
     project_file: Some(".github/hooks/interband.json"),
     settings_comments: true,
+    hooks_off: disable_all_hooks,
+    event_aliases: &[
+        ("postToolUse", "PostToolUse"),
+        ("postToolUseFailure", "PostToolUseFailure"),
+        ("agentStop", "Stop"),
+        ("preCompact", "PreCompact"),
+        ("sessionStart", "SessionStart"),
+        ("sessionEnd", "SessionEnd"),
+    ],
     home_var: Some("COPILOT_HOME"),
     // PascalCase keys, whose inputs are snake_case like Claude Code's; each
     // hook `{type, bash, timeoutSec}`, in seconds.

@@ -299,7 +299,7 @@ impl Trust {
     pub fn run(self) -> Result<u8> {
         let store_file = store_path(&ProcessEnv)
             .context("cannot find your config folder: set HOME or XDG_CONFIG_HOME")?;
-        let mut store = Store::load_from(&store_file)?;
+        let store = Store::load_from(&store_file)?;
         if self.list {
             anyhow::ensure!(self.path.is_none(), "--list takes no path");
             println!(
@@ -322,9 +322,8 @@ impl Trust {
         };
         let file = project_file(&given);
         if self.revoke {
-            let removed = store.remove(&file);
+            let removed = Store::update(&store_file, |s| s.remove(&file))?;
             if removed {
-                store.save(&store_file)?;
                 println!(
                     "no longer trusted: {}",
                     terminal(&file.display().to_string())
@@ -344,8 +343,7 @@ impl Trust {
             None => privileged_in(&String::from_utf8_lossy(&bytes))
                 .map_err(|e| anyhow::anyhow!("{}: not valid TOML: {e}", file.display()))?,
         };
-        let key = store.add(&file, &bytes);
-        store.save(&store_file)?;
+        let key = Store::update(&store_file, |s| s.add(&file, &bytes))?;
         say!("trusted: {}", key.display());
         if privileged.is_empty() {
             println!("it sets nothing that needs trust");

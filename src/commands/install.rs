@@ -104,8 +104,14 @@ impl Install {
             }
             None => None,
         };
-        if !(t.host == Host::Codex && self.trust) {
+        if !(self.statusline_only || t.host == Host::Codex && self.trust) {
             host_notes(t, &settings, &mut notes);
+        }
+        if let Some(off) = (t.host.profile().hooks_off)(&settings) {
+            notes.push(format!(
+                "{} hooks are turned off in this file ({off}): interband's will not run",
+                t.host.profile().name
+            ));
         }
         let other = t.other_level();
         if let Some((other_path, other_json)) = &other
@@ -198,24 +204,48 @@ impl Install {
         let mut adopted: Vec<String> = Vec::new();
         let mut one_kept = false;
         for e in events {
-            if event_groups(&settings, e.name)
-                .and_then(|g| interband_hook(g))
-                .is_some()
-            {
+            // The event under its own name or another the host runs alike
+            // (Copilot's `postToolUse` for `PostToolUse`).
+            let names: Vec<&str> = std::iter::once(e.name)
+                .chain(
+                    t.host
+                        .profile()
+                        .event_aliases
+                        .iter()
+                        .filter(|(_, name)| *name == e.name)
+                        .map(|(alias, _)| *alias),
+                )
+                .filter(|k| {
+                    event_groups(&settings, k)
+                        .and_then(|g| interband_hook(g))
+                        .is_some()
+                })
+                .collect();
+            if !names.is_empty() {
                 // Another install's hook (another binary, one gone, an
                 // earlier form; its record lost or never there): it runs
                 // this binary now, and a second one on the event goes.
-                if let Some((from, dropped)) = adopt_hooks(&mut settings, e.name, &ours, &mut notes)
-                {
-                    adopted.extend(from);
-                    one_kept |= dropped > 0;
-                    if dropped > 0 {
-                        notes.push(format!(
-                            "{}: interband's hook was there {} times; one is kept",
-                            e.name,
-                            dropped + 1
-                        ));
+                let mut dropped_all = 0;
+                for (i, key) in names.iter().enumerate() {
+                    if let Some((from, dropped)) =
+                        adopt_hooks(&mut settings, key, &ours, &mut notes)
+                    {
+                        adopted.extend(from);
+                        dropped_all += dropped;
                     }
+                    if i > 0 {
+                        let mut gone = Vec::new();
+                        remove_hooks_at(&mut settings, key, |c| c == ours.hook, &mut gone);
+                        dropped_all += gone.len();
+                    }
+                }
+                one_kept |= dropped_all > 0;
+                if dropped_all > 0 {
+                    notes.push(format!(
+                        "{}: interband's hook was there {} times; one is kept",
+                        e.name,
+                        dropped_all + 1
+                    ));
                 }
                 continue;
             }
@@ -338,6 +368,11 @@ impl Install {
         }
 
         refuse_read_only(&path, original.as_ref())?;
+        if self.trust && t.host == Host::Codex {
+            // Codex's config.toml must be one trust can go into, before the
+            // hooks are written: never hooks written and their trust refused.
+            codex_trust::standing(&t.codex_config()?, &[])?;
+        }
         // The folder, the pristine backup, the record, and then the settings.
         if original.is_none()
             && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
@@ -364,6 +399,14 @@ impl Install {
                 None => std::fs::remove_file(&files.record).map_err(Into::into),
             };
             return Err(e);
+        }
+        if let Some(o) = &original
+            && keep_trust(&path, &o.bytes, after.as_bytes())
+        {
+            notes.push(format!(
+                "you had trusted {} (interband trust): its trust follows interband's change, which is its hooks alone",
+                path.display()
+            ));
         }
 
         let mut what = added_now.join(", ");
@@ -527,7 +570,10 @@ impl Uninstall {
         refuse_read_only(&path, Some(&original))?;
         unchanged_since_read(&path, Some(&original))?;
         match &after {
-            Some(text) => write_file(&path, text.as_bytes(), Some(original.mode))?,
+            Some(text) => {
+                write_file(&path, text.as_bytes(), Some(original.mode))?;
+                keep_trust(&path, &original.bytes, text.as_bytes());
+            }
             None => remove_file(&path)?,
         }
         if host == Host::Codex {
@@ -577,6 +623,23 @@ impl Uninstall {
         say_part!("{out}");
         Ok(exit::OK)
     }
+}
+
+/// A file the user trusted as it was (`interband trust`, for a host's
+/// project settings) stays trusted once interband's own change is written:
+/// that change is its hooks alone. True when it was trusted.
+fn keep_trust(path: &Path, before: &[u8], after: &[u8]) -> bool {
+    let Some(store) = interband::trust::store_path(&interband::settings::ProcessEnv) else {
+        return false;
+    };
+    let trusted = interband::trust::Store::load_from(&store).is_ok_and(|s| s.trusts(path, before));
+    trusted
+        && interband::trust::Store::update(&store, |s| {
+            if s.trusts(path, before) {
+                s.add(path, after);
+            }
+        })
+        .is_ok()
 }
 
 /// A settings file its owner made read-only is left so: interband does not

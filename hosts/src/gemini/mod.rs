@@ -466,19 +466,10 @@ pub(crate) fn transcript_at(folder: &Path, _project: &Path, session: &str) -> st
     ))
 }
 
-/// What installing into Gemini's settings must say: hooks turned off there.
-pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
-    // On by default since 0.26; a user may have turned them off.
-    let off = settings
-        .pointer("/hooksConfig/enabled")
-        .and_then(Value::as_bool)
-        == Some(false);
-    off.then(|| {
-        "Gemini CLI hooks are turned off here (`hooksConfig.enabled: false`): interband's will not run"
-            .to_owned()
-    })
-    .into_iter()
-    .collect()
+/// What installing into Gemini's settings must say beyond what every host's
+/// install says (hooks turned off: [`crate::Profile::hooks_off`]): nothing.
+pub(crate) fn install_notes(_settings: &Value, _flags: &str) -> Vec<String> {
+    Vec::new()
 }
 
 #[cfg(test)]

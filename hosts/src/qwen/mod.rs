@@ -460,14 +460,12 @@ pub(crate) fn transcript_at(folder: &Path, project: &Path, session: &str) -> std
         .join("chats")
         .join(format!("{session}.jsonl"))
 }
-/// What installing into Qwen's settings must say: hooks turned off there
-/// (`disableAllHooks`), or a project's hooks that a folder Qwen does not
-/// trust ignores (0.24 and later, with folder trust on).
+/// What installing into Qwen's settings must say beyond what every host's
+/// install says (hooks turned off: [`crate::Profile::hooks_off`]): a
+/// project's hooks that a folder Qwen does not trust ignores (0.24 and
+/// later, with folder trust on).
 pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
     let mut notes = Vec::new();
-    if settings.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
-        notes.push("Qwen Code hooks are turned off here (`disableAllHooks: true`): interband's will not run".to_owned());
-    }
     if settings
         .pointer("/security/folderTrust/enabled")
         .and_then(Value::as_bool)

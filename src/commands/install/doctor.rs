@@ -264,6 +264,36 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
             ),
         ));
     }
+    let statusline_here =
+        host.has_statusline() && !(project && host.profile().project_file.is_some());
+    if statusline_here {
+        let statusline = settings
+            .pointer("/statusLine/command")
+            .and_then(Value::as_str)
+            .filter(|c| any_statusline_rest(c).is_some());
+        match statusline {
+            Some(c) => {
+                // Guarded as the hooks are, or not: as it is written.
+                let run = check_program(name, c, "the statusline");
+                if run.status == "problem" {
+                    found.push(problem(
+                        name,
+                        "statusline",
+                        run.message,
+                        run.fix.unwrap_or_default(),
+                    ));
+                } else {
+                    found.push(ok(name, "statusline", "statusline installed".into()));
+                }
+            }
+            None if !project => found.push(info(
+                name,
+                "statusline",
+                "no interband statusline (`interband install` adds it, wrapping yours)".into(),
+            )),
+            None => {}
+        }
+    }
     let hooks = our_hooks(&settings);
     if hooks.is_empty() {
         if !project {
@@ -275,9 +305,18 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
         }
         return Some((located, false));
     }
-    let events: Vec<&str> = hooks.iter().map(|(e, _)| e.as_str()).collect();
-    let mut once: Vec<&str> = events.clone();
-    once.dedup();
+    // Each event by the name install writes (Copilot runs `postToolUse`
+    // and `PostToolUse` alike: two hooks, one event).
+    let events: Vec<&str> = hooks
+        .iter()
+        .map(|(e, _)| host.profile().event_named(e))
+        .collect();
+    let mut once: Vec<&str> = Vec::new();
+    for e in &events {
+        if !once.contains(e) {
+            once.push(e);
+        }
+    }
     // The same event twice in one file: the host runs both.
     let mut twice: Vec<&str> = events
         .iter()
@@ -285,6 +324,7 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
         .filter(|(i, e)| events[..*i].contains(e))
         .map(|(_, e)| *e)
         .collect();
+    twice.sort_unstable();
     twice.dedup();
     if !twice.is_empty() {
         // install keeps one of its own (this binary's, or one gone); two
@@ -292,7 +332,7 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
         let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
         let another = hooks
             .iter()
-            .filter(|(e, _)| twice.contains(&e.as_str()))
+            .filter(|(e, _)| twice.contains(&host.profile().event_named(e)))
             .any(|(_, c)| {
                 let p = PathBuf::from(expand_home(&program_of(unguarded(c))));
                 std::fs::canonicalize(&p)
@@ -323,43 +363,23 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
             once.join(", ")
         ),
     ));
+    if let Some(off) = (host.profile().hooks_off)(&settings) {
+        found.push(problem(
+            name,
+            "hooks",
+            format!(
+                "{} turns every {} hook off ({off}): none of interband's runs",
+                shown(&located),
+                host.profile().name
+            ),
+            format!("take {off} out of the file, or, if that is meant, `interband uninstall --host {name}`"),
+        ));
+    }
     // The program each hook runs.
     let programs: std::collections::BTreeSet<&str> =
         hooks.iter().map(|(_, c)| c.as_str()).collect();
     for command in programs {
-        found.push(check_program(name, command));
-    }
-    let statusline_here =
-        host.has_statusline() && !(project && host.profile().project_file.is_some());
-    if statusline_here {
-        let statusline = settings
-            .pointer("/statusLine/command")
-            .and_then(Value::as_str)
-            .filter(|c| any_statusline_rest(c).is_some());
-        match statusline {
-            Some(c) => {
-                let run = check_program(name, unguarded_statusline(c));
-                if run.status == "problem" {
-                    found.push(problem(
-                        name,
-                        "statusline",
-                        format!(
-                            "the statusline runs `{c}`, which cannot run ({})",
-                            run.message
-                        ),
-                        run.fix.unwrap_or_default(),
-                    ));
-                } else {
-                    found.push(ok(name, "statusline", "statusline installed".into()));
-                }
-            }
-            None if !project => found.push(info(
-                name,
-                "statusline",
-                "no interband statusline (`interband install` adds it, wrapping yours)".into(),
-            )),
-            None => {}
-        }
+        found.push(check_program(name, command, "the hooks"));
     }
     if host == Host::Claude && !project {
         let plugin = settings
@@ -386,15 +406,15 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
 /// Whether the program a hook command runs is what a host can run (there,
 /// a file, executable, and answering `--version` as interband), and is this
 /// binary.
-fn check_program(host: &'static str, command: &str) -> Finding {
+fn check_program(host: &'static str, command: &str, what: &str) -> Finding {
     use std::os::unix::fs::PermissionsExt;
-    let program = expand_home(&program_of(unguarded(command)));
+    let program = expand_home(&program_of(unguarded_statusline(unguarded(command))));
     if !resolvable(&program) {
         return info(
             host,
             "binary",
             format!(
-                "the hooks run `{command}`: its program is found only when the host runs it (a \
+                "{what} run `{command}`: its program is found only when the host runs it (a \
                  variable, another user's home), so it is not checked here"
             ),
         );
@@ -413,16 +433,18 @@ fn check_program(host: &'static str, command: &str) -> Finding {
     let fix = format!("`interband install --host {host}`, run from the binary to keep");
     // A guarded hook (a project's, one from npx's cache) does nothing
     // where its binary is missing; any other fails on every call.
-    let outcome = if unguarded(command) == command {
-        "every hook call fails"
-    } else {
-        "the hooks do nothing"
+    let guarded = unguarded_statusline(unguarded(command)) != command;
+    let outcome = match (guarded, what) {
+        (false, "the statusline") => "the statusline fails at every redraw",
+        (false, _) => "every hook call fails",
+        (true, "the statusline") => "the statusline shows nothing of interband's",
+        (true, _) => "the hooks do nothing",
     };
     let Some(p) = resolved else {
         return problem(
             host,
             "binary",
-            format!("the hooks run `{command}`, and {program} does not exist: {outcome}"),
+            format!("{what} run `{command}`, and {program} does not exist: {outcome}"),
             fix,
         );
     };
@@ -439,7 +461,7 @@ fn check_program(host: &'static str, command: &str) -> Finding {
                     host,
                     "binary",
                     format!(
-                        "the hooks run {}: not asked for its version (doctor's {} s for asking \
+                        "{what} run {}: not asked for its version (doctor's {} s for asking \
                          programs ran out)",
                         shown(&p),
                         ASKING.as_secs()
@@ -453,10 +475,7 @@ fn check_program(host: &'static str, command: &str) -> Finding {
         return problem(
             host,
             "binary",
-            format!(
-                "the hooks run `{command}`, and {} {why}: {outcome}",
-                shown(&p)
-            ),
+            format!("{what} run `{command}`, and {} {why}: {outcome}", shown(&p)),
             fix,
         );
     }
@@ -465,7 +484,7 @@ fn check_program(host: &'static str, command: &str) -> Finding {
             host,
             "binary",
             format!(
-                "the hooks run {} (not this binary, {})",
+                "{what} run {} (not this binary, {})",
                 shown(&p),
                 this.as_deref().map_or("?".into(), shown)
             ),
@@ -474,7 +493,7 @@ fn check_program(host: &'static str, command: &str) -> Finding {
         ok(
             host,
             "binary",
-            format!("the hooks run this binary ({})", shown(&p)),
+            format!("{what} run this binary ({})", shown(&p)),
         )
     }
 }

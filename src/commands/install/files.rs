@@ -95,6 +95,13 @@ impl Files {
         let mut name = self.record.as_os_str().to_owned();
         name.push(".lock");
         let path = PathBuf::from(name);
+        // The host's own folder not there yet: no file to race on, and a
+        // command that writes nothing (a dry run, an uninstall of nothing)
+        // makes no folder for a lock. (A project's records are in
+        // interband's own state folder, made as needed.)
+        if path.parent().is_some_and(|d| !d.exists()) && path.parent() == self.settings.parent() {
+            return f();
+        }
         if let Some(dir) = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty() && !d.exists())

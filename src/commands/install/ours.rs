@@ -63,6 +63,9 @@ impl Ours {
                     "{}{program}{}{plain_statusline}{}",
                     IF_THERE.0, IF_THERE.1, IF_THERE.2
                 )
+            } else if program == "interband" {
+                // A project's, from each user's PATH: nothing where it is missing.
+                format!("{}{plain_statusline}{}", ON_PATH.0, ON_PATH.1)
             } else {
                 plain_statusline.clone()
             },
@@ -172,6 +175,12 @@ fn guarded_run(command: &str) -> Option<(&str, &str)> {
 /// A statusline command without the [`IF_THERE`] guard (and the fallback
 /// to the user's own statusline) around it, if it has one.
 pub(super) fn unguarded_statusline(command: &str) -> &str {
+    if let Some(run) = command
+        .strip_prefix(ON_PATH.0)
+        .and_then(|c| c.strip_suffix(ON_PATH.1))
+    {
+        return run;
+    }
     let Some((guard, run)) = guarded_run(command) else {
         return command;
     };

@@ -284,6 +284,25 @@ pub(super) fn remove_recorded(
                 None => remove_key(settings, "statusLine"),
             }
             removed.push("statusLine".into());
+        } else if let Some(rest) = settings
+            .pointer("/statusLine/command")
+            .and_then(Value::as_str)
+            .and_then(any_statusline_rest)
+            .map(str::to_owned)
+        {
+            // Still interband's, its other fields changed since (a padding):
+            // theirs comes back with the fields as they are now.
+            match (wrapped_theirs(&rest), &s.original) {
+                (Some(theirs), _) => settings["statusLine"]["command"] = theirs.into(),
+                (None, Some(o)) => settings["statusLine"] = o.clone(),
+                (None, None) => remove_key(settings, "statusLine"),
+            }
+            notes.push(
+                "statusLine was changed since interband install: interband's command is taken \
+                 out of it, your changes to its other fields kept"
+                    .into(),
+            );
+            removed.push("statusLine".into());
         } else {
             notes.push("statusLine was changed since interband install; left as is".into());
         }
@@ -317,35 +336,45 @@ pub(super) fn remove_found_hooks(
         .map(|h| h.keys().cloned().collect())
         .unwrap_or_default();
     for event in events {
-        let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(&event))
-        else {
-            continue;
-        };
-        let before = groups.clone();
-        for g in groups.iter_mut() {
-            if let Some(Value::Array(hooks)) = g.get_mut("hooks") {
-                hooks.retain(|h| !h.get("command").and_then(Value::as_str).is_some_and(&ours));
-            }
-        }
-        // Drop the groups this left empty (and only those).
-        let mut i = 0;
-        groups.retain(|g| {
-            let was_ours = matches!(before[i].get("hooks"), Some(Value::Array(h)) if !h.is_empty())
-                && matches!(g.get("hooks"), Some(Value::Array(h)) if h.is_empty());
-            i += 1;
-            !was_ours
-        });
-        if *groups == before {
-            continue;
-        }
-        if groups.is_empty() {
-            remove_key(&mut settings["hooks"], &event);
-        }
-        removed.push(event);
+        remove_hooks_at(settings, &event, &ours, removed);
     }
     if !removed.is_empty() && settings.get("hooks") == Some(&json!({})) {
         remove_key(settings, "hooks");
     }
+}
+
+/// [`remove_found_hooks`] at one event.
+pub(super) fn remove_hooks_at(
+    settings: &mut Value,
+    event: &str,
+    ours: impl Fn(&str) -> bool,
+    removed: &mut Vec<String>,
+) {
+    let Some(Value::Array(groups)) = settings.get_mut("hooks").and_then(|h| h.get_mut(event))
+    else {
+        return;
+    };
+    let before = groups.clone();
+    for g in groups.iter_mut() {
+        if let Some(Value::Array(hooks)) = g.get_mut("hooks") {
+            hooks.retain(|h| !h.get("command").and_then(Value::as_str).is_some_and(&ours));
+        }
+    }
+    // Drop the groups this left empty (and only those).
+    let mut i = 0;
+    groups.retain(|g| {
+        let was_ours = matches!(before[i].get("hooks"), Some(Value::Array(h)) if !h.is_empty())
+            && matches!(g.get("hooks"), Some(Value::Array(h)) if h.is_empty());
+        i += 1;
+        !was_ours
+    });
+    if *groups == before {
+        return;
+    }
+    if groups.is_empty() {
+        remove_key(&mut settings["hooks"], event);
+    }
+    removed.push(event.to_owned());
 }
 
 /// Takes out any interband statusline (this binary's or another's, guarded

@@ -131,8 +131,20 @@ pub fn purge(yes: bool) -> Result<()> {
             return Ok(());
         }
     }
+    let mut kept = Vec::new();
     for t in &targets {
-        remove(t)?;
+        remove_ours(t, t.ends_with("intermem"), &mut kept)?;
+    }
+    if !kept.is_empty() {
+        say!(
+            "kept {} file(s) interband did not write, and the folders that hold them: {}",
+            kept.len(),
+            kept.iter()
+                .take(5)
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     // The root itself, once nothing else is in it (another plugin's
     // channels keep it).
@@ -145,14 +157,34 @@ pub fn purge(yes: bool) -> Result<()> {
     Ok(())
 }
 
-/// Removes a file or a folder with everything in it, never through a link
-/// (a link is removed itself).
-fn remove(p: &Path) -> Result<()> {
+/// Removes what interband writes at `p` (a file, or a folder and what is in
+/// it), never through a link (a link is removed itself), and nothing else:
+/// a root set to a folder of the user's (`INTERBAND_ROOT=$HOME`) may hold a
+/// `compact/` or `.journal/` of theirs. interband writes `.json` (messages,
+/// state, journal records, cursors), `.lock`, `.stamp`, `*.interband-*`
+/// temporaries and, under `intermem/` (`notes`: true), `.md` notes; a folder
+/// goes once it is empty. What is kept is listed in `kept`.
+fn remove_ours(p: &Path, notes: bool, kept: &mut Vec<PathBuf>) -> Result<()> {
     let meta = std::fs::symlink_metadata(p).with_context(|| p.display().to_string())?;
     if meta.is_dir() {
-        std::fs::remove_dir_all(p)
-    } else {
-        std::fs::remove_file(p)
+        for e in std::fs::read_dir(p).with_context(|| p.display().to_string())? {
+            let e = e.with_context(|| p.display().to_string())?;
+            remove_ours(&e.path(), notes, kept)?;
+        }
+        // Empty now, or it holds what is kept.
+        let _ = std::fs::remove_dir(p);
+        return Ok(());
     }
-    .with_context(|| format!("{}: cannot remove it", p.display()))
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let ours = [".json", ".lock", ".stamp"]
+        .iter()
+        .any(|x| name.ends_with(x))
+        || name.contains(".interband-")
+        || (notes && name.ends_with(".md"));
+    if ours {
+        std::fs::remove_file(p).with_context(|| format!("{}: cannot remove it", p.display()))
+    } else {
+        kept.push(p.to_owned());
+        Ok(())
+    }
 }

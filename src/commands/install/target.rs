@@ -170,6 +170,10 @@ impl Target {
     pub(super) fn program(&self) -> Result<String> {
         let program = match &self.command {
             Some(p) if p.as_os_str().is_empty() => anyhow::bail!("--command is empty"),
+            // A path as given, relative to here: the host runs it from
+            // anywhere, so it is made absolute (a bare name stays PATH's).
+            Some(p) if p.components().count() > 1 && p.is_relative() => std::path::absolute(p)
+                .with_context(|| format!("{}: cannot make it absolute", p.display()))?,
             Some(p) => p.clone(),
             None if self.project => PathBuf::from("interband"),
             None => std::env::current_exe()

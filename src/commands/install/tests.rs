@@ -58,7 +58,10 @@ fn interband_commands_are_recognised_through_shell_quoting() {
     // A later release's option, or host, is interband's hook still; a
     // shell's operator after it never is.
     assert!(runs_interband("interband hook --extra", "hook"));
-    assert!(runs_interband("interband hook --host=claude --quiet", "hook"));
+    assert!(runs_interband(
+        "interband hook --host=claude --quiet",
+        "hook"
+    ));
     for chain in [
         "interband hook --host claude;x",
         "interband hook && x",
