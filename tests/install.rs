@@ -1583,6 +1583,8 @@ fn uninstall_purge_removes_interbands_data_only_and_asks_first() {
     let trust = w.home().join(".config/interband/trusted.json");
     std::fs::create_dir_all(trust.parent().unwrap()).unwrap();
     std::fs::write(&trust, "{}").unwrap();
+    let trust_lock = trust.with_file_name(".trusted.json.lock");
+    std::fs::write(&trust_lock, "").unwrap();
     // Not a terminal, no --yes: nothing removed (the hooks are, as asked).
     let o = w.run(&["uninstall", "--purge"]);
     assert_ne!(code(&o), 0);
@@ -1592,7 +1594,7 @@ fn uninstall_purge_removes_interbands_data_only_and_asks_first() {
     for gone in ["interpulse", "intermem", ".state"] {
         assert!(!root.join(gone).exists(), "{gone}");
     }
-    assert!(!trust.exists());
+    assert!(!trust.exists() && !trust_lock.exists());
     assert!(
         root.join("clavain/dispatch/theirs.json").exists(),
         "another plugin's channel stays"

@@ -32,9 +32,11 @@ fn targets() -> (Vec<PathBuf>, Vec<PathBuf>) {
         out.extend(OURS.iter().map(|n| root.join(n)));
         out.push(root.join(interband::retention::SWEEP_STAMP));
     }
-    out.extend(interband::trust::store_path(
-        &interband::settings::ProcessEnv,
-    ));
+    if let Some(store) = interband::trust::store_path(&interband::settings::ProcessEnv) {
+        // The trust file and the lock it is changed under.
+        out.push(interband::lock::lock_path_for(&store));
+        out.push(store);
+    }
     let mut kept = Vec::new();
     if let Some(state) = super::state_home().map(|s| s.join("interband")) {
         let installs = state.join("installs");
