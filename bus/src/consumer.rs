@@ -297,12 +297,12 @@ pub fn claim_watch(bus: &Bus, name: &str) -> Result<Option<WatchClaim>> {
     check_segment("consumer name", name)?;
     let dir = bus.dir(&[CURSORS], true)?;
     let file = dir.open_rw(&format!("{name}.watch"))?;
-    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+    match file.try_lock() {
         Ok(()) => Ok(Some(WatchClaim { _file: file })),
-        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-        Err(e) => Err(Error::Io {
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io {
             path: dir.join(&format!("{name}.watch")),
-            source: e.into(),
+            source: e,
         }),
     }
 }
@@ -321,8 +321,8 @@ pub fn watched(bus: &Bus, name: &str) -> bool {
     };
     // Held exclusively by a watch: a shared lock cannot be had.
     matches!(
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared),
-        Err(rustix::io::Errno::WOULDBLOCK)
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
     )
 }
 

@@ -191,20 +191,30 @@ pub fn is_transient_io(e: &std::io::Error) -> bool {
             | ErrorKind::WouldBlock
             | ErrorKind::TimedOut
             | ErrorKind::OutOfMemory
-    ) || e.raw_os_error().is_some_and(|n| {
-        [
-            libc::ENOSPC,
-            libc::EDQUOT,
-            libc::EFBIG,
-            libc::EMFILE,
-            libc::ENFILE,
-            libc::ENOMEM,
-            libc::EBUSY,
-            libc::EAGAIN,
-        ]
-        .contains(&n)
-    })
+            | ErrorKind::StorageFull
+            | ErrorKind::QuotaExceeded
+            | ErrorKind::FileTooLarge
+            | ErrorKind::ResourceBusy
+    ) || e.raw_os_error().is_some_and(|n| TRANSIENT.contains(&n))
 }
+
+/// The system's error numbers for a full disk or quota, too many open
+/// files, no memory, or a file busy for now.
+#[cfg(unix)]
+const TRANSIENT: &[i32] = &[
+    libc::ENOSPC,
+    libc::EDQUOT,
+    libc::EFBIG,
+    libc::EMFILE,
+    libc::ENFILE,
+    libc::ENOMEM,
+    libc::EBUSY,
+    libc::EAGAIN,
+];
+/// Windows' error numbers for a full disk, too many open files, no memory
+/// or quota, a file another process holds, a locked region.
+#[cfg(windows)]
+const TRANSIENT: &[i32] = &[112, 39, 4, 8, 14, 32, 33, 1816];
 
 /// The bus's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

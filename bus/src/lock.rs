@@ -158,6 +158,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        all(windows, target_env = "gnu"),
+        ignore = "Wine 8 shows a link as what it names, never as a link (docs/windows.md); runs on the release workflow's Windows"
+    )]
     fn corrupt_or_symlinked_state_starts_over_without_touching_the_target() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::root(&tmp.path().join("r"), true).unwrap();
@@ -169,14 +173,14 @@ mod tests {
         let outside = tmp.path().join("outside");
         std::fs::write(&outside, b"41").unwrap();
         std::fs::remove_file(&state).unwrap();
-        std::os::unix::fs::symlink(&outside, &state).unwrap();
+        crate::fsio::tests::link(&outside, &state);
         update_json(&dir, "s.json", DEFAULT_WAIT, |n: &mut u64| *n += 1).unwrap();
         assert_eq!(std::fs::read(&outside).unwrap(), b"41");
         assert_eq!(read_json_or_default::<u64>(&dir, "s.json"), 1);
         // A link planted at the lock file itself is refused, not followed.
-        std::os::unix::fs::symlink(&outside, dir.join(".s.json.lock")).unwrap_err();
+        assert!(dir.exists(".s.json.lock"));
         std::fs::remove_file(dir.join(".s.json.lock")).unwrap();
-        std::os::unix::fs::symlink(&outside, dir.join(".s.json.lock")).unwrap();
+        crate::fsio::tests::link(&outside, &dir.join(".s.json.lock"));
         assert!(matches!(
             update_json(&dir, "s.json", DEFAULT_WAIT, |n: &mut u64| *n += 1),
             Err(Error::Symlink { .. })

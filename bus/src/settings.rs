@@ -45,8 +45,7 @@ impl Env for ProcessEnv {
         std::env::var(name).ok()
     }
     fn may_have_prefix(&self, prefix: &str) -> bool {
-        use std::os::unix::ffi::OsStrExt;
-        std::env::vars_os().any(|(k, _)| k.as_bytes().starts_with(prefix.as_bytes()))
+        std::env::vars_os().any(|(k, _)| k.as_encoded_bytes().starts_with(prefix.as_bytes()))
     }
 }
 
@@ -389,7 +388,6 @@ pub fn read_project_file(path: &Path) -> crate::Result<Vec<u8>> {
 /// owns it or may write it or its folder.
 fn read_user_file(path: &Path) -> crate::Result<(Vec<u8>, Option<String>)> {
     use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
     let (file, meta) = crate::fsio::open_regular_meta(path, crate::fsio::Links::Follow)?;
     let me = crate::fsio::my_uid();
     let mut why = None;
@@ -403,10 +401,10 @@ fn read_user_file(path: &Path) -> crate::Result<(Vec<u8>, Option<String>)> {
     } else if let Some(dir) = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_owned))
-        .and_then(|d| std::fs::metadata(d).ok())
+        .and_then(|d| crate::fsio::metadata(&d).ok())
     {
-        let sticky = dir.mode() & 0o1000 != 0;
-        if (dir.uid() != me && dir.uid() != 0) || (dir.mode() & 0o022 != 0 && !sticky) {
+        let sticky = dir.mode & 0o1000 != 0;
+        if (dir.uid != me && dir.uid != 0) || (dir.mode & 0o022 != 0 && !sticky) {
             why = Some("in a folder someone else may write".to_owned());
         }
     }

@@ -193,12 +193,7 @@ impl Store {
     /// Writes the trust file (0600, atomically; its folder is created 0700).
     pub fn save(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| Error::io(dir, e))?;
+            fsio::create_dir_private(dir)?;
         }
         let bytes = serde_json::to_vec_pretty(self).expect("a trust store serializes");
         fsio::write_atomic(path, &bytes, true)
@@ -248,6 +243,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        all(windows, target_env = "gnu"),
+        ignore = "Wine 8 shows a link as what it names, never as a link (docs/windows.md); runs on the release workflow's Windows"
+    )]
     fn the_store_keys_by_canonical_path_and_refuses_a_shared_file() {
         let dir = tempfile::tempdir().unwrap();
         let proj = dir.path().join("proj");
@@ -255,7 +254,7 @@ mod tests {
         let file = proj.join(".interband/config.toml");
         std::fs::write(&file, "x").unwrap();
         let link = dir.path().join("alias");
-        std::os::unix::fs::symlink(&proj, &link).unwrap();
+        crate::fsio::tests::link(&proj, &link);
         let mut s = Store::default();
         s.add(&link.join(".interband/config.toml"), b"x");
         assert!(
@@ -265,7 +264,7 @@ mod tests {
         // A project file that links to the trusted one is another file.
         let other = dir.path().join("evil/.interband");
         std::fs::create_dir_all(&other).unwrap();
-        std::os::unix::fs::symlink(&file, other.join("config.toml")).unwrap();
+        crate::fsio::tests::link(&file, &other.join("config.toml"));
         assert!(!s.trusts(&other.join("config.toml"), b"x"));
         let store = dir.path().join("cfg/trusted.json");
         s.save(&store).unwrap();
@@ -273,12 +272,15 @@ mod tests {
         assert_eq!(s.list(), vec![(canonical(&file), Status::Current)]);
         std::fs::write(&file, "y").unwrap();
         assert_eq!(s.list()[0].1, Status::Changed);
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o666)).unwrap();
-        assert!(matches!(
-            Store::load_from(&store),
-            Err(Error::NotOurs { .. })
-        ));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o666)).unwrap();
+            assert!(matches!(
+                Store::load_from(&store),
+                Err(Error::NotOurs { .. })
+            ));
+        }
         assert!(s.remove(&file));
         assert!(!s.trusts(&file, b"y"));
     }

@@ -329,7 +329,9 @@ impl Consumer for DiskFull {
     fn handle(&mut self, _: &Bus, _: &Message, _: bool) -> Result<(), HandlerError> {
         self.calls += 1;
         if self.calls <= self.fails {
-            return Err(Box::new(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+            return Err(Box::new(std::io::Error::from(
+                std::io::ErrorKind::StorageFull,
+            )));
         }
         Ok(())
     }
@@ -605,6 +607,10 @@ impl Consumer for Triggers {
 }
 
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "Wine 8 refuses to rename over a file another thread is reading (docs/windows.md); runs on the release workflow's Windows"
+)]
 fn a_consumer_handles_each_value_a_v1_writer_makes_within_one_second_once() {
     let dir = tempfile::tempdir().unwrap();
     let bus = Bus::new(dir.path().join("root"));
