@@ -678,7 +678,6 @@ fn type_compact(pane: &str, command: &str, focus: &str) -> Result<(), Error> {
 /// most 4 KiB), waiting at most `wait`. An exit other than success is an error.
 pub fn query(argv: &[String], wait: Duration) -> Result<String, Error> {
     use std::io::Read;
-    use std::os::unix::process::CommandExt;
     let fail = |reason: String| Error::Command {
         command: argv.first().cloned().unwrap_or_default(),
         reason,
@@ -686,12 +685,11 @@ pub fn query(argv: &[String], wait: Duration) -> Result<String, Error> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| fail("no command".into()))?;
-    let mut child = std::process::Command::new(program)
+    let mut child = crate::group::own_group(&mut std::process::Command::new(program))
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .process_group(0)
         .spawn()
         .map_err(|e| fail(e.to_string()))?;
     let deadline = std::time::Instant::now() + wait;
@@ -735,7 +733,6 @@ pub fn run(
     wait: Duration,
     overrun: Overrun,
 ) -> Result<(), Error> {
-    use std::os::unix::process::CommandExt;
     let fail = |reason: String| Error::Command {
         command: argv.first().cloned().unwrap_or_default(),
         reason,
@@ -743,13 +740,12 @@ pub fn run(
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| fail("no command configured".into()))?;
-    let mut child = std::process::Command::new(program)
+    let mut child = crate::group::own_group(&mut std::process::Command::new(program))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .process_group(0)
         .spawn()
         .map_err(|e| fail(e.to_string()))?;
     let deadline = std::time::Instant::now() + wait;

@@ -8,6 +8,7 @@
 pub mod compact;
 pub mod digest;
 pub mod framing;
+mod group;
 pub mod hooks;
 pub mod interline;
 pub mod intermem;

@@ -19,7 +19,6 @@
 //! reader. So the cost of a call is the bytes written since the last one.
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -198,7 +197,7 @@ impl History {
         if from >= len {
             return Ok(());
         }
-        let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+        let read = |at: u64, buf: &mut [u8]| interband::fsio::read_exact_at(&file, buf, at);
         // Where the last search ended is a line's start; a capped first
         // look may start inside one.
         let inside = from > self.scanned_to;

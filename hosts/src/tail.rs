@@ -13,7 +13,6 @@
 //! last line may be half written).
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::Host;
@@ -80,7 +79,7 @@ pub fn read_tail(path: &Path, scan_cap: u64, host: Host) -> io::Result<Tail> {
 /// since the last, not the whole cap.
 pub fn read_tail_from(path: &Path, scan_cap: u64, host: Host, floor: u64) -> io::Result<Tail> {
     let (file, len) = crate::open_transcript(path)?;
-    let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+    let read = |at: u64, buf: &mut [u8]| interband::fsio::read_exact_at(&file, buf, at);
     match host.layout(path) {
         Layout::Lines => scan(len, scan_cap, floor.min(len), CHUNK, host, read).map(|(t, _)| t),
         Layout::Document => scan_document(len, scan_cap, CHUNK, host, read).map(|(t, _)| t),
@@ -91,7 +90,7 @@ pub fn read_tail_from(path: &Path, scan_cap: u64, host: Host, floor: u64) -> io:
 /// start): what a read of the end found then, the lines before it alone.
 pub fn read_tail_until(path: &Path, end: u64, scan_cap: u64, host: Host) -> io::Result<Tail> {
     let (file, len) = crate::open_transcript(path)?;
-    let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+    let read = |at: u64, buf: &mut [u8]| interband::fsio::read_exact_at(&file, buf, at);
     scan(end.min(len), scan_cap, 0, CHUNK, host, read).map(|(t, _)| t)
 }
 
@@ -137,7 +136,7 @@ pub(crate) fn read_tail_counting(
     host: Host,
 ) -> io::Result<(Tail, u64)> {
     let (file, len) = crate::open_transcript(path)?;
-    let read = |at: u64, buf: &mut [u8]| file.read_exact_at(buf, at);
+    let read = |at: u64, buf: &mut [u8]| interband::fsio::read_exact_at(&file, buf, at);
     match host.layout(path) {
         Layout::Lines => scan(len, scan_cap, 0, CHUNK, host, read),
         Layout::Document => scan_document(len, scan_cap, CHUNK, host, read),

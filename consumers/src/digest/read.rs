@@ -11,7 +11,16 @@ pub(crate) trait Source: Sync {
 
 impl Source for std::fs::File {
     fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<usize> {
-        std::os::unix::fs::FileExt::read_at(self, buf, at)
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_at(self, buf, at)
+        }
+        // (Positional on a handle opened for synchronous reads, from any
+        // thread: the file's own position moves, and nothing reads it.)
+        #[cfg(windows)]
+        {
+            std::os::windows::fs::FileExt::seek_read(self, buf, at)
+        }
     }
 }
 

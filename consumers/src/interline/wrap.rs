@@ -84,7 +84,7 @@ pub(crate) fn run_wrapped(
     let name = interband::text::terminal(program);
     let mut cmd = Command::new(program);
     // Its own process group, so a timeout takes its pipelines down with it.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    crate::group::own_group(&mut cmd);
     cmd.args(args).stderr(Stdio::null());
 
     let mut stdin_pending = None;
@@ -135,9 +135,7 @@ pub(crate) fn run_wrapped(
         std::thread::sleep((deadline - now).min(POLL));
     };
     let Some(status) = status else {
-        // SAFETY: kill(2) on the child's own process group (its id, made
-        // above); no memory is involved.
-        unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+        crate::group::kill_group(&mut child);
         let _ = child.wait();
         return Err(format!(
             "{name} did not finish within {} ms",
@@ -155,8 +153,7 @@ pub(crate) fn run_wrapped(
         (None, Some(pipe)) => {
             // A pipe is read to its end, which waits for every holder of it:
             // what the command left running in its group must not keep us.
-            // SAFETY: kill(2) on the command's own process group.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            crate::group::kill_group(&mut child);
             pipe.take(MAX_OUTPUT)
                 .read_to_end(&mut out)
                 .map_err(unread)?;
