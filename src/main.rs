@@ -42,6 +42,7 @@ macro_rules! say_json {
 
 mod commands;
 mod dispatch;
+mod platform;
 mod replay;
 
 /// `interband --version`: the release and the commit it was built from.
@@ -187,10 +188,7 @@ fn lenient(e: &clap::Error) -> Option<Command> {
 }
 
 fn main() -> ExitCode {
-    // Under `ulimit -f`, a write past the limit must fail with an error
-    // (which a hook logs and survives), not kill the process with SIGXFSZ.
-    // SAFETY: setting a signal disposition before any thread is started.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    platform::at_start();
     let cli = match fast_path() {
         Some(command) => Cli { command },
         None => match Cli::try_parse() {
@@ -208,8 +206,7 @@ fn main() -> ExitCode {
         // Like other Unix tools, stop quietly when the reader of our output goes away
         // (a hook must exit 0 instead, so it keeps the default of ignoring it, and
         // the demo stops on the error so it can remove its temporary folder).
-        // SAFETY: setting a signal disposition before any thread is started.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        platform::die_on_closed_pipe();
         exit_cleanly_when_stdout_fails();
     }
     let result = match cli.command {

@@ -614,11 +614,11 @@ fn run_exec(argv: &[String], address: &str, msg: &Message, envelope: &[u8]) {
             if let Some(mut stdin) = child.stdin.take() {
                 // A command that does not read its stdin is fine: its closed
                 // pipe must not kill us (SIGPIPE is otherwise fatal here).
-                // SAFETY: the watch loop is single-threaded; the disposition is restored at once.
-                let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-                let _ = stdin.write_all(envelope);
-                drop(stdin);
-                unsafe { libc::signal(libc::SIGPIPE, old) };
+                // (The watch loop is single-threaded.)
+                crate::platform::with_closed_pipe_an_error(|| {
+                    let _ = stdin.write_all(envelope);
+                    drop(stdin);
+                });
             }
             child.wait()
         });

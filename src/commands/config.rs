@@ -104,22 +104,15 @@ impl ConfigAction {
             );
         }
         if let Some(dir) = path.parent() {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| dir.display().to_string())?;
+            crate::platform::private_dirs(dir)?;
         }
         {
             use std::io::Write as _;
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .with_context(|| path.display().to_string())?;
+            let mut f = crate::platform::private_options(
+                std::fs::OpenOptions::new().write(true).create_new(true),
+            )
+            .open(&path)
+            .with_context(|| path.display().to_string())?;
             f.write_all(text.as_bytes())
                 .with_context(|| path.display().to_string())?;
         }

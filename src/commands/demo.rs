@@ -376,8 +376,7 @@ fn script() -> Vec<Step> {
 impl Demo {
     pub fn run(self) -> Result<u8> {
         // Private files, whatever the umask (children inherit it too).
-        // SAFETY: umask(2) only sets this process's file creation mask.
-        unsafe { libc::umask(0o077) };
+        crate::platform::private_umask();
         match self.play() {
             // The reader went away (`| head`): stop, and clean up on the way out.
             Err(e)

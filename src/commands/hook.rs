@@ -24,17 +24,12 @@ pub fn log(what: &str) {
     let Some(path) = log_path() else {
         return;
     };
-    use std::os::unix::fs::OpenOptionsExt;
     let line = format!(
         "{} {}\n",
         interband::envelope::now_timestamp(),
         interband::text::terminal(what)
     );
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+    let _ = crate::platform::private_options(std::fs::OpenOptions::new().create(true).append(true))
         .open(path)
         .and_then(|mut f| f.write_all(line.as_bytes()));
 }
@@ -87,6 +82,7 @@ fn explain_if_typed(what: &str) {
 /// Reads the hook's input from stdin, at most `cap` bytes: until EOF, or as
 /// soon as a whole JSON value has arrived and nothing more is there (a host
 /// that never closes stdin), or until `wait` is over. Never blocks longer.
+#[cfg(unix)]
 pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
     use std::os::fd::AsRawFd;
     let stdin = std::io::stdin();
@@ -152,6 +148,61 @@ pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
                 "no whole hook input on stdin within {wait:?}"
             );
             return Ok(buf);
+        }
+    }
+}
+
+/// [`read_stdin`] on Windows, where a pipe cannot be polled: a thread
+/// reads, and this one takes what it sent until the end, a whole value with
+/// nothing more for now, or the deadline (the thread is left to the
+/// process's exit).
+#[cfg(windows)]
+pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let deadline = std::time::Instant::now() + wait;
+    let (tx, rx) = std::sync::mpsc::channel::<std::io::Result<Vec<u8>>>();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut chunk = vec![0u8; 8192];
+        loop {
+            let got = match stdin.read(&mut chunk) {
+                Ok(n) => Ok(chunk[..n].to_vec()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+            let end = !matches!(&got, Ok(b) if !b.is_empty());
+            if tx.send(got).is_err() || end {
+                return;
+            }
+        }
+    });
+    let mut buf = Vec::new();
+    loop {
+        // What is there right now; when nothing is, a whole value is all
+        // there is to it (a host that keeps stdin open).
+        let next = match rx.try_recv() {
+            Ok(got) => Ok(got),
+            Err(_) if whole_json(&buf) => return Ok(buf),
+            Err(_) => {
+                rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            }
+        };
+        match next {
+            Ok(Ok(bytes)) if bytes.is_empty() => return Ok(buf),
+            Ok(Ok(bytes)) => {
+                buf.extend_from_slice(&bytes);
+                anyhow::ensure!(buf.len() as u64 <= cap, "stdin is over {cap} bytes");
+            }
+            Ok(Err(e)) => return Err(e.into()),
+            Err(RecvTimeoutError::Disconnected) => return Ok(buf),
+            Err(RecvTimeoutError::Timeout) => {
+                anyhow::ensure!(
+                    whole_json(&buf),
+                    "no whole hook input on stdin within {wait:?} ({} bytes, no end)",
+                    buf.len()
+                );
+                return Ok(buf);
+            }
         }
     }
 }

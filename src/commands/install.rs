@@ -7,7 +7,6 @@
 //! so an uninstall gives back a file whose JSON equals the original.
 
 use std::fmt::Write as _;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};

@@ -17,11 +17,7 @@ pub mod top;
 pub fn stop_flag(what: &str) -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     use anyhow::Context as _;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
+    for &signal in crate::platform::stop_signals() {
         signal_hook::flag::register(signal, stop.clone())
             .with_context(|| format!("cannot watch for the signals that stop {what}"))?;
     }

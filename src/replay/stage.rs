@@ -40,12 +40,14 @@ pub(super) struct Stage {
 /// The replay's private folder: in memory (`/dev/shm`) when there is one,
 /// and the user's alone (0700: it holds a copy of the transcript).
 pub(super) fn private_dir() -> Result<tempfile::TempDir> {
-    use std::os::unix::fs::PermissionsExt;
     let shm = Path::new("/dev/shm");
-    let b = tempfile::Builder::new()
-        .prefix("interband-replay.")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .clone();
+    let mut b = tempfile::Builder::new();
+    b.prefix("interband-replay.");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        b.permissions(std::fs::Permissions::from_mode(0o700));
+    }
     let dir = if shm.is_dir() {
         b.tempdir_in(shm).or_else(|_| b.tempdir())
     } else {
@@ -56,11 +58,7 @@ pub(super) fn private_dir() -> Result<tempfile::TempDir> {
 
 /// A new file only the user can read (0600): a copy of a transcript.
 pub(super) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
+    crate::platform::private_options(std::fs::OpenOptions::new().write(true).create_new(true))
         .open(path)
 }
 

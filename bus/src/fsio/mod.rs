@@ -797,6 +797,14 @@ pub fn metadata(path: &Path) -> Result<Meta> {
     })
 }
 
+/// The device and inode of the open `file` (on Windows, its volume and
+/// file index): to tell whether a name still leads to it.
+pub fn identity_of(file: &File) -> Result<(u64, u64)> {
+    sys::fstat(file)
+        .map(|m| (m.dev, m.ino))
+        .map_err(|e| Error::io(Path::new("(open file)"), e))
+}
+
 /// Creates the folder `path` and its missing parents, the last one the
 /// user's alone (mode 0700; on Windows, an access list of its own for the
 /// user, the system and the Administrators).

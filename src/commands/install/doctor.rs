@@ -407,7 +407,6 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
 /// a file, executable, and answering `--version` as interband), and is this
 /// binary.
 fn check_program(host: &'static str, command: &str, what: &str) -> Finding {
-    use std::os::unix::fs::PermissionsExt;
     let program = expand_home(&program_of(unguarded_statusline(unguarded(command))));
     if !resolvable(&program) {
         return info(
@@ -451,7 +450,7 @@ fn check_program(host: &'static str, command: &str, what: &str) -> Finding {
     let meta = std::fs::metadata(&p).ok();
     let why_not = if !meta.as_ref().is_some_and(|m| m.is_file()) {
         Some("is not a file".to_owned())
-    } else if meta.is_some_and(|m| m.permissions().mode() & 0o111 == 0) {
+    } else if meta.is_some_and(|m| !crate::platform::executable(&m)) {
         Some("is not executable (no execute permission)".to_owned())
     } else {
         match answers_version(&p) {
@@ -505,12 +504,14 @@ const ASKING: std::time::Duration = std::time::Duration::from_secs(15);
 /// stdin, 5 s at most, once per program however many commands name it,
 /// [`ASKING`] in all): it must exit 0 and name itself interband. `Ok(false)`
 /// when the time for asking ran out before this one.
+// (Clippy 1.96 asks for `const` initializers these already have.)
+#[allow(clippy::missing_const_for_thread_local)]
 fn answers_version(program: &Path) -> Result<bool, String> {
     use std::cell::RefCell;
-    use std::collections::HashMap;
+    use std::collections::BTreeMap;
     use std::time::Instant;
     thread_local! {
-        static ASKED: RefCell<HashMap<PathBuf, Result<(), String>>> = RefCell::new(HashMap::new());
+        static ASKED: RefCell<BTreeMap<PathBuf, Result<(), String>>> = const { RefCell::new(BTreeMap::new()) };
         static UNTIL: RefCell<Option<Instant>> = const { RefCell::new(None) };
     }
     let key = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_owned());
@@ -534,7 +535,6 @@ fn answers_version(program: &Path) -> Result<bool, String> {
 /// would hold), which it may not grow past 64 KiB (a flood stops there).
 fn ask_version(program: &Path, wait: std::time::Duration) -> Result<(), String> {
     use std::io::{Read, Seek};
-    use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut out = tempfile::tempfile().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(program);
@@ -542,9 +542,12 @@ fn ask_version(program: &Path, wait: std::time::Duration) -> Result<(), String> 
         .stdin(Stdio::null())
         .stdout(out.try_clone().map_err(|e| e.to_string())?)
         .stderr(Stdio::null());
+    // (Unix: on Windows a flood is only bounded in time.)
     // SAFETY: setrlimit is async-signal-safe; nothing else runs between
     // fork and exec.
+    #[cfg(unix)]
     unsafe {
+        use std::os::unix::process::CommandExt;
         cmd.pre_exec(|| {
             let limit = libc::rlimit {
                 rlim_cur: 64 << 10,

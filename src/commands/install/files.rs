@@ -91,7 +91,6 @@ impl Files {
     /// lock is an advisory lock on `<record>.lock`, created 0600, never
     /// through a link; a lock file removed while waited on is taken anew.
     pub(super) fn locked<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let mut name = self.record.as_os_str().to_owned();
         name.push(".lock");
         let path = PathBuf::from(name);
@@ -106,29 +105,23 @@ impl Files {
             .parent()
             .filter(|d| !d.as_os_str().is_empty() && !d.exists())
         {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| dir.display().to_string())?;
+            crate::platform::private_dirs(dir)?;
         }
         loop {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&path)
-                .with_context(|| format!("{}: cannot open the install lock", path.display()))?;
-            let held = file.metadata()?;
+            let file = crate::platform::private_options(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true),
+            )
+            .open(&path)
+            .with_context(|| format!("{}: cannot open the install lock", path.display()))?;
+            let held = interband::fsio::identity_of(&file)?;
             let mut lock = fd_lock::RwLock::new(file);
             let _guard = lock
                 .write()
                 .with_context(|| format!("{}: cannot take the install lock", path.display()))?;
-            let same = std::fs::symlink_metadata(&path)
-                .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
+            let same = interband::fsio::metadata(&path).is_ok_and(|now| (now.dev, now.ino) == held);
             if same {
                 let out = f();
                 // Gone with what it guards (an uninstall took the record):
@@ -222,7 +215,7 @@ pub(super) fn read_json(path: &Path) -> Result<Option<Original>> {
     Ok(Some(Original {
         bytes,
         json,
-        mode: meta.permissions().mode() & 0o7777,
+        mode: crate::platform::mode(&meta),
     }))
 }
 
@@ -312,7 +305,7 @@ pub(super) fn read_settings_with_comments(
                 return Err(e);
             };
             host.profile().hook_shape.to_grouped(&mut json);
-            let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+            let mode = std::fs::metadata(path).map_or(0o600, |m| crate::platform::mode(&m));
             Ok(Some((Original { bytes, json, mode }, true)))
         }
     }
@@ -554,11 +547,12 @@ pub(super) fn unchanged_since_read(path: &Path, original: Option<&Original>) -> 
 
 /// Whether an executable `name` is on the PATH.
 pub(super) fn on_path(name: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
+    let names = crate::platform::program_names(name);
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|d| {
-            std::fs::metadata(d.join(name))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            names.iter().any(|n| {
+                std::fs::metadata(d.join(n)).is_ok_and(|m| crate::platform::executable(&m))
+            })
         })
     })
 }
@@ -588,17 +582,11 @@ pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
 
 pub(super) fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| dir.display().to_string())?;
+        crate::platform::private_dirs(dir)?;
     }
     interband::fsio::write_atomic(path, bytes, true)?;
     if let Some(mode) = mode {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-            .with_context(|| path.display().to_string())?;
+        crate::platform::set_mode(path, mode).with_context(|| path.display().to_string())?;
     }
     Ok(())
 }

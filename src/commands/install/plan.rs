@@ -114,12 +114,9 @@ pub(super) fn adopt_hooks(
 /// Whether a host could run `program`: a path to an executable file, or a
 /// name found as one on the PATH.
 pub(super) fn runnable(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
     let program = &expand_home(program);
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
+    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| crate::platform::executable(&m));
+    if crate::platform::is_path(program) {
         executable(Path::new(program))
     } else {
         !program.is_empty()

@@ -1,0 +1,163 @@
+//! What the binary does differently on Unix and on Windows, in one place:
+//! private files and folders, file modes, what counts as executable, the
+//! signals a Unix process sets up. The bus's file layer (`interband::fsio`)
+//! has the rest.
+
+use std::fs::{Metadata, OpenOptions};
+use std::path::Path;
+
+/// Options for a file only the user may open, never opened through a link
+/// at its name: mode 0600 on Unix; on Windows the folder's access list is
+/// inherited, and a link is opened as itself (and refused by the caller).
+pub fn private_options(opts: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_OPEN_REPARSE_POINT
+        opts.custom_flags(0x0020_0000)
+    }
+}
+
+/// Creates `dir` and its missing parents, the last one the user's alone.
+pub fn private_dirs(dir: &Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    interband::fsio::create_dir_private(dir).with_context(|| dir.display().to_string())
+}
+
+/// A file's permission bits: on Windows, 0o644 or, read-only, 0o444.
+pub fn mode(meta: &Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o7777
+    }
+    #[cfg(windows)]
+    {
+        if meta.permissions().readonly() {
+            0o444
+        } else {
+            0o644
+        }
+    }
+}
+
+/// Gives `path` the permission bits `mode` (on Windows, only whether it is
+/// read-only).
+pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(windows)]
+    {
+        let mut perms = std::fs::metadata(path)?.permissions();
+        perms.set_readonly(mode & 0o200 == 0);
+        std::fs::set_permissions(path, perms)
+    }
+}
+
+/// Whether `meta` is a file a host could run: executable by someone on
+/// Unix; on Windows any file (its extension decides, see [`program_names`]).
+pub fn executable(meta: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(windows)]
+    {
+        meta.is_file()
+    }
+}
+
+/// The file names a command `name` may be found as in a folder of the
+/// PATH: itself, and on Windows with each extension of `PATHEXT` too.
+pub fn program_names(name: &str) -> Vec<String> {
+    let mut names = vec![name.to_owned()];
+    if cfg!(windows) && Path::new(name).extension().is_none() {
+        let exts = std::env::var("PATHEXT").unwrap_or_else(|_| ".COM;.EXE;.BAT;.CMD".into());
+        names.extend(
+            exts.split(';')
+                .filter(|e| !e.is_empty())
+                .map(|e| format!("{name}{}", e.to_ascii_lowercase())),
+        );
+    }
+    names
+}
+
+/// Whether a program path names a file rather than a command to look up.
+pub fn is_path(program: &str) -> bool {
+    program.contains('/') || (cfg!(windows) && program.contains('\\'))
+}
+
+/// Signal dispositions a Unix process sets before anything else: a write
+/// past `ulimit -f` fails with an error (which a hook logs and survives)
+/// instead of killing the process. Nothing on Windows.
+pub fn at_start() {
+    // SAFETY: setting a signal disposition before any thread is started.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// Like other Unix tools, stop quietly when the reader of our output goes
+/// away. Nothing on Windows (a closed pipe is an error there).
+pub fn die_on_closed_pipe() {
+    // SAFETY: setting a signal disposition before any thread is started.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Runs `f` with a closed pipe an error rather than fatal (Unix's SIGPIPE
+/// ignored meanwhile; single-threaded callers only).
+pub fn with_closed_pipe_an_error<T>(f: impl FnOnce() -> T) -> T {
+    #[cfg(unix)]
+    {
+        // SAFETY: the caller is single-threaded; the disposition is restored at once.
+        let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        let out = f();
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGPIPE, old) };
+        out
+    }
+    #[cfg(windows)]
+    {
+        f()
+    }
+}
+
+/// Private files whatever the umask, for this process and its children
+/// (Unix; on Windows the folders' access lists do it).
+pub fn private_umask() {
+    // SAFETY: umask(2) only sets this process's file creation mask.
+    #[cfg(unix)]
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+/// The signals that ask a long-running command to stop.
+pub fn stop_signals() -> &'static [i32] {
+    #[cfg(unix)]
+    {
+        &[
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ]
+    }
+    #[cfg(windows)]
+    {
+        &[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+    }
+}
