@@ -6,21 +6,37 @@
 use std::fs::{Metadata, OpenOptions};
 use std::path::Path;
 
-/// Options for a file only the user may open, never opened through a link
-/// at its name: mode 0600 on Unix; on Windows the folder's access list is
-/// inherited, and a link is opened as itself (and refused by the caller).
-pub fn private_options(opts: &mut OpenOptions) -> &mut OpenOptions {
+/// How [`private_options`] opens a file beyond making it private.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Open {
+    /// Refuse a link at the name (Unix `O_NOFOLLOW`; on Windows the link is
+    /// opened as itself, and the caller's identity check refuses it).
+    pub no_link: bool,
+    /// Never wait on what the name is (a FIFO nobody reads; Unix only:
+    /// Windows has no FIFO in a folder).
+    #[cfg_attr(windows, allow(dead_code))]
+    pub non_blocking: bool,
+}
+
+/// Options for a file only the user may open: mode 0600 on Unix (on
+/// Windows the folder's access list is inherited), opened as `how` says.
+pub fn private_options(opts: &mut OpenOptions, how: Open) -> &mut OpenOptions {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        let flags = if how.no_link { libc::O_NOFOLLOW } else { 0 }
+            | if how.non_blocking {
+                libc::O_NONBLOCK
+            } else {
+                0
+            };
+        opts.mode(0o600).custom_flags(flags)
     }
     #[cfg(windows)]
     {
         use std::os::windows::fs::OpenOptionsExt;
         // FILE_FLAG_OPEN_REPARSE_POINT
-        opts.custom_flags(0x0020_0000)
+        opts.custom_flags(if how.no_link { 0x0020_0000 } else { 0 })
     }
 }
 

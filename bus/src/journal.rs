@@ -494,7 +494,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         all(windows, target_env = "gnu"),
-        ignore = "Wine 8 says the idle journal's folder was removed and keeps its name (docs/windows.md); runs on the release workflow's Windows"
+        ignore = "Wine 8 says the idle journal's folder was removed and keeps its name (docs/hosts.md, Platforms); runs on the release workflow's Windows"
     )]
     fn only_journals_idle_past_the_limit_are_removed_whole() {
         let dir = tempfile::tempdir().unwrap();

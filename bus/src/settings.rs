@@ -401,7 +401,7 @@ fn read_user_file(path: &Path) -> crate::Result<(Vec<u8>, Option<String>)> {
     } else if let Some(dir) = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_owned))
-        .and_then(|d| crate::fsio::metadata(&d).ok())
+        .and_then(|d| crate::fsio::metadata(&d, crate::fsio::Links::Follow).ok())
     {
         let sticky = dir.mode & 0o1000 != 0;
         if (dir.uid != me && dir.uid != 0) || (dir.mode & 0o022 != 0 && !sticky) {

@@ -245,7 +245,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         all(windows, target_env = "gnu"),
-        ignore = "Wine 8 shows a link as what it names, never as a link (docs/windows.md); runs on the release workflow's Windows"
+        ignore = "Wine 8 shows a link as what it names, never as a link (docs/hosts.md, Platforms); runs on the release workflow's Windows"
     )]
     fn the_store_keys_by_canonical_path_and_refuses_a_shared_file() {
         let dir = tempfile::tempdir().unwrap();

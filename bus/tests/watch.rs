@@ -609,7 +609,7 @@ impl Consumer for Triggers {
 #[test]
 #[cfg_attr(
     all(windows, target_env = "gnu"),
-    ignore = "Wine 8 refuses to rename over a file another thread is reading (docs/windows.md); runs on the release workflow's Windows"
+    ignore = "Wine 8 refuses to rename over a file another thread is reading (docs/hosts.md, Platforms); runs on the release workflow's Windows"
 )]
 fn a_consumer_handles_each_value_a_v1_writer_makes_within_one_second_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -1168,7 +1168,7 @@ mod tests {
         let elsewhere = home.path().join("elsewhere.md");
         std::fs::write(&elsewhere, "theirs\n").unwrap();
         type Plant<'a> = Box<dyn Fn() + 'a>;
-        let cases: [(&str, Plant); 3] = [
+        let cases: Vec<(&str, Plant)> = vec![
             (
                 "not UTF-8",
                 Box::new(|| std::fs::write(&index, b"ok\n\xff\xfe\n").unwrap()),
@@ -1179,11 +1179,18 @@ mod tests {
                     std::fs::write(&index, vec![b'x'; MAX_INDEX_BYTES as usize + 1]).unwrap()
                 }),
             ),
-            (
-                "a symlink",
-                Box::new(|| std::os::unix::fs::symlink(&elsewhere, &index).unwrap()),
-            ),
         ];
+        // (Windows: a link needs a right of its own, and Wine cannot show
+        // one; the bus's link tests cover the refusal there.)
+        #[cfg(unix)]
+        let cases = {
+            let mut cases = cases;
+            cases.push((
+                "a symlink",
+                Box::new(|| std::os::unix::fs::symlink(&elsewhere, &index).unwrap()) as Plant,
+            ));
+            cases
+        };
         for (what, plant) in cases {
             let _ = std::fs::remove_file(&index);
             plant();

@@ -273,13 +273,14 @@ mod tests {
 
     #[cfg(windows)]
     #[test]
+    #[cfg_attr(
+        target_env = "gnu",
+        ignore = "Wine 8 has no ProcessCommandLineInformation (Windows 8.1 on), and a test under Wine has a Unix parent (docs/hosts.md, Platforms); runs on the release workflow's Windows"
+    )]
     fn this_process_is_read_from_its_information() {
         let me = std::process::id();
-        let args = args(me).unwrap();
-        assert!(
-            super::names(&args[0], "interband_hosts") || args[0].contains("interband_hosts"),
-            "{args:?}"
-        );
+        let mine = args(me).unwrap();
+        assert!(mine[0].contains("interband_hosts"), "{mine:?}");
         assert!(parent_of(me).is_some());
         assert_eq!(args(u32::MAX - 3), None);
     }

@@ -110,6 +110,7 @@ impl ConfigAction {
             use std::io::Write as _;
             let mut f = crate::platform::private_options(
                 std::fs::OpenOptions::new().write(true).create_new(true),
+                Default::default(),
             )
             .open(&path)
             .with_context(|| path.display().to_string())?;

@@ -29,9 +29,16 @@ pub fn log(what: &str) {
         interband::envelope::now_timestamp(),
         interband::text::terminal(what)
     );
-    let _ = crate::platform::private_options(std::fs::OpenOptions::new().create(true).append(true))
-        .open(path)
-        .and_then(|mut f| f.write_all(line.as_bytes()));
+    let how = crate::platform::Open {
+        non_blocking: true,
+        ..Default::default()
+    };
+    let _ = crate::platform::private_options(
+        std::fs::OpenOptions::new().create(true).append(true),
+        how,
+    )
+    .open(path)
+    .and_then(|mut f| f.write_all(line.as_bytes()));
 }
 
 /// Logs a line that repeats on every call until the user changes something
@@ -192,6 +199,14 @@ pub fn read_stdin(cap: u64, wait: Duration) -> Result<Vec<u8>> {
             Ok(Ok(bytes)) => {
                 buf.extend_from_slice(&bytes);
                 anyhow::ensure!(buf.len() as u64 <= cap, "stdin is over {cap} bytes");
+                // A writer that never stops (nor ends) is not waited on either.
+                if std::time::Instant::now() >= deadline {
+                    anyhow::ensure!(
+                        whole_json(&buf),
+                        "no whole hook input on stdin within {wait:?}"
+                    );
+                    return Ok(buf);
+                }
             }
             Ok(Err(e)) => return Err(e.into()),
             Err(RecvTimeoutError::Disconnected) => return Ok(buf),

@@ -58,8 +58,11 @@ pub(super) fn private_dir() -> Result<tempfile::TempDir> {
 
 /// A new file only the user can read (0600): a copy of a transcript.
 pub(super) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    crate::platform::private_options(std::fs::OpenOptions::new().write(true).create_new(true))
-        .open(path)
+    crate::platform::private_options(
+        std::fs::OpenOptions::new().write(true).create_new(true),
+        Default::default(),
+    )
+    .open(path)
 }
 
 impl Stage {

@@ -788,21 +788,22 @@ pub fn read_inside(base: &Path, rel: &str, limit: u64) -> Result<Vec<u8>> {
     read_capped(&resolved, limit)
 }
 
-/// What `stat` says of `path`, following links (a folder outside the root
-/// whose owner and access are asked).
-pub fn metadata(path: &Path) -> Result<Meta> {
-    sys::stat_path(path).map_err(|e| match sys::fail(&e) {
+/// What `stat` says of `path` outside the root (a folder whose owner and
+/// access are asked, a lock file's identity), following a link at its last
+/// component or not.
+pub fn metadata(path: &Path, links: Links) -> Result<Meta> {
+    sys::stat_path(path, links == Links::Follow).map_err(|e| match sys::fail(&e) {
         Fail::Missing => Error::NotFound { path: path.into() },
         _ => Error::io(path, e),
     })
 }
 
-/// The device and inode of the open `file` (on Windows, its volume and
-/// file index): to tell whether a name still leads to it.
-pub fn identity_of(file: &File) -> Result<(u64, u64)> {
+/// The device and inode of `file`, opened at `path` (on Windows, its
+/// volume and file index): to tell whether the name still leads to it.
+pub fn identity_of(file: &File, path: &Path) -> Result<(u64, u64)> {
     sys::fstat(file)
         .map(|m| (m.dev, m.ino))
-        .map_err(|e| Error::io(Path::new("(open file)"), e))
+        .map_err(|e| Error::io(path, e))
 }
 
 /// Creates the folder `path` and its missing parents, the last one the
@@ -921,7 +922,7 @@ pub(crate) mod tests {
     #[test]
     #[cfg_attr(
         all(windows, target_env = "gnu"),
-        ignore = "Wine 8 shows a link as what it names, never as a link (docs/windows.md); runs on the release workflow's Windows"
+        ignore = "Wine 8 shows a link as what it names, never as a link (docs/hosts.md, Platforms); runs on the release workflow's Windows"
     )]
     fn reads_refuse_links() {
         let (_t, d) = root();
@@ -990,7 +991,7 @@ pub(crate) mod tests {
     #[test]
     #[cfg_attr(
         all(windows, target_env = "gnu"),
-        ignore = "Wine 8 shows a link as what it names, never as a link (docs/windows.md); runs on the release workflow's Windows"
+        ignore = "Wine 8 shows a link as what it names, never as a link (docs/hosts.md, Platforms); runs on the release workflow's Windows"
     )]
     fn sub_folders_are_never_links_and_must_be_private() {
         let (t, d) = root();
@@ -1024,7 +1025,7 @@ pub(crate) mod tests {
     #[test]
     #[cfg_attr(
         all(windows, target_env = "gnu"),
-        ignore = "Wine 8 shows a link as what it names, never as a link (docs/windows.md); runs on the release workflow's Windows"
+        ignore = "Wine 8 shows a link as what it names, never as a link (docs/hosts.md, Platforms); runs on the release workflow's Windows"
     )]
     fn writes_replace_a_link_instead_of_writing_through_it_and_leave_no_temp() {
         let (t, d) = root();

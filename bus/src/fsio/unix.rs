@@ -90,7 +90,7 @@ pub(super) fn stat_at(dir: &Handle, name: &str) -> io::Result<Option<Meta>> {
 
 /// The device and inode at `path` (links followed).
 pub(super) fn identity(path: &Path) -> io::Result<(u64, u64)> {
-    stat_path(path).map(|m| (m.dev, m.ino))
+    stat_path(path, true).map(|m| (m.dev, m.ino))
 }
 
 /// False when the handle's folder was removed.
@@ -275,9 +275,12 @@ pub(super) fn open_outside(path: &Path, follow: bool) -> io::Result<File> {
         .open(path)
 }
 
-/// What `stat` says of `path`, links followed.
-pub(super) fn stat_path(path: &Path) -> io::Result<Meta> {
-    rustix::fs::stat(path)
-        .map(|st| meta_of(&st))
-        .map_err(io_err)
+/// What `stat` says of `path`; a link at its last component followed or not.
+pub(super) fn stat_path(path: &Path, follow: bool) -> io::Result<Meta> {
+    let st = if follow {
+        rustix::fs::stat(path)
+    } else {
+        rustix::fs::lstat(path)
+    };
+    st.map(|st| meta_of(&st)).map_err(io_err)
 }

@@ -437,7 +437,7 @@ pub(super) fn stat_at(dir: &Handle, name: &str) -> io::Result<Option<Meta>> {
 
 /// The volume and file index at `path` (links followed).
 pub(super) fn identity(path: &Path) -> io::Result<(u64, u64)> {
-    stat_path(path).map(|m| (m.dev, m.ino))
+    stat_path(path, true).map(|m| (m.dev, m.ino))
 }
 
 /// False when the handle's folder was removed (or is about to be).
@@ -753,11 +753,16 @@ pub(super) fn open_outside(path: &Path, follow: bool) -> io::Result<File> {
         .open(path)
 }
 
-/// What `path` is, links followed.
-pub(super) fn stat_path(path: &Path) -> io::Result<Meta> {
+/// What `path` is; a link at its last component followed or opened as itself.
+pub(super) fn stat_path(path: &Path, follow: bool) -> io::Result<Meta> {
+    let link = if follow {
+        0
+    } else {
+        FILE_FLAG_OPEN_REPARSE_POINT
+    };
     let file = std::fs::OpenOptions::new()
         .access_mode(FILE_READ_ATTRIBUTES | READ_CONTROL)
-        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | link)
         .open(path)?;
     fstat(&file)
 }

@@ -113,15 +113,22 @@ impl Files {
                     .read(true)
                     .write(true)
                     .create(true),
+                crate::platform::Open {
+                    no_link: true,
+                    ..Default::default()
+                },
             )
             .open(&path)
             .with_context(|| format!("{}: cannot open the install lock", path.display()))?;
-            let held = interband::fsio::identity_of(&file)?;
+            let held = interband::fsio::identity_of(&file, &path)?;
             let mut lock = fd_lock::RwLock::new(file);
             let _guard = lock
                 .write()
                 .with_context(|| format!("{}: cannot take the install lock", path.display()))?;
-            let same = interband::fsio::metadata(&path).is_ok_and(|now| (now.dev, now.ino) == held);
+            let same =
+                interband::fsio::metadata(&path, interband::fsio::Links::Refuse).is_ok_and(|now| {
+                    now.kind == interband::fsio::Kind::File && (now.dev, now.ino) == held
+                });
             if same {
                 let out = f();
                 // Gone with what it guards (an uninstall took the record):
