@@ -163,7 +163,8 @@ fn rss_kb(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A process's CPU time so far (user + system), seconds.
+/// A process's CPU time so far (user + system), seconds (Linux's `/proc`;
+/// 0 elsewhere).
 fn cpu_secs(pid: u32) -> f64 {
     let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -175,7 +176,11 @@ fn cpu_secs(pid: u32) -> f64 {
         })
         .unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
+    #[cfg(unix)]
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    // (No /proc on Windows: the ticks are 0 there, said as 0 s.)
+    #[cfg(not(unix))]
+    let hz = 100;
     ticks as f64 / hz as f64
 }
 

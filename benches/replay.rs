@@ -200,7 +200,15 @@ fn generate(path: &Path, mb: u64, with_usage: bool) -> std::io::Result<u64> {
     Ok(n)
 }
 
+/// Bytes in use on the file system holding `path` (0 when unknown, and
+/// on Windows, which has no `/dev/shm`).
+#[cfg(windows)]
+fn used_bytes(_path: &std::ffi::CStr) -> u64 {
+    0
+}
+
 /// Bytes in use on the file system holding `path` (0 when unknown).
+#[cfg(unix)]
 #[allow(clippy::unnecessary_cast)]
 fn used_bytes(path: &std::ffi::CStr) -> u64 {
     // SAFETY: an all-zero statvfs is valid; statvfs fills it for a valid path.
@@ -240,21 +248,37 @@ fn run(argv: &[&str], env: &[(&str, &str)]) -> Result<(f64, u64, u64), String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("{argv:?}: {e}"))?;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: waits for the child just spawned, with valid out-pointers.
-    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
-        return Err(format!("{argv:?}: wait4 failed"));
+    #[cfg(windows)]
+    {
+        // Windows: the time alone (no wait4's peak memory there yet).
+        let mut child = child;
+        let status = child.wait().map_err(|e| format!("{argv:?}: {e}"))?;
+        let secs = start.elapsed().as_secs_f64();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = sampler.join();
+        if !status.success() {
+            return Err(format!("{argv:?} failed with {status}"));
+        }
+        Ok((secs, 0, 0))
     }
-    let secs = start.elapsed().as_secs_f64();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let shm_peak = sampler.join().unwrap_or(0) / 1024;
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("{argv:?} failed with status {status}"));
+    #[cfg(unix)]
+    {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: waits for the child just spawned, with valid out-pointers.
+        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
+            return Err(format!("{argv:?}: wait4 failed"));
+        }
+        let secs = start.elapsed().as_secs_f64();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let shm_peak = sampler.join().unwrap_or(0) / 1024;
+        if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+            return Err(format!("{argv:?} failed with status {status}"));
+        }
+        Ok((secs, usage.ru_maxrss as u64, shm_peak))
     }
-    Ok((secs, usage.ru_maxrss as u64, shm_peak))
 }
 
 fn bench() -> Result<(), String> {

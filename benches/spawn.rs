@@ -543,7 +543,6 @@ fn percentile(xs: &[f64], pct: usize) -> f64 {
 /// Writes `path` out and drops it from the page cache (best effort: what
 /// cannot be dropped stays, as it was).
 fn evict(path: &str) {
-    use std::os::fd::AsRawFd;
     let Ok(file) = std::fs::File::open(path) else {
         return;
     };
@@ -551,11 +550,11 @@ fn evict(path: &str) {
     // SAFETY: a valid open descriptor; advice only.
     #[cfg(target_os = "linux")]
     unsafe {
+        use std::os::fd::AsRawFd;
         libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
     };
-    // macOS has no way to drop one file's pages: they stay, as they were.
-    #[cfg(not(target_os = "linux"))]
-    let _ = file.as_raw_fd();
+    // macOS and Windows have no way to drop one file's pages: they stay,
+    // as they were.
 }
 
 fn bench() -> Result<(), String> {

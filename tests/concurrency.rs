@@ -14,6 +14,10 @@ const WRITERS: usize = 16;
 const EACH: usize = 200;
 
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "Wine fails a rename over a file a reader holds open, so writers racing a reader stall (docs/hosts.md, Platforms); runs on the release workflow's Windows"
+)]
 fn sixteen_processes_publishing_to_one_key_never_expose_a_partial_file() {
     let w = World::new();
     let path = w.root().join("interpulse/pressure/shared.json");
@@ -122,7 +126,7 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
         let delay = span.mul_f64(f);
         let mut child = publish(&format!(r#"{{"i":{i},"blob":"{blob}"}}"#));
         std::thread::sleep(delay); // where in the publish the kill lands: anywhere
-        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let _ = child.kill(); // SIGKILL; TerminateProcess on Windows
         let status = child.wait().unwrap();
         if status.success() {
             completed.push(i);
@@ -147,83 +151,88 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
             Err(e) => panic!("after kill {i}: {e}"),
         }
     }
-    // Kills known to land mid-write: the writer is stopped while its temp
+    let dir = path.parent().unwrap();
+    // Kills known to land mid-write (Unix: a stopped process; Windows has no
+    // SIGSTOP to hold a writer where it is): the writer is stopped while its temp
     // file is there, then killed. A temp file holds the new value before the
     // switch, or (the switch swaps the two files, then removes the temp name)
     // the old value after it: the file itself holds a whole value either
     // way, the old one before the switch.
-    let dir = path.parent().unwrap();
     let temps = || -> std::collections::BTreeSet<String> {
         files_under(dir)
             .into_iter()
             .filter(|f| f.starts_with(".interband-tmp."))
             .collect()
     };
-    let mut mid_write = 0;
-    for attempt in 0..200 {
-        if mid_write == 5 {
-            break;
-        }
-        let before = interband::read_path(&path).unwrap().envelope.payload["i"].clone();
-        let left = temps();
-        let mut child = publish(&format!(r#"{{"i":{},"blob":"{blob}"}}"#, 1000 + attempt));
-        let pid = child.id() as i32;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while temps() == left
-            && child.try_wait().ok().flatten().is_none()
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::yield_now();
-        }
-        // SAFETY: signals to our own child, waited for below.
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        // A signal is delivered when the child next runs, maybe on another
-        // core, a little later: wait until it is stopped (or gone) indeed.
-        let mut wstatus = 0;
-        let waited = unsafe { libc::waitpid(pid, &mut wstatus, libc::WUNTRACED) } == pid;
-        let stopped = waited && libc::WIFSTOPPED(wstatus);
-        // This writer's temp file, while it is stopped, and what it holds.
-        let own: Vec<String> = if stopped {
-            temps().difference(&left).cloned().collect()
-        } else {
-            Vec::new()
-        };
-        let held_old = own.iter().any(|t| {
-            interband::read_path(&dir.join(t)).is_ok_and(|m| m.envelope.payload["i"] == before)
-        });
-        // Exited (and reaped) before the stop landed: nothing to kill.
-        let succeeded = if waited && !stopped {
-            libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0
-        } else {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            child.wait().unwrap().success()
-        };
-        let now = interband::read_path(&path).unwrap();
-        assert_eq!(
-            now.envelope.payload["blob"].as_str().unwrap().len(),
-            blob.len(),
-            "attempt {attempt}: a whole value"
-        );
-        if succeeded || own.is_empty() {
-            continue;
-        }
-        if held_old {
-            // Stopped after the switch: the new value is in place.
+    #[cfg(unix)]
+    {
+        let mut mid_write = 0;
+        for attempt in 0..200 {
+            if mid_write == 5 {
+                break;
+            }
+            let before = interband::read_path(&path).unwrap().envelope.payload["i"].clone();
+            let left = temps();
+            let mut child = publish(&format!(r#"{{"i":{},"blob":"{blob}"}}"#, 1000 + attempt));
+            let pid = child.id() as i32;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while temps() == left
+                && child.try_wait().ok().flatten().is_none()
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::yield_now();
+            }
+            // SAFETY: signals to our own child, waited for below.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            // A signal is delivered when the child next runs, maybe on another
+            // core, a little later: wait until it is stopped (or gone) indeed.
+            let mut wstatus = 0;
+            let waited = unsafe { libc::waitpid(pid, &mut wstatus, libc::WUNTRACED) } == pid;
+            let stopped = waited && libc::WIFSTOPPED(wstatus);
+            // This writer's temp file, while it is stopped, and what it holds.
+            let own: Vec<String> = if stopped {
+                temps().difference(&left).cloned().collect()
+            } else {
+                Vec::new()
+            };
+            let held_old = own.iter().any(|t| {
+                interband::read_path(&dir.join(t)).is_ok_and(|m| m.envelope.payload["i"] == before)
+            });
+            // Exited (and reaped) before the stop landed: nothing to kill.
+            let succeeded = if waited && !stopped {
+                libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0
+            } else {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                child.wait().unwrap().success()
+            };
+            let now = interband::read_path(&path).unwrap();
             assert_eq!(
-                now.envelope.payload["i"],
-                1000 + attempt,
-                "the switch happened"
+                now.envelope.payload["blob"].as_str().unwrap().len(),
+                blob.len(),
+                "attempt {attempt}: a whole value"
             );
-        } else {
-            mid_write += 1;
-            assert_eq!(now.envelope.payload["i"], before, "the old value stays");
-            assert!(
-                own.iter().all(|t| dir.join(t).exists()),
-                "a kill mid-write leaves its temp file"
-            );
+            if succeeded || own.is_empty() {
+                continue;
+            }
+            if held_old {
+                // Stopped after the switch: the new value is in place.
+                assert_eq!(
+                    now.envelope.payload["i"],
+                    1000 + attempt,
+                    "the switch happened"
+                );
+            } else {
+                mid_write += 1;
+                assert_eq!(now.envelope.payload["i"], before, "the old value stays");
+                assert!(
+                    own.iter().all(|t| dir.join(t).exists()),
+                    "a kill mid-write leaves its temp file"
+                );
+            }
         }
+        assert_eq!(mid_write, 5, "five kills landed mid-write");
+        eprintln!("{mid_write} kills landed mid-write");
     }
-    assert_eq!(mid_write, 5, "five kills landed mid-write");
     // Whatever temp files the killed writers left are swept by retention once stale.
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     for f in files_under(dir)
@@ -241,7 +250,7 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
     assert_eq!(code(&o), 0);
     assert!(temps().is_empty(), "{:?}", temps());
     eprintln!(
-        "{} of 40 killed publishes had completed first; {mid_write} kills landed mid-write",
+        "{} of 40 killed publishes had completed first",
         completed.len() - 1
     );
 }

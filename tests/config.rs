@@ -2,12 +2,14 @@
 
 mod common;
 
+use interband::paths::under;
+
 use common::*;
 
 #[test]
 fn config_shows_each_value_and_where_it_came_from() {
     let w = World::new();
-    let user = w.home().join(".config/interband/config.toml");
+    let user = under(&w.home(), ".config/interband/config.toml");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(
         &user,
@@ -17,7 +19,7 @@ fn config_shows_each_value_and_where_it_came_from() {
     let project = w.dir.path().join("proj");
     std::fs::create_dir_all(project.join(".interband")).unwrap();
     std::fs::write(
-        project.join(".interband/config.toml"),
+        under(&project, ".interband/config.toml"),
         "[compact]\nstrategy = \"off\"\n",
     )
     .unwrap();
@@ -70,7 +72,11 @@ fn config_shows_each_value_and_where_it_came_from() {
     };
     assert!(
         line("compact.strategy").contains("\"off\"")
-            && line("compact.strategy").contains("proj/.interband/config.toml"),
+            && line("compact.strategy").contains(
+                &under(std::path::Path::new("proj"), ".interband/config.toml")
+                    .display()
+                    .to_string()
+            ),
         "{out}"
     );
     assert!(out.contains("config.toml (project: trusted)"), "{out}");
@@ -93,23 +99,45 @@ fn config_shows_each_value_and_where_it_came_from() {
     // it is ignored whole. Likewise one that cannot be read (a FIFO).
     let broken = format!("{} (not valid: ignored whole", user.display());
     assert!(stdout(&o).contains(&broken), "{}", stdout(&o));
-    std::fs::write(project.join(".interband/config.toml"), "[compact\n").unwrap();
+    std::fs::write(under(&project, ".interband/config.toml"), "[compact\n").unwrap();
     let o = w.cmd(&["config"]).current_dir(&project).output().unwrap();
     assert_eq!(code(&o), 1);
     assert!(
-        stdout(&o).contains("proj/.interband/config.toml (not valid: ignored whole"),
+        stdout(&o).contains(&format!(
+            "{} (not valid: ignored whole",
+            under(std::path::Path::new("proj"), ".interband/config.toml").display()
+        )),
         "{}",
         stdout(&o)
     );
-    std::fs::remove_file(&user).unwrap();
-    let made = std::process::Command::new("mkfifo")
-        .arg(&user)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let o = w.run(&["config"]);
-    assert_eq!(code(&o), 1);
-    assert!(stdout(&o).contains(&broken), "{}", stdout(&o));
+    // A FIFO where the file was (Unix's alone): said, never waited on.
+    #[cfg(unix)]
+    {
+        std::fs::remove_file(&user).unwrap();
+        mkfifo(&user);
+        let o = w.run(&["config"]);
+        assert_eq!(code(&o), 1);
+        assert!(stdout(&o).contains(&broken), "{}", stdout(&o));
+    }
+}
+
+/// A statusline command printing `theirs` (Windows has no `echo` program:
+/// cmd.exe's).
+fn echo_theirs() -> Vec<&'static str> {
+    if cfg!(windows) {
+        vec!["cmd", "/d", "/c", "echo theirs"]
+    } else {
+        vec!["echo", "theirs"]
+    }
+}
+
+/// A statusline command that fails with code 7.
+fn exit_7() -> Vec<&'static str> {
+    if cfg!(windows) {
+        vec!["cmd", "/d", "/c", "exit 7"]
+    } else {
+        vec!["sh", "-c", "exit 7"]
+    }
 }
 
 #[test]
@@ -117,7 +145,7 @@ fn statusline_wraps_an_existing_command_and_reports_timings() {
     let w = World::new();
     let input = capture("statusLine.input.json");
     let o = with_stdin(
-        w.cmd(&["statusline", "--timings", "--wrap", "echo", "theirs"])
+        w.cmd(&[&["statusline", "--timings", "--wrap"][..], &echo_theirs()].concat())
             .env("NO_COLOR", "1"),
         &input,
     );
@@ -142,7 +170,7 @@ fn a_wrapped_statusline_that_fails_is_said_in_the_line_and_logged_once() {
     let log = w.dir.path().join("interband.log");
     for (argv, why) in [
         (vec!["/no/such/statusline"], "could not run"),
-        (vec!["sh", "-c", "exit 7"], "failed"),
+        (exit_7(), "failed"),
     ] {
         for _ in 0..2 {
             let mut args = vec!["statusline", "--wrap"];
@@ -176,6 +204,7 @@ fn the_statusline_still_prints_a_line_without_a_bus() {
         w.cmd(&["statusline"])
             .env_remove("INTERBAND_ROOT")
             .env_remove("HOME")
+            .env_remove("USERPROFILE")
             .env("NO_COLOR", "1"),
         &input,
     );
@@ -190,7 +219,7 @@ fn the_statusline_still_prints_a_line_without_a_bus() {
 #[test]
 fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
     let w = World::new();
-    let user = w.home().join(".config/interband/config.toml");
+    let user = under(&w.home(), ".config/interband/config.toml");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     let project = w.dir.path().join("proj");
     std::fs::create_dir_all(&project).unwrap();
@@ -280,9 +309,15 @@ fn simultaneous_trusts_and_revokes_are_each_kept() {
     let listed = stdout(&w.run(&["trust", "--list"]));
     for p in &projects[1..] {
         assert!(
-            listed.contains(&format!("{}/.interband/config.toml  trusted", p.display())),
+            listed.contains(&format!(
+                "{}  trusted",
+                under(p, ".interband/config.toml").display()
+            )),
             "{p:?}: {listed}"
         );
     }
-    assert!(!listed.contains("p0/"), "the revoke stands: {listed}");
+    assert!(
+        !listed.contains(&format!("p0{}", std::path::MAIN_SEPARATOR)),
+        "the revoke stands: {listed}"
+    );
 }

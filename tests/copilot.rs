@@ -200,7 +200,7 @@ fn install_writes_copilot_s_flat_hooks_and_statusline_and_uninstall_gives_them_b
             .unwrap()
             .iter()
             .find(|h| {
-                h["bash"]
+                h[COPILOT_SHELL]
                     .as_str()
                     .is_some_and(|c| c.ends_with(" hook --host copilot"))
             })

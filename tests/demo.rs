@@ -80,6 +80,7 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
 }
 
 #[test]
+#[cfg(unix)] // Unix's signals; Windows' Ctrl-C is the watch's own test
 fn a_demo_stopped_by_a_signal_leaves_nothing_behind() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let mut stopped_mid_run = false;

@@ -66,8 +66,11 @@ impl Claude<'_> {
             path.push(p);
         }
         let runtime = self.dir("run");
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
         let mut c = Command::new(&self.bin);
         c.args(args)
             .arg("--settings")

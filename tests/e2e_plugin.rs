@@ -76,8 +76,11 @@ impl Session<'_> {
     /// claude in the private world, with `path` as its PATH.
     fn command(&self, args: &[&str], path: &str) -> Command {
         let runtime = self.dir("run");
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
         let mut c = Command::new(self.bin);
         c.args(args)
             .current_dir(self.dir("project"))

@@ -199,6 +199,10 @@ fn directives_come_back_at_31_percent_once() {
 }
 
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "Wine 8.0 fails a process start now and then under eight-way load (ERROR_INTERNAL_ERROR, 1 run in 3 here); runs on the release workflow's Windows"
+)]
 fn eight_processes_times_fifty_calls_count_exactly_400() {
     let w = World::new();
     let t = transcript(w.dir.path(), "c.jsonl", 20_000);
@@ -267,9 +271,23 @@ fn bad_input_fails_open_and_the_next_good_call_works() {
         "/tmp/x",
         "..",
         "x/..",
+        "..\\..\\..\\x",
+        "a\\..\\..\\..\\x",
+        "C:\\x",
+        "C:x",
+        "\\\\?\\C:\\x",
+        "x:stream",
     ] {
+        // Each in a world of its own: ids that differ only in `/` and `\\`
+        // share a key (protocol v1's safe names), and so a warned level.
+        let w = World::new();
+        let t = transcript(w.dir.path(), "ok.jsonl", 130_000);
         let o = hook(&w, &input(climb, &t));
-        assert!(context_of(&o, "PostToolUse").is_some(), "{climb}");
+        assert!(
+            context_of(&o, "PostToolUse").is_some(),
+            "{climb}: {}",
+            stderr(&o)
+        );
         assert!(
             written(&w).iter().all(|f| f.starts_with("root/")),
             "{climb}: {:?}",
@@ -296,32 +314,11 @@ fn bad_input_fails_open_and_the_next_good_call_works() {
         }
     }
 
-    // A corrupt state file, then a symlink planted at its path.
+    // A corrupt state file.
     let state = w.root().join(".state/interpulse/s.json");
     std::fs::create_dir_all(state.parent().unwrap()).unwrap();
     std::fs::write(&state, b"\x00garbage").unwrap();
     assert!(context_of(&hook(&w, &input("s", &t)), "PostToolUse").is_some());
-    let outside = w.dir.path().join("outside.json");
-    std::fs::write(&outside, r#"{"calls": 999}"#).unwrap();
-    std::fs::remove_file(&state).unwrap();
-    std::os::unix::fs::symlink(&outside, &state).unwrap();
-    hook(&w, &input("s", &t));
-    assert_eq!(
-        std::fs::read_to_string(&outside).unwrap(),
-        r#"{"calls": 999}"#,
-        "never written through"
-    );
-    assert!(
-        !std::fs::symlink_metadata(&state)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
-    assert_eq!(
-        pressure(&w, "s")["calls"],
-        1,
-        "started over rather than trusting a planted file"
-    );
 
     // Transcripts: missing, truncated mid-line, and with 100 KB lines.
     let missing = w.dir.path().join("missing.jsonl");
@@ -360,6 +357,40 @@ fn bad_input_fails_open_and_the_next_good_call_works() {
     // The next good call works.
     let o = hook(&w, &input("good", &t));
     assert!(context_of(&o, "PostToolUse").unwrap().contains("YELLOW"));
+}
+
+#[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "Wine shows a link as what it names (docs/hosts.md, Platforms); runs on the release workflow's Windows"
+)]
+fn a_link_planted_at_a_state_file_is_never_written_through() {
+    let w = World::new();
+    let t = transcript(w.dir.path(), "ok.jsonl", 130_000);
+    let state = w.root().join(".state/interpulse/s.json");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::fs::write(&state, b"\x00garbage").unwrap();
+    let outside = w.dir.path().join("outside.json");
+    std::fs::write(&outside, r#"{"calls": 999}"#).unwrap();
+    std::fs::remove_file(&state).unwrap();
+    symlink(&outside, &state);
+    hook(&w, &input("s", &t));
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        r#"{"calls": 999}"#,
+        "never written through"
+    );
+    assert!(
+        !std::fs::symlink_metadata(&state)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        pressure(&w, "s")["calls"],
+        1,
+        "started over rather than trusting a planted file"
+    );
 }
 
 #[test]
@@ -728,6 +759,7 @@ fn a_sessions_window_comes_from_its_own_signals_never_from_another_session() {
 }
 
 #[test]
+#[cfg(target_os = "linux")] // a process named by arg0, read from /proc
 fn the_claude_process_that_runs_the_hook_says_how_the_session_was_started() {
     // Claude Code names its process to its hooks (CLAUDE_PID); its command
     // line has the --model it was started with.

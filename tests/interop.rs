@@ -36,8 +36,21 @@ fn v1_write(
         .unwrap();
     std::fs::write(tmp.path(), env.to_string()).unwrap();
     let target = dir.join(format!("{key}.json"));
-    tmp.persist(&target).unwrap();
-    target
+    // Wine fails a rename over a file the watch is reading (docs/hosts.md,
+    // Platforms; Windows itself does not): there, tried again until it is
+    // read, as a writer on Wine must.
+    let mut tmp = tmp;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match tmp.persist(&target) {
+            Ok(_) => return target,
+            Err(e) if UNDER_WINE && std::time::Instant::now() < deadline => {
+                tmp = e.file;
+                std::thread::yield_now();
+            }
+            Err(e) => panic!("{}: {e}", target.display()),
+        }
+    }
 }
 
 /// A running `interband watch` and its output lines.

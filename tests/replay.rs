@@ -773,6 +773,7 @@ fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back
     assert!(freed == kept, "the hooks read the same either way");
 }
 
+#[cfg(unix)]
 /// A replay long enough to be caught at work: the running child, and the
 /// private folder it works in (found by the copy it holds open).
 fn a_long_replay(w: &World) -> (std::process::Child, PathBuf) {
@@ -802,6 +803,7 @@ fn a_long_replay(w: &World) -> (std::process::Child, PathBuf) {
     (child, private)
 }
 
+#[cfg(unix)]
 fn a_replay_stopped_by_a_signal_leaves_nothing_behind() {
     // Its private folder holds a copy of the transcript: stopped by Ctrl-C,
     // a closed terminal or a kill, it goes.
@@ -854,6 +856,7 @@ fn a_copied_transcript_is_told_how_to_name_its_host() {
     }
 }
 
+#[cfg(unix)]
 /// Another local user (nobody: the test acts as one, which needs root) can
 /// neither list a replay's private folder nor read the copy in it.
 fn another_user_can_neither_list_nor_read_a_replay_s_private_folder() {
@@ -882,6 +885,18 @@ fn another_user_can_neither_list_nor_read_a_replay_s_private_folder() {
 }
 
 fn main() -> std::process::ExitCode {
+    #[cfg(unix)]
+    let stopped_by_a_signal = Ok(a_replay_stopped_by_a_signal_leaves_nothing_behind as fn());
+    #[cfg(unix)]
+    let another_user = if unsafe { libc::geteuid() } == 0 {
+        Ok(another_user_can_neither_list_nor_read_a_replay_s_private_folder as fn())
+    } else {
+        Err("acting as another user needs root".to_owned())
+    };
+    #[cfg(windows)]
+    let stopped_by_a_signal = common::trials::unix_only("a stop by SIGINT, SIGTERM or SIGHUP");
+    #[cfg(windows)]
+    let another_user = common::trials::unix_only("acting as another user by uid");
     common::trials::run(vec![
         (
             "the_real_transcript_replays_with_its_call_and_its_compaction",
@@ -932,7 +947,7 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "a_replay_stopped_by_a_signal_leaves_nothing_behind",
-            Ok(a_replay_stopped_by_a_signal_leaves_nothing_behind as fn()),
+            stopped_by_a_signal,
         ),
         (
             "a_copied_transcript_is_told_how_to_name_its_host",
@@ -940,11 +955,7 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "another_user_can_neither_list_nor_read_a_replay_s_private_folder",
-            if unsafe { libc::geteuid() } == 0 {
-                Ok(another_user_can_neither_list_nor_read_a_replay_s_private_folder as fn())
-            } else {
-                Err("acting as another user needs root".to_owned())
-            },
+            another_user,
         ),
     ])
 }

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use interband::payloads::{Checkpoint, MemoryNote};
+use interband::payloads::Checkpoint;
+#[cfg(unix)]
+use interband::payloads::MemoryNote;
 use interpulse::synthetic::Writer;
 use serde_json::{Value, json};
 
@@ -164,13 +166,15 @@ fn slug(p: &Path) -> String {
 fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_file() {
     let w = World::new();
     let mut s = session(&w);
-    let mark = w.dir.path().join("ran");
+    // The command: interband itself, publishing `mark/ran/<key>` (a program
+    // every system runs the same way).
+    let ran = |key: &str| w.root().join(format!("mark/ran/{key}.json")).exists();
     let config = s.cwd.join(".interband/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     let text = format!(
-        "[compact]\nstrategy = \"command\"\nlevel = \"green\"\ncommand = [\"sh\", \"-c\", \"echo ran >> '{}'\"]\n\
+        "[compact]\nstrategy = \"command\"\nlevel = \"green\"\ncommand = [{}, \"publish\", \"mark\", \"ran\", \"first\", \"--type\", \"t\", \"--payload\", \"{{}}\"]\n\
          [intermem]\nclaude_memory = true\n[interpulse]\ndebounce_calls = 2\n",
-        mark.display()
+        toml_str(BIN)
     );
     std::fs::write(&config, &text).unwrap();
     let log = w.dir.path().join("log");
@@ -185,7 +189,7 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
         );
     }
     hook_in(&w, &event("PreCompact", &s, json!({})), &env);
-    assert!(!mark.exists(), "an untrusted project ran a command");
+    assert!(!ran("first"), "an untrusted project ran a command");
     assert!(
         !w.home().join(".claude").exists(),
         "an untrusted project wrote into ~/.claude"
@@ -206,14 +210,10 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
         &event("Stop", &s, json!({"stop_hook_active": false})),
         &env,
     );
-    assert_eq!(
-        std::fs::read_to_string(&mark).unwrap(),
-        "ran\n",
-        "trusted: it runs"
-    );
+    assert!(ran("first"), "trusted: it runs");
 
     // Any change needs trusting again.
-    std::fs::write(&config, text.replace("echo ran", "echo changed")).unwrap();
+    std::fs::write(&config, text.replace("\"first\"", "\"changed\"")).unwrap();
     hook_in(
         &w,
         &event("SessionStart", &s, json!({"source": "compact"})),
@@ -226,11 +226,7 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
         &event("Stop", &s, json!({"stop_hook_active": false})),
         &env,
     );
-    assert_eq!(
-        std::fs::read_to_string(&mark).unwrap(),
-        "ran\n",
-        "changed: not trusted"
-    );
+    assert!(!ran("changed"), "changed: not trusted");
     let o = w.run(&["trust", "--list"]);
     assert!(stdout(&o).contains("CHANGED"), "{}", stdout(&o));
     let o = w.cmd(&["config"]).current_dir(&s.cwd).output().unwrap();
@@ -243,6 +239,7 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
     assert!(stdout(&o).contains("no longer trusted"), "{}", stdout(&o));
 }
 
+#[cfg(unix)]
 fn directive_files_never_bring_anything_from_outside_the_project() {
     let w = World::new();
     let mut s = session(&w);
@@ -293,16 +290,19 @@ fn directive_files_never_bring_anything_from_outside_the_project() {
     assert_eq!(logged.lines().count(), 5, "{logged}");
 }
 
+#[cfg(unix)]
 fn a_hostile_note_message_never_brings_another_file_into_the_context() {
     hostile_note_messages_bring_nothing(false);
 }
 
+#[cfg(unix)]
 /// A note-looking file in the session's own folder that another user owns
 /// (making one needs root).
 fn a_note_message_naming_another_user_s_file_brings_nothing() {
     hostile_note_messages_bring_nothing(true);
 }
 
+#[cfg(unix)]
 /// Note messages naming files a note must never be read from; with
 /// `theirs`, only a note-looking file another user owns.
 fn hostile_note_messages_bring_nothing(theirs: bool) {
@@ -408,7 +408,7 @@ fn links_planted_in_every_folder_and_file_under_the_root_are_never_followed() {
         };
         let at = w.root().join(&planted);
         std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(&target, &at).unwrap();
+        symlink(&target, &at);
         whole_session(&w, &mut s, &[]);
         let o = w.run(&["watch", "--idle-timeout", "0.1"]);
         assert_ne!(code(&o), 101, "{planted}: {}", stderr(&o));
@@ -422,6 +422,7 @@ fn links_planted_in_every_folder_and_file_under_the_root_are_never_followed() {
     }
 }
 
+#[cfg(unix)]
 fn fifos_and_devices_at_every_path_never_hang_a_hook() {
     let cases: &[&str] = &[
         "transcript fifo",
@@ -594,6 +595,14 @@ fn toml_str(text: &str) -> String {
 
 const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}evil\u{9b}31m\u{7f}";
 
+/// `text` as a file name can hold it: whole on Unix; on Windows, which
+/// allows no character below 32 in a name, the rest of it.
+fn in_a_name(text: &str) -> String {
+    text.chars()
+        .filter(|&c| !cfg!(windows) || c as u32 >= 32)
+        .collect()
+}
+
 fn no_raw_control_character_is_ever_printed() {
     let w = World::new();
     let bus = w.bus();
@@ -604,7 +613,7 @@ fn no_raw_control_character_is_ever_printed() {
     let raw = json!({"version":"1.0.0","namespace":"ns","type":HOSTILE,"session_id":HOSTILE,
         "timestamp":HOSTILE,"payload":{}});
     std::fs::write(dir.join("raw.json"), raw.to_string()).unwrap();
-    std::fs::write(dir.join(format!("bad{HOSTILE}.json")), b"{").unwrap();
+    std::fs::write(dir.join(format!("bad{}.json", in_a_name(HOSTILE))), b"{").unwrap();
     let pressure = interband::payloads::Pressure {
         source: Some(HOSTILE.into()),
         ..Default::default()
@@ -622,7 +631,7 @@ fn no_raw_control_character_is_ever_printed() {
         ),
     )
     .unwrap();
-    let transcript = w.dir.path().join(format!("t{HOSTILE}.jsonl"));
+    let transcript = w.dir.path().join(format!("t{}.jsonl", in_a_name(HOSTILE)));
     let mut t = Writer::new(&transcript, HOSTILE, w.dir.path());
     t.prompt(HOSTILE).unwrap();
     t.tool(
@@ -712,6 +721,7 @@ fn no_raw_control_character_is_ever_printed() {
     assert_terminal_safe("coloured statusline", &without_sgr);
 }
 
+#[cfg(unix)]
 fn a_root_or_folder_that_is_not_the_users_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new();
@@ -755,6 +765,7 @@ fn a_root_or_folder_that_is_not_the_users_is_refused() {
     assert!(!w.root().join(".state/interpulse").exists());
 }
 
+#[cfg(unix)]
 /// Another user's root is refused (making one needs root).
 fn another_user_s_root_is_refused() {
     let theirs = World::new();
@@ -765,6 +776,7 @@ fn another_user_s_root_is_refused() {
     assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
 }
 
+#[cfg(unix)]
 fn a_file_size_limit_does_not_kill_a_hook() {
     let w = World::new();
     let mut s = session(&w);
@@ -922,7 +934,7 @@ fn a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing() {
         std::fs::create_dir_all(s.cwd.join(".git")).unwrap();
         let head = s.cwd.join(".git/HEAD");
         match planted {
-            "link" => std::os::unix::fs::symlink(&secret, &head).unwrap(),
+            "link" => symlink(&secret, &head),
             _ => std::fs::write(&head, format!("[default]\nkey = {SECRET}\n")).unwrap(),
         }
         // A transcript without a branch, so the note looks at .git/HEAD.
@@ -953,13 +965,14 @@ fn a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing() {
     let o = w.run(&["trust", trusted.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     std::fs::create_dir_all(s.cwd.join(".interband")).unwrap();
-    std::os::unix::fs::symlink(&trusted, s.cwd.join(".interband/config.toml")).unwrap();
+    symlink(&trusted, s.cwd.join(".interband/config.toml"));
     s.at(20_000);
     hook(&w, &event("PostToolUse", &s, json!({})));
     hook(&w, &event("Stop", &s, json!({"stop_hook_active": false})));
     assert!(!mark.exists(), "a link to a trusted file is not that file");
 }
 
+#[cfg(unix)]
 fn the_command_line_never_waits_on_a_fifo() {
     let w = World::new();
     let fifo = w.dir.path().join("fifo.jsonl");
@@ -1149,6 +1162,7 @@ fn tmux_never_types_into_a_node_repl_and_a_planted_pane_is_refused() {
     assert!(!interband_consumers::compact::is_pane("%0; kill-server"));
 }
 
+#[cfg(unix)]
 fn a_users_settings_file_that_others_may_write_runs_nothing() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new();
@@ -1187,7 +1201,7 @@ fn install_never_writes_through_a_link_in_the_project() {
     let global = w.home().join(".claude");
     std::fs::create_dir_all(&global).unwrap();
     std::fs::write(global.join("settings.json"), "{}").unwrap();
-    std::os::unix::fs::symlink(&global, project.join(".claude")).unwrap();
+    symlink(&global, project.join(".claude"));
     let before = snapshot(&global);
     let o = w
         .cmd(&["install", "--project"])
@@ -1222,6 +1236,7 @@ fn a_settings_value_cannot_lift_the_statusline_wait() {
     assert_eq!(code(&o), 0);
 }
 
+#[cfg(unix)] // a newline in a file name
 fn printed_names_cannot_forge_lines() {
     let w = World::new();
     let dir = w.root().join("ns/ch");
@@ -1264,6 +1279,7 @@ fn a_cloned_repositorys_settings_cannot_forge_install_lines() {
     }
 }
 
+#[cfg(unix)]
 fn a_wrapped_statusline_keeps_its_colours_and_nothing_else() {
     let w = World::new();
     // What a hostile or careless statusline command prints: colours, then a
@@ -1286,6 +1302,7 @@ fn a_wrapped_statusline_keeps_its_colours_and_nothing_else() {
     assert!(line.contains("link") && line.contains("end"), "{line:?}");
 }
 
+#[cfg(unix)]
 /// A test that needs root (to make a file or folder another user owns).
 fn as_root(f: fn()) -> Result<fn(), String> {
     if interband::fsio::my_uid() == 0 {
@@ -1293,6 +1310,25 @@ fn as_root(f: fn()) -> Result<fn(), String> {
     } else {
         Err("making a file another user owns needs root".to_owned())
     }
+}
+
+/// A test of something Unix alone has, `what`: run on Unix (through `wrap`
+/// when given), reported ignored elsewhere with the reason.
+macro_rules! unix {
+    ($f:ident, $what:literal) => {{
+        #[cfg(unix)]
+        let test = Ok($f as fn());
+        #[cfg(not(unix))]
+        let test = trials::unix_only($what);
+        test
+    }};
+    ($wrap:ident, $f:ident, $what:literal) => {{
+        #[cfg(unix)]
+        let test = $wrap($f);
+        #[cfg(not(unix))]
+        let test = trials::unix_only($what);
+        test
+    }};
 }
 
 fn main() -> std::process::ExitCode {
@@ -1306,19 +1342,30 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "directive_files_never_bring_anything_from_outside_the_project",
-            Ok(directive_files_never_bring_anything_from_outside_the_project as fn()),
+            unix!(
+                directive_files_never_bring_anything_from_outside_the_project,
+                "a FIFO and /dev/zero"
+            ),
         ),
         (
             "a_hostile_note_message_never_brings_another_file_into_the_context",
-            Ok(a_hostile_note_message_never_brings_another_file_into_the_context as fn()),
+            unix!(
+                a_hostile_note_message_never_brings_another_file_into_the_context,
+                "a FIFO and /dev/zero"
+            ),
         ),
         (
             "links_planted_in_every_folder_and_file_under_the_root_are_never_followed",
-            Ok(links_planted_in_every_folder_and_file_under_the_root_are_never_followed as fn()),
+            trials::with_links(
+                links_planted_in_every_folder_and_file_under_the_root_are_never_followed,
+            ),
         ),
         (
             "fifos_and_devices_at_every_path_never_hang_a_hook",
-            Ok(fifos_and_devices_at_every_path_never_hang_a_hook as fn()),
+            unix!(
+                fifos_and_devices_at_every_path_never_hang_a_hook,
+                "FIFOs and devices"
+            ),
         ),
         (
             "a_stdin_that_never_closes_never_holds_a_hook",
@@ -1330,11 +1377,11 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "a_root_or_folder_that_is_not_the_users_is_refused",
-            Ok(a_root_or_folder_that_is_not_the_users_is_refused as fn()),
+            unix!(a_root_or_folder_that_is_not_the_users_is_refused, "modes"),
         ),
         (
             "a_file_size_limit_does_not_kill_a_hook",
-            Ok(a_file_size_limit_does_not_kill_a_hook as fn()),
+            unix!(a_file_size_limit_does_not_kill_a_hook, "RLIMIT_FSIZE"),
         ),
         (
             "crashed_writers_temp_files_are_swept_from_every_folder",
@@ -1350,11 +1397,11 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing",
-            Ok(a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing as fn()),
+            trials::with_links(a_planted_git_head_or_a_linked_settings_file_leaks_and_runs_nothing),
         ),
         (
             "the_command_line_never_waits_on_a_fifo",
-            Ok(the_command_line_never_waits_on_a_fifo as fn()),
+            unix!(the_command_line_never_waits_on_a_fifo, "a FIFO"),
         ),
         (
             "an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes",
@@ -1377,11 +1424,14 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "a_users_settings_file_that_others_may_write_runs_nothing",
-            Ok(a_users_settings_file_that_others_may_write_runs_nothing as fn()),
+            unix!(
+                a_users_settings_file_that_others_may_write_runs_nothing,
+                "modes"
+            ),
         ),
         (
             "install_never_writes_through_a_link_in_the_project",
-            Ok(install_never_writes_through_a_link_in_the_project as fn()),
+            trials::with_links(install_never_writes_through_a_link_in_the_project),
         ),
         (
             "a_settings_value_cannot_lift_the_statusline_wait",
@@ -1389,7 +1439,10 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "printed_names_cannot_forge_lines",
-            Ok(printed_names_cannot_forge_lines as fn()),
+            unix!(
+                printed_names_cannot_forge_lines,
+                "a newline or tab in a file name"
+            ),
         ),
         (
             "a_cloned_repositorys_settings_cannot_forge_install_lines",
@@ -1397,15 +1450,26 @@ fn main() -> std::process::ExitCode {
         ),
         (
             "a_wrapped_statusline_keeps_its_colours_and_nothing_else",
-            Ok(a_wrapped_statusline_keeps_its_colours_and_nothing_else as fn()),
+            unix!(
+                a_wrapped_statusline_keeps_its_colours_and_nothing_else,
+                "a shell printing escapes (sh -c printf)"
+            ),
         ),
         (
             "a_note_message_naming_another_user_s_file_brings_nothing",
-            as_root(a_note_message_naming_another_user_s_file_brings_nothing),
+            unix!(
+                as_root,
+                a_note_message_naming_another_user_s_file_brings_nothing,
+                "a file another uid owns"
+            ),
         ),
         (
             "another_user_s_root_is_refused",
-            as_root(another_user_s_root_is_refused),
+            unix!(
+                as_root,
+                another_user_s_root_is_refused,
+                "a folder another uid owns"
+            ),
         ),
     ])
 }

@@ -21,6 +21,8 @@ fn transcript(dir: &Path, used: u64) -> std::path::PathBuf {
 fn settings(w: &World) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.add_filter(&regex_escape(&w.dir.path().to_string_lossy()), "[TMP]");
+    // A Windows path's separator after it, as Unix writes it.
+    s.add_filter(r"\[TMP\]\\", "[TMP]/");
     // The temp folder's own name (a note's title names its project so).
     let name = w
         .dir
@@ -144,11 +146,18 @@ fn the_replay_report_of_the_real_session() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let mut s = settings(&w);
     s.add_filter(&regex_escape(&repo().to_string_lossy()), "[REPO]");
+    s.add_filter(r"\[REPO\]\\", "[REPO]/");
+    // The note's size counts the paths it names, which differ by system.
+    s.add_filter(r"new context \(\d+ bytes\)", "new context ([N] bytes)");
     s.add_filter(r"\b\d+(\.\d+)? ?s\b", "[DURATION]");
     s.bind(|| insta::assert_snapshot!("replay", stdout(&o)));
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "install writes each host's Windows shell form next (#33); this is the Unix form"
+)]
 fn install_s_dry_run_diff() {
     let w = World::new();
     let path = w.dir.path().join("settings.json");

@@ -56,11 +56,19 @@ struct Traps {
 }
 
 fn traps(base: &Path) -> Traps {
+    // A FIFO where Unix has them (a read would wait forever); on Windows,
+    // which has none in its file system, an empty file.
+    let fifo_or_file = |p: &Path| {
+        #[cfg(unix)]
+        mkfifo(p);
+        #[cfg(windows)]
+        std::fs::write(p, "").unwrap();
+    };
     let fifo = base.join("fifo");
-    mkfifo(&fifo);
+    fifo_or_file(&fifo);
     let git_fifo_project = base.join("gitfifo");
     std::fs::create_dir_all(git_fifo_project.join(".git")).unwrap();
-    mkfifo(&git_fifo_project.join(".git/HEAD"));
+    fifo_or_file(&git_fifo_project.join(".git/HEAD"));
     let secret = base.join("secret.txt");
     std::fs::write(&secret, "STRESS-SECRET-7f3a").unwrap();
     let transcript = base.join("transcript.jsonl");

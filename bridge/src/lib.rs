@@ -214,11 +214,16 @@ fn secret_file(path: &std::path::Path) -> Result<String, String> {
 
 /// This machine's host name.
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
+    gethostname::gethostname()
+        .into_string()
         .ok()
+        .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| {
+            ["HOSTNAME", "COMPUTERNAME"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok())
+        })
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
@@ -911,6 +916,32 @@ fn now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_name_is_the_machines_own() {
+        let name = host_name();
+        // What the system says, read another way: Linux's kernel file,
+        // Windows' COMPUTERNAME (its NetBIOS form: upper case, at most 15).
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            name,
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .unwrap()
+                .trim()
+        );
+        #[cfg(windows)]
+        {
+            let netbios = std::env::var("COMPUTERNAME").unwrap();
+            assert!(
+                name.to_uppercase().starts_with(&netbios.to_uppercase()),
+                "{name} / {netbios}"
+            );
+        }
+        assert!(
+            !name.is_empty() && !name.contains(char::is_whitespace),
+            "{name:?}"
+        );
+    }
 
     #[test]
     fn other_machines_values_age_out_by_their_channels_retention() {

@@ -116,8 +116,18 @@ pub enum Error {
         /// How long we waited.
         waited: Duration,
     },
-    /// No root folder: `INTERBAND_ROOT` is unset and the home folder is unknown.
-    #[error("cannot find the interband root: INTERBAND_ROOT is unset and HOME is not set")]
+    /// No root folder: `INTERBAND_ROOT` is unset and the home folder is
+    /// unknown (`HOME`; on Windows `USERPROFILE`, else `HOME`).
+    #[cfg_attr(
+        not(windows),
+        error("cannot find the interband root: INTERBAND_ROOT is unset and HOME is not set")
+    )]
+    #[cfg_attr(
+        windows,
+        error(
+            "cannot find the interband root: INTERBAND_ROOT is unset and neither USERPROFILE nor HOME is set"
+        )
+    )]
     NoRoot,
     /// A consumer's handler failed on the message at `path`.
     #[error("consumer {consumer}: {}: {reason}", path.display())]

@@ -9,7 +9,46 @@ use crate::{Error, Result};
 /// Prefix of the temporary files writers create before renaming them into place.
 pub const TEMP_PREFIX: &str = ".interband-tmp.";
 
-/// The root folder: `$INTERBAND_ROOT` when set and not blank, else `$HOME/.interband`.
+/// The user's home folder, where every host keeps its `~` files: `$HOME`
+/// on Unix; on Windows `%USERPROFILE%` (where Node's `os.homedir()` and
+/// Rust's `dirs` look, so the hosts' own `~`), else `$HOME` (which Git
+/// Bash sets to the same folder). A blank value is no value.
+///
+/// ```
+/// use std::path::PathBuf;
+/// let env = |k: &str| (k == "HOME").then(|| "/home/me".to_owned());
+/// assert_eq!(interband::paths::home(&env), Some(PathBuf::from("/home/me")));
+/// let blank = |k: &str| (k == "HOME").then(|| " ".to_owned());
+/// assert_eq!(interband::paths::home(&blank), None);
+/// ```
+pub fn home(env: &dyn crate::settings::Env) -> Option<PathBuf> {
+    let set = |k: &str| {
+        env.var(k)
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from)
+    };
+    if cfg!(windows) {
+        set("USERPROFILE").or_else(|| set("HOME"))
+    } else {
+        set("HOME")
+    }
+}
+
+/// `base` joined with `rel`'s `/`-separated parts one by one, so that a
+/// path shown on Windows has one kind of separator (`C:\\Users\\me\\.claude\\settings.json`,
+/// never `...\\.claude/settings.json`); on Unix the same as `base.join(rel)`.
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(interband::paths::under(Path::new("/p"), ".claude/settings.json"), Path::new("/p/.claude/settings.json"));
+/// ```
+pub fn under(base: &Path, rel: &str) -> PathBuf {
+    rel.split('/')
+        .filter(|part| !part.is_empty())
+        .fold(base.to_path_buf(), |path, part| path.join(part))
+}
+
+/// The root folder: `$INTERBAND_ROOT` when set and not blank, else `~/.interband` ([`home`]).
 ///
 /// ```
 /// let root = interband::paths::resolve_root(Some("/srv/bus".into()), Some("/home/me".into())).unwrap();
@@ -33,7 +72,10 @@ pub fn resolve_root(
 
 /// The root folder from the environment (see [`resolve_root`]).
 pub fn root_from_env() -> Result<PathBuf> {
-    resolve_root(std::env::var_os("INTERBAND_ROOT"), std::env::var_os("HOME"))
+    resolve_root(
+        std::env::var_os("INTERBAND_ROOT"),
+        home(&crate::settings::ProcessEnv).map(PathBuf::into_os_string),
+    )
 }
 
 /// Makes a key safe as a file name, exactly as protocol v1: `/` and white space

@@ -279,7 +279,10 @@ impl Files {
             list.push((user, Scope::User));
         }
         if let Some(p) = project {
-            list.push((p.join(".interband/config.toml"), Scope::Project));
+            list.push((
+                crate::paths::under(p, ".interband/config.toml"),
+                Scope::Project,
+            ));
         }
         Files::read_paths(&list, env)
     }
@@ -398,7 +401,7 @@ fn read_user_file(path: &Path) -> crate::Result<(Vec<u8>, Option<String>)> {
             "writable by group or others (mode {:o})",
             meta.mode
         ));
-    } else if let Some(dir) = std::fs::canonicalize(path)
+    } else if let Some(dir) = dunce::canonicalize(path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_owned))
         .and_then(|d| crate::fsio::metadata(&d, crate::fsio::Links::Follow).ok())
@@ -478,9 +481,9 @@ pub fn user_file(env: &dyn Env) -> Option<PathBuf> {
     if let Some(p) = set("INTERBAND_CONFIG") {
         Some(PathBuf::from(p))
     } else if let Some(x) = set("XDG_CONFIG_HOME") {
-        Some(Path::new(&x).join("interband/config.toml"))
+        Some(crate::paths::under(Path::new(&x), "interband/config.toml"))
     } else {
-        set("HOME").map(|h| Path::new(&h).join(".config/interband/config.toml"))
+        crate::paths::home(env).map(|h| crate::paths::under(&h, ".config/interband/config.toml"))
     }
 }
 
@@ -488,7 +491,7 @@ pub fn user_file(env: &dyn Env) -> Option<PathBuf> {
 pub fn default_files(project: Option<&Path>, env: &dyn Env) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = user_file(env).into_iter().collect();
     if let Some(p) = project {
-        files.push(p.join(".interband/config.toml"));
+        files.push(crate::paths::under(p, ".interband/config.toml"));
     }
     files
 }

@@ -52,9 +52,9 @@ pub fn store_path(env: &dyn Env) -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     if let Some(x) = set("XDG_CONFIG_HOME") {
-        return Some(Path::new(&x).join("interband/trusted.json"));
+        return Some(crate::paths::under(Path::new(&x), "interband/trusted.json"));
     }
-    set("HOME").map(|h| Path::new(&h).join(".config/interband/trusted.json"))
+    crate::paths::home(env).map(|h| crate::paths::under(&h, ".config/interband/trusted.json"))
 }
 
 /// The trusted files: canonical path → digest of the content trusted.
@@ -77,7 +77,7 @@ pub fn canonical(path: &Path) -> PathBuf {
             } else {
                 dir
             };
-            std::fs::canonicalize(dir)
+            dunce::canonicalize(dir)
                 .map(|d| d.join(name))
                 .unwrap_or_else(|_| path.to_owned())
         }
@@ -233,7 +233,7 @@ impl Store {
 /// `<folder>/.interband/config.toml` for a folder.
 pub fn project_file(path: &Path) -> PathBuf {
     match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => path.join(".interband/config.toml"),
+        Ok(m) if m.is_dir() => crate::paths::under(path, ".interband/config.toml"),
         _ => path.to_owned(),
     }
 }

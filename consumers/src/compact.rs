@@ -685,19 +685,18 @@ pub fn query(argv: &[String], wait: Duration) -> Result<String, Error> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| fail("no command".into()))?;
-    let mut child = crate::group::own_group(&mut std::process::Command::new(program))
-        .args(args)
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| fail(e.to_string()))?;
+        .stderr(std::process::Stdio::null());
+    let (mut child, group) = crate::group::spawn(&mut cmd).map_err(|e| fail(e.to_string()))?;
     let deadline = std::time::Instant::now() + wait;
     let status = loop {
         match child.try_wait().map_err(|e| fail(e.to_string()))? {
             Some(s) => break s,
             None if std::time::Instant::now() >= deadline => {
-                let _ = child.kill();
+                group.kill(&mut child);
                 let _ = child.wait();
                 return Err(fail(format!("still running after {wait:?}; killed")));
             }
@@ -709,9 +708,18 @@ pub fn query(argv: &[String], wait: Duration) -> Result<String, Error> {
         let _ = pipe.take(4096).read_to_end(&mut out);
     }
     if !status.success() {
-        return Err(fail(format!("exited with {status}")));
+        return Err(fail(ended(status)));
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// How a command that failed ended, in the same words on every system:
+/// "exited with code 3" (else the system's own words, a Unix signal).
+fn ended(status: std::process::ExitStatus) -> String {
+    match status.code() {
+        Some(code) => format!("exited with code {code}"),
+        None => format!("ended by {status}"),
+    }
 }
 
 /// What [`run`] does with a command still running when its wait is over.
@@ -740,24 +748,23 @@ pub fn run(
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| fail("no command configured".into()))?;
-    let mut child = crate::group::own_group(&mut std::process::Command::new(program))
-        .args(args)
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| fail(e.to_string()))?;
+        .stderr(std::process::Stdio::null());
+    let (mut child, group) = crate::group::spawn(&mut cmd).map_err(|e| fail(e.to_string()))?;
     let deadline = std::time::Instant::now() + wait;
     loop {
         match child.try_wait().map_err(|e| fail(e.to_string()))? {
             Some(s) if s.success() => return Ok(()),
-            Some(s) => return Err(fail(format!("exited with {s}"))),
+            Some(s) => return Err(fail(ended(s))),
             None if std::time::Instant::now() >= deadline => {
                 if overrun == Overrun::LeaveRunning {
                     return Ok(());
                 }
-                let _ = child.kill();
+                group.kill(&mut child);
                 let _ = child.wait();
                 return Err(fail(format!("still running after {wait:?}; killed")));
             }
@@ -836,15 +843,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (bus, info) = red_session(dir.path());
         let runs = dir.path().join("runs");
-        let script = format!("echo x >> '{}'; exit 3", runs.display());
         let settings = Settings {
             strategy: Strategy::Command,
-            command: vec!["/bin/sh".into(), "-c".into(), script],
+            command: crate::stand_in::command(serde_json::json!([
+                ["append", runs.display().to_string()],
+                ["exit", 3]
+            ])),
             ..Default::default()
         };
         let notes = intermem::Settings::default();
         let err = act(&bus, &info, At::Watch, &settings, &notes, None, &|_| {}).unwrap_err();
-        assert!(err.to_string().contains("exit status: 3"), "{err}");
+        assert!(err.to_string().ends_with(": exited with code 3"), "{err}");
         assert!(
             bus.read_typed::<CompactionRequested>("s").is_err(),
             "nothing announced"

@@ -234,7 +234,9 @@ fn branch(d: &Digest, cwd: Option<&Path>) -> Option<String> {
         .clone()
         .filter(|b| !b.is_empty() && b != "HEAD")
         .or_else(|| {
-            let head = interband::fsio::read_capped(&cwd?.join(".git/HEAD"), 512).ok()?;
+            let head =
+                interband::fsio::read_capped(&interband::paths::under(cwd?, ".git/HEAD"), 512)
+                    .ok()?;
             git_head(std::str::from_utf8(&head).ok()?)
         })
 }
@@ -659,8 +661,7 @@ pub fn claude_memory(
     note: &str,
 ) -> Result<PathBuf, Error> {
     let dir = Dir::outside(
-        &home
-            .join(".claude/projects")
+        &interband::paths::under(home, ".claude/projects")
             .join(slug(project))
             .join("memory"),
         true,
@@ -733,7 +734,7 @@ pub fn read_note(bus: &Bus, session: &str, path: &str) -> Result<String, interba
         // link to it): compare the real folders. The file is still read
         // only through the verified handles below.
         Err(_) => {
-            let real = |p: &Path| std::fs::canonicalize(p).ok();
+            let real = |p: &Path| dunce::canonicalize(p).ok();
             let p = Path::new(path);
             let (Some(dir), Some(name), Some(notes)) =
                 (p.parent().and_then(real), p.file_name(), real(&notes))

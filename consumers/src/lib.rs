@@ -12,6 +12,8 @@ mod group;
 pub mod hooks;
 pub mod interline;
 pub mod intermem;
+#[cfg(test)]
+mod stand_in;
 
 /// What can stop a consumer. Hooks log it and fail open.
 #[derive(Debug, thiserror::Error)]

@@ -309,7 +309,7 @@ impl Profile {
         let (folder, _) = self.settings_file.split_once('/')?;
         self.home_var
             .and_then(|v| env_path(env, v))
-            .or_else(|| env_path(env, "HOME").map(|h| h.join(folder)))
+            .or_else(|| interband::paths::home(env).map(|h| h.join(folder)))
     }
 
     /// The user's settings file for the host, where [`Profile::host_home`] is.
@@ -676,9 +676,11 @@ pub const COPILOT: Profile = Profile {
     ],
     home_var: Some("COPILOT_HOME"),
     // PascalCase keys, whose inputs are snake_case like Claude Code's; each
-    // hook `{type, bash, timeoutSec}`, in seconds.
+    // hook `{type, bash, timeoutSec}`, in seconds. On Windows Copilot runs a
+    // hook's `powershell` (pwsh 7, else Windows PowerShell) and never its
+    // `bash` (1.0.102's runtime, docs/hosts.md "Platforms").
     hook_shape: shape::HookShape::Flat {
-        command: "bash",
+        command: if cfg!(windows) { "powershell" } else { "bash" },
         timeout: "timeoutSec",
     },
     hook_events: &[

@@ -150,7 +150,7 @@ pub fn none(_project: &Path, _env: &dyn interband::settings::Env) -> Vec<Setting
 /// that is the home folder has the user's own settings file, not a
 /// project's.
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let real = |p: &Path| dunce::canonicalize(p).ok();
     a == b || real(a).is_some_and(|r| Some(r) == real(b))
 }
 
@@ -170,7 +170,9 @@ pub fn counted<'a>(settings: &'a [Setting], key: &str) -> Option<&'a Value> {
 /// rules differently: `longest` takes the longest rule covering the folder
 /// (an unknown level makes the file invalid); else a trusting rule covering
 /// it wins, a distrusting one counts for the folder itself only, and an
-/// unknown level is passed over. Paths are compared with links resolved.
+/// unknown level is passed over. Paths are compared with links resolved;
+/// Gemini's way also folds case on Windows and macOS, as Gemini CLI 0.61
+/// does there (its `normalizePath`).
 pub fn folder_rule(rules: &Path, folder: &Path, longest: bool) -> Option<bool> {
     if std::fs::symlink_metadata(rules).is_err() {
         return None;
@@ -178,7 +180,15 @@ pub fn folder_rule(rules: &Path, folder: &Path, longest: bool) -> Option<bool> {
     let Some((_, Value::Object(rules))) = read_json(rules, true) else {
         return Some(false);
     };
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let fold = longest && cfg!(any(windows, target_os = "macos"));
+    let real = |p: &Path| {
+        let real = dunce::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if fold {
+            PathBuf::from(real.to_string_lossy().to_lowercase())
+        } else {
+            real
+        }
+    };
     let folder = real(folder);
     let mut best: Option<(usize, bool)> = None;
     let (mut trusting, mut distrusting) = (false, false);
@@ -211,6 +221,18 @@ pub fn folder_rule(rules: &Path, folder: &Path, longest: bool) -> Option<bool> {
     }
 }
 
+/// For tests: a `trustedFolders.json` of `rules` (a folder, its level),
+/// each path written as JSON spells it (a Windows path's backslashes
+/// escaped).
+#[cfg(test)]
+pub(crate) fn rules_for_test<P: AsRef<Path>>(rules: &[(P, &str)]) -> String {
+    let map: serde_json::Map<String, Value> = rules
+        .iter()
+        .map(|(p, level)| (p.as_ref().display().to_string(), Value::from(*level)))
+        .collect();
+    Value::Object(map).to_string()
+}
+
 /// For tests: trusts `file` as it is now in the trust file at `store`.
 #[cfg(test)]
 pub(crate) fn trust_for_test(file: &Path, store: &Path) {
@@ -222,6 +244,26 @@ pub(crate) fn trust_for_test(file: &Path, store: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_in_another_case_counts_for_gemini_where_its_file_system_folds_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("Proj");
+        std::fs::create_dir(&project).unwrap();
+        let rules = dir.path().join("trustedFolders.json");
+        let upper = PathBuf::from(project.to_string_lossy().to_uppercase());
+        std::fs::write(&rules, rules_for_test(&[(&upper, "TRUST_FOLDER")])).unwrap();
+        let folds = cfg!(any(windows, target_os = "macos"));
+        assert_eq!(
+            folder_rule(&rules, &project, true),
+            folds.then_some(true),
+            "Gemini's way"
+        );
+        // The same spelling counts for both, whatever the canonical form.
+        std::fs::write(&rules, rules_for_test(&[(&project, "TRUST_FOLDER")])).unwrap();
+        assert_eq!(folder_rule(&rules, &project, true), Some(true));
+        assert_eq!(folder_rule(&rules, &project, false), Some(true));
+    }
 
     #[test]
     fn a_setting_counts_where_the_host_and_interband_both_trust_its_file() {

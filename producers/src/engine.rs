@@ -392,7 +392,9 @@ fn checkpoints(
     };
     let escalated =
         level == Level::Red && s.last_checkpoint_trigger.as_deref() == Some("orange_pressure");
-    let due = s.last_checkpoint == 0.0 || now - s.last_checkpoint >= cfg.checkpoint_throttle_secs;
+    // Never asked before: no trigger recorded (a time of 0 is a time too).
+    let never = s.last_checkpoint == 0.0 && s.last_checkpoint_trigger.is_none();
+    let due = never || now - s.last_checkpoint >= cfg.checkpoint_throttle_secs;
     if escalated || due {
         actions.push(Action::Checkpoint(trigger));
         if level == Level::Red {

@@ -145,7 +145,12 @@ pub fn observe(h: &Hook, input: &HookInput, cfg: &Config, host: Host, prior: &St
         .then(|| h.bus.read_typed::<ContextWindow>(&input.session_id).ok())
         .flatten()
         .map(|e| e.payload)
-        .filter(|b| b.transcript_path.is_none() || b.transcript_path == input.transcript_path);
+        // The same file, compared part by part (`/` or `\` on Windows).
+        .filter(|b| match (&b.transcript_path, &input.transcript_path) {
+            (None, _) => true,
+            (Some(seen), Some(ours)) => Path::new(seen) == Path::new(ours),
+            (Some(_), None) => false,
+        });
     let mut model = None;
     let mut tail_window = None;
     let mut version = None;

@@ -503,7 +503,7 @@ fn run_consumers(bus: &Bus, opts: WatchOptions, idle_timeout: Option<f64>) -> Re
     for p in settings.problems() {
         tell!("interband: {p}");
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = interband::paths::home(&env);
     let mut consumers = interband_consumers::hooks::watch_consumers(&settings, home);
     // Each consumer's work is claimed for this watch (hooks then leave it
     // here); one another watch holds already is left to that watch.

@@ -163,6 +163,7 @@ impl World {
             .args(args)
             .env("INTERBAND_ROOT", self.root())
             .env("HOME", self.dir.path().join("home"))
+            .env("USERPROFILE", self.dir.path().join("home"))
             .env("CLAUDE_PROJECT_DIR", &self.project)
             .env("NO_COLOR", "1")
             .envs(extra_env.iter().copied())

@@ -243,9 +243,7 @@ fn fail_open_on_panic() {
 }
 
 fn home() -> Option<std::path::PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(Into::into)
+    interband::paths::home(&interband::settings::ProcessEnv)
 }
 
 /// `interband hook`: one JSON object on stdin, dispatched on `hook_event_name`.

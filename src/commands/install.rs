@@ -145,13 +145,18 @@ impl Install {
                     .into(),
             );
         }
-        if transient(&ours.program) {
-            notes.push(
-                "this binary is in npx's cache, which npm may clear at any time: the hooks then do \
-                 nothing until the next install. `npm install -g interband` (or pipx, uv, cargo) and \
-                 `interband install` from it keep one that stays"
-                    .into(),
-            );
+        if in_npx_cache(&ours.program) {
+            let then = if transient(&ours.program) {
+                "the hooks then do nothing until the next install"
+            } else {
+                "the hooks then fail on every event until the next install (on Windows they \
+                 cannot be guarded against it)"
+            };
+            notes.push(format!(
+                "this binary is in npx's cache, which npm may clear at any time: {then}. \
+                 `npm install -g interband` (or pipx, uv, cargo) and `interband install` from it \
+                 keep one that stays"
+            ));
         }
         if ours.program.contains("/target/debug/") {
             notes.push(

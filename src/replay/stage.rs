@@ -114,6 +114,8 @@ impl Stage {
         };
         set(&mut vars, "INTERBAND_ROOT", &root);
         set(&mut vars, "HOME", &home);
+        // Windows' home (interband::paths::home).
+        set(&mut vars, "USERPROFILE", &home);
         // The user's settings and trusted files, where they are for the user.
         let (config, trust) = if opts.defaults {
             (dir.join("none.toml"), dir.join("none.json"))
@@ -126,7 +128,7 @@ impl Stage {
         set(&mut vars, "INTERBAND_CONFIG", &config);
         set(&mut vars, "INTERBAND_TRUST_FILE", &trust);
         // Hosts' own settings, where the user keeps them.
-        if let Some(real_home) = std::env::var_os("HOME").map(PathBuf::from) {
+        if let Some(real_home) = interband::paths::home(&interband::settings::ProcessEnv) {
             if !vars.contains_key("CODEX_HOME") {
                 set(&mut vars, "CODEX_HOME", &real_home.join(".codex"));
             }

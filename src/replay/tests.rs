@@ -1,5 +1,6 @@
 //! The re-enactment's own tests.
 #[test]
+#[cfg(unix)] // modes; Windows' private folders are the bus's own test (an access list)
 fn the_private_folder_and_copies_are_the_users_alone() {
     use std::os::unix::fs::PermissionsExt;
     let dir = super::private_dir().unwrap();

@@ -9,6 +9,10 @@ use std::process::{Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_interband");
 
+/// The key of a Copilot CLI hook's command here: the shell Copilot runs it
+/// in (`powershell` on Windows, `bash` elsewhere).
+pub const COPILOT_SHELL: &str = if cfg!(windows) { "powershell" } else { "bash" };
+
 /// A private world: `INTERBAND_ROOT` and `HOME` under one temp folder.
 pub struct World {
     pub dir: tempfile::TempDir,
@@ -34,6 +38,8 @@ impl World {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("INTERBAND_ROOT", self.root())
             .env("HOME", self.home())
+            // Windows' home (interband::paths::home).
+            .env("USERPROFILE", self.home())
             .stdin(Stdio::null());
         c
     }
@@ -98,7 +104,8 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Every file under `dir`, recursively, relative names.
+/// Every file under `dir`, recursively, relative names (`/` between
+/// their parts on every system).
 pub fn files_under(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -111,7 +118,13 @@ pub fn files_under(dir: &Path) -> Vec<String> {
             if e.file_type().unwrap().is_dir() {
                 stack.push(p);
             } else {
-                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+                let parts: Vec<String> = p
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .iter()
+                    .map(|part| part.to_string_lossy().into_owned())
+                    .collect();
+                out.push(parts.join("/"));
             }
         }
     }
@@ -213,7 +226,42 @@ fn wait_labelled(mut child: std::process::Child, limit: std::time::Duration, wha
     }
 }
 
+/// Makes a link at `link` to `target` (on Windows, a folder's link when
+/// `target` is a folder). Under Wine a link shows as what it names, so a
+/// test of links is ignored there ([`LINKS_UNDER_WINE`]).
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
+    let (target, link) = (target.as_ref(), link.as_ref());
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    let made = if target.is_dir() {
+        std::os::windows::fs::symlink_dir(target, link)
+    } else {
+        std::os::windows::fs::symlink_file(target, link)
+    };
+    made.unwrap_or_else(|e| panic!("{} -> {}: {e}", link.display(), target.display()));
+}
+
+/// Why a test of links cannot run under Wine (docs/hosts.md, Platforms).
+pub const LINKS_UNDER_WINE: &str = "Wine shows a link as what it names (docs/hosts.md, Platforms); runs on the release workflow's Windows";
+
+/// Whether this is the Windows build that only the Wine check runs.
+pub const UNDER_WINE: bool = cfg!(all(windows, target_env = "gnu"));
+
+/// Makes `path` runnable by its owner (Unix; Windows runs a file by its
+/// extension).
+pub fn set_executable(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    #[cfg(windows)]
+    let _ = path;
+}
+
 /// Makes a FIFO at `path`.
+#[cfg(unix)]
 pub fn mkfifo(path: &Path) {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();

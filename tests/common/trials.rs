@@ -33,3 +33,21 @@ pub fn runs(program: &str, arg: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// `test`, unless this is the Windows build Wine runs, which cannot run a
+/// test of links ([`super::LINKS_UNDER_WINE`]).
+#[allow(dead_code)]
+pub fn with_links(test: fn()) -> Result<fn(), String> {
+    if super::UNDER_WINE {
+        Err(super::LINKS_UNDER_WINE.to_owned())
+    } else {
+        Ok(test)
+    }
+}
+
+/// Why a test of something only Unix has (modes, signals, users, FIFOs)
+/// does not run on Windows.
+#[allow(dead_code)]
+pub fn unix_only(what: &str) -> Result<fn(), String> {
+    Err(format!("{what} is Unix's alone"))
+}

@@ -283,15 +283,26 @@ pub struct Ran {
 
 /// Runs `cmd` in its own process group; kills the whole group after `limit`.
 pub fn run_timed(mut cmd: std::process::Command, limit: Duration) -> std::io::Result<Ran> {
-    use std::os::unix::process::CommandExt;
     use std::process::Stdio;
     let start = std::time::Instant::now();
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .spawn()?;
+    // The child's whole group on Unix; on Windows the child (the real CLIs'
+    // Windows runs are the release workflow's).
+    let kill = |child: &mut std::process::Child| {
+        #[cfg(unix)]
+        // SAFETY: kill(2) on the group this child leads; no memory is involved.
+        unsafe {
+            libc::kill(-(child.id() as i32), libc::SIGKILL);
+        }
+        #[cfg(windows)]
+        let _ = child.kill();
+    };
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -306,16 +317,14 @@ pub fn run_timed(mut cmd: std::process::Command, limit: Duration) -> std::io::Re
             break Some(status);
         }
         if start.elapsed() > limit {
-            // SAFETY: kill(2) on the group this child leads; no memory is involved.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            kill(&mut child);
             let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     // A grandchild left holding the pipes (a daemon the CLI started) is killed with the group.
-    // SAFETY: as above.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    kill(&mut child);
     Ok(Ran {
         status,
         stdout: out.join().unwrap_or_default(),

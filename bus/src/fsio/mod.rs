@@ -221,6 +221,15 @@ impl Dir {
     }
 
     fn top(path: &Path, create: bool, private: bool) -> Result<Dir> {
+        /// The nearest existing folder above `path`, when it is not a folder
+        /// at all: why `path` cannot be.
+        fn file_in_the_way(path: &Path) -> Option<PathBuf> {
+            path.ancestors()
+                .skip(1)
+                .find(|a| std::fs::metadata(a).is_ok())
+                .filter(|a| !a.is_dir())
+                .map(Path::to_path_buf)
+        }
         let fd = match sys::open_top(path) {
             Ok(fd) => fd,
             Err(e) if create && sys::fail(&e) == Fail::Missing => {
@@ -229,7 +238,11 @@ impl Dir {
             }
             Err(e) => {
                 return Err(match sys::fail(&e) {
-                    Fail::Missing => Error::NotFound { path: path.into() },
+                    // Windows says "not found" where Unix says "not a folder".
+                    Fail::Missing => match file_in_the_way(path) {
+                        Some(file) => Error::NotAFolder { path: file },
+                        None => Error::NotFound { path: path.into() },
+                    },
                     Fail::WrongKind => Error::NotAFolder { path: path.into() },
                     _ => Error::io(path, e),
                 });
@@ -774,11 +787,11 @@ pub fn read_inside(base: &Path, rel: &str, limit: u64) -> Result<Vec<u8>> {
     if std::fs::symlink_metadata(&full).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Err(Error::NotFound { path: full });
     }
-    let resolved = std::fs::canonicalize(&full).map_err(|e| match e.kind() {
+    let resolved = dunce::canonicalize(&full).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound { path: full.clone() },
         _ => Error::io(&full, e),
     })?;
-    let base = std::fs::canonicalize(base).map_err(|e| Error::io(base, e))?;
+    let base = dunce::canonicalize(base).map_err(|e| Error::io(base, e))?;
     if !resolved.starts_with(&base) {
         return Err(Error::NotOurs {
             path: full,

@@ -606,6 +606,8 @@ fn compose_joins_the_wrapped_line() {
     assert_eq!(compose(None, "b", " │ "), "b");
 }
 
+use crate::stand_in::command as stand_in;
+
 fn argv(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
@@ -614,29 +616,23 @@ fn argv(a: &[&str]) -> Vec<String> {
 fn a_late_wrapped_command_is_killed_with_its_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let script = format!("sleep 30 & echo $! > '{}'; wait", pidfile.display());
+    let pidfile_text = pidfile.display().to_string();
+    let command = stand_in(json!([
+        ["background", [["sleep", 30_000]], pidfile_text],
+        ["sleep", 30_000]
+    ]));
+    // Time enough for the stand-in to start its child and say so (a
+    // process starts slowly under Wine); the command itself never ends.
     assert_eq!(
-        wrap(
-            &argv(&["sh", "-c", &script]),
-            b"",
-            Duration::from_millis(300)
-        )
-        .map_err(|e| e.contains("did not finish")),
+        wrap(&command, b"", Duration::from_secs(5)).map_err(|e| e.contains("did not finish")),
         Err(true)
     );
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("the stand-in started its child within the timeout")
         .trim()
         .parse()
         .unwrap();
-    // Running, not a zombie waiting for whoever inherited it.
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
-            st.rsplit(')')
-                .next()
-                .is_some_and(|r| !r.trim_start().starts_with('Z'))
-        })
-    };
+    let alive = || crate::stand_in::alive(pid);
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -647,21 +643,21 @@ fn a_late_wrapped_command_is_killed_with_its_pipeline() {
 #[test]
 fn wrap_returns_every_line() {
     let t = Duration::from_secs(5);
-    let out = wrap(&argv(&["sh", "-c", "cat >/dev/null; echo left"]), b"{}", t);
+    let out = wrap(&stand_in(json!([["drain"], ["print", "left\n"]])), b"{}", t);
     assert_eq!(out.as_deref(), Ok("left"));
-    let out = wrap(&argv(&["sh", "-c", "printf 'one\\r\\ntwo\\n'"]), b"", t);
+    let out = wrap(&stand_in(json!([["print", "one\r\ntwo\n"]])), b"", t);
     assert_eq!(out.as_deref(), Ok("one\ntwo"));
-    let out = wrap(&argv(&["sh", "-c", "printf 'no newline'"]), b"", t);
+    let out = wrap(&stand_in(json!([["print", "no newline"]])), b"", t);
     assert_eq!(out.as_deref(), Ok("no newline"));
     assert_eq!(
-        wrap(&argv(&["sh", "-c", "exit 0"]), b"", t).as_deref(),
+        wrap(&stand_in(json!([["exit", 0]])), b"", t).as_deref(),
         Ok("")
     );
     assert!(wrap(&[], b"", t).is_err());
     // Why there is no line, said: missing, or failing with nothing printed.
     let missing = wrap(&argv(&["/no/such/statusline"]), b"", t).unwrap_err();
     assert!(missing.contains("could not run"), "{missing}");
-    let failing = wrap(&argv(&["sh", "-c", "exit 3"]), b"", t).unwrap_err();
+    let failing = wrap(&stand_in(json!([["exit", 3]])), b"", t).unwrap_err();
     assert!(
         failing.contains("failed") && failing.contains('3'),
         "{failing}"
@@ -672,10 +668,10 @@ fn wrap_returns_every_line() {
 fn wrap_passes_stdin_through_small_and_large() {
     let t = Duration::from_secs(5);
     let small = std::fs::read(format!("{FIXTURES}/statusLine.input.json")).unwrap();
-    let out = wrap(&argv(&["wc", "-c"]), &small, t).unwrap();
+    let out = wrap(&stand_in(json!([["count"]])), &small, t).unwrap();
     assert_eq!(out.trim().parse::<usize>().unwrap(), small.len());
     let large = vec![b'x'; 300_000];
-    let out = wrap(&argv(&["wc", "-c"]), &large, t).unwrap();
+    let out = wrap(&stand_in(json!([["count"]])), &large, t).unwrap();
     assert_eq!(out.trim(), "300000");
 }
 
@@ -683,7 +679,7 @@ fn wrap_passes_stdin_through_small_and_large() {
 fn wrap_kills_a_late_command() {
     let start = Instant::now();
     let out = wrap(
-        &argv(&["sh", "-c", "sleep 5; echo late"]),
+        &stand_in(json!([["sleep", 5000], ["print", "late\n"]])),
         b"{}",
         Duration::from_millis(200),
     );
@@ -696,7 +692,11 @@ fn wrap_kills_a_late_command() {
     // A command that never reads a stdin larger than a pipe holds: still bounded.
     let start = Instant::now();
     let big = vec![b'x'; 1 << 20];
-    let out = wrap(&argv(&["sleep", "5"]), &big, Duration::from_millis(200));
+    let out = wrap(
+        &stand_in(json!([["sleep", 5000]])),
+        &big,
+        Duration::from_millis(200),
+    );
     assert!(out.is_err());
     assert!(
         start.elapsed() < Duration::from_secs(2),
@@ -707,9 +707,14 @@ fn wrap_kills_a_late_command() {
 
 #[test]
 fn wrap_is_not_stalled_by_a_background_child_holding_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("pid").display().to_string();
     let start = Instant::now();
     let out = wrap(
-        &argv(&["sh", "-c", "sleep 3 & printf partial"]),
+        &stand_in(json!([
+            ["background", [["sleep", 3000]], held],
+            ["print", "partial"]
+        ])),
         b"",
         Duration::from_secs(1),
     );
@@ -723,19 +728,29 @@ fn wrap_is_not_stalled_by_a_background_child_holding_stdout() {
 
 #[test]
 fn wrap_works_with_pipes_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = dir.path().join("pid").display().to_string();
     let t = Duration::from_secs(5);
     let out = run_wrapped(
-        &argv(&["sh", "-c", "cat >/dev/null; echo left"]),
+        &stand_in(json!([["drain"], ["print", "left\n"]])),
         b"{}",
         t,
         false,
     );
     assert_eq!(out.as_deref(), Ok("left"));
-    let out = run_wrapped(&argv(&["wc", "-c"]), &[b'x'; 10_000], t, false);
+    let out = run_wrapped(&stand_in(json!([["count"]])), &[b'x'; 10_000], t, false);
     assert_eq!(out.as_deref().map(str::trim), Ok("10000"));
     // A background child holding the pipe does not keep us past the command.
     let start = Instant::now();
-    let out = run_wrapped(&argv(&["sh", "-c", "echo hi; (sleep 30 &)"]), b"", t, false);
+    let out = run_wrapped(
+        &stand_in(json!([
+            ["print", "hi\n"],
+            ["background", [["sleep", 30_000]], held]
+        ])),
+        b"",
+        t,
+        false,
+    );
     assert_eq!(out.as_deref(), Ok("hi"));
     assert!(
         start.elapsed() < Duration::from_secs(20),
@@ -744,7 +759,7 @@ fn wrap_works_with_pipes_alone() {
     );
     let start = Instant::now();
     let out = run_wrapped(
-        &argv(&["sh", "-c", "sleep 5; echo late"]),
+        &stand_in(json!([["sleep", 5000], ["print", "late\n"]])),
         b"{}",
         Duration::from_millis(200),
         false,

@@ -83,8 +83,6 @@ pub(crate) fn run_wrapped(
     };
     let name = interband::text::terminal(program);
     let mut cmd = Command::new(program);
-    // Its own process group, so a timeout takes its pipelines down with it.
-    crate::group::own_group(&mut cmd);
     cmd.args(args).stderr(Stdio::null());
 
     let mut stdin_pending = None;
@@ -113,9 +111,9 @@ pub(crate) fn run_wrapped(
         }
     };
 
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{name} could not run: {e}"))?;
+    // A group of its own, so a timeout takes its pipelines down with it.
+    let (mut child, group) =
+        crate::group::spawn(&mut cmd).map_err(|e| format!("{name} could not run: {e}"))?;
     drop(cmd); // closes our copies of the child's ends
     if let (Some(bytes), Some(mut pipe)) = (stdin_pending, child.stdin.take()) {
         // A command that does not read its stdin may close it: not an error.
@@ -135,7 +133,7 @@ pub(crate) fn run_wrapped(
         std::thread::sleep((deadline - now).min(POLL));
     };
     let Some(status) = status else {
-        crate::group::kill_group(&mut child);
+        group.kill(&mut child);
         let _ = child.wait();
         return Err(format!(
             "{name} did not finish within {} ms",
@@ -153,7 +151,7 @@ pub(crate) fn run_wrapped(
         (None, Some(pipe)) => {
             // A pipe is read to its end, which waits for every holder of it:
             // what the command left running in its group must not keep us.
-            crate::group::kill_group(&mut child);
+            group.kill(&mut child);
             pipe.take(MAX_OUTPUT)
                 .read_to_end(&mut out)
                 .map_err(unread)?;

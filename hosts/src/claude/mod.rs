@@ -427,8 +427,8 @@ pub fn launch_model(
         (None, None) => None,
     };
     let named = named.or_else(|| {
-        let home = var("HOME").map(std::path::PathBuf::from)?;
-        model_in(&home.join(".claude/settings.json")).map(Ok)
+        let home = interband::paths::home(env)?;
+        model_in(&interband::paths::under(&home, ".claude/settings.json")).map(Ok)
     });
     match (named, args) {
         (Some(Ok(m)), _) => Launch::Named(m),
@@ -532,7 +532,7 @@ pub fn from_plugin(env: &dyn interband::settings::Env) -> bool {
 /// statusline (Claude Code keeps only `agent` and `subagentStatusLine` of a
 /// plugin's settings, 2.0.76 to 2.1.332): only the user's own shows one.
 pub fn user_statusline(home: &std::path::Path) -> Option<String> {
-    let path = home.join(".claude/settings.json");
+    let path = interband::paths::under(home, ".claude/settings.json");
     let bytes = interband::fsio::read_regular(&path, 1 << 20).ok()?;
     let v: Value = serde_json::from_slice(&bytes).ok()?;
     v.pointer("/statusLine/command")?
@@ -839,8 +839,9 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
 
 /// Whether a transcript at `path` is Claude Code's (`~/.claude/projects/`).
 pub(crate) fn owns_transcript(path: &std::path::Path) -> bool {
+    // Either separator: a Windows session's path (`C:\Users\me\.claude\projects\...`).
     path.to_str()
-        .is_some_and(|p| p.contains("/.claude/projects/"))
+        .is_some_and(|p| p.replace('\\', "/").contains("/.claude/projects/"))
 }
 
 /// [`headless`], as the profile asks it.
@@ -880,6 +881,31 @@ pub(crate) fn install_notes(settings: &Value, _flags: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn its_transcripts_are_told_apart_written_with_either_separator() {
+        for path in [
+            "/home/me/.claude/projects/-w-p/3e48b9d6.jsonl",
+            r"C:\Users\me\.claude\projects\C--w-p\3e48b9d6.jsonl",
+            "C:/Users/me/.claude/projects/C--w-p/3e48b9d6.jsonl",
+        ] {
+            assert_eq!(
+                crate::Host::of_transcript(path),
+                Some(crate::Host::Claude),
+                "{path}"
+            );
+        }
+        for other in [
+            r"C:\Users\me\.claude\todos\x.jsonl",
+            r"C:\Users\me\.codex\sessions\2026\11\30\rollout-x.jsonl",
+        ] {
+            assert_ne!(
+                crate::Host::of_transcript(other),
+                Some(crate::Host::Claude),
+                "{other}"
+            );
+        }
+    }
 
     #[test]
     fn a_project_s_model_counts_once_the_user_trusts_its_file() {

@@ -516,8 +516,9 @@ mod tests {
         assert_eq!(Host::of_transcript(path), Some(Host::Copilot));
         let at = transcript_at(Path::new("/h/.copilot"), Path::new("/p"), "s1");
         assert_eq!(
-            at.to_str(),
-            Some("/h/.copilot/session-state/s1/events.jsonl")
+            at,
+            Path::new("/h/.copilot/session-state/s1/events.jsonl"),
+            "compared part by part"
         );
         for other in [
             "/h/.qwen/projects/-p/chats/s.jsonl",

@@ -276,7 +276,7 @@ pub(crate) fn project_settings(
     project: &Path,
     env: &dyn interband::settings::Env,
 ) -> Vec<crate::project::Setting> {
-    let home = crate::env_path(env, "HOME");
+    let home = interband::paths::home(env);
     let user = home.as_deref().and_then(settings);
     project_settings_with(user.as_ref(), home.as_deref(), project, env)
 }
@@ -287,8 +287,10 @@ fn project_settings_with(
     project: &Path,
     env: &dyn interband::settings::Env,
 ) -> Vec<crate::project::Setting> {
-    let file = project.join(".gemini/settings.json");
-    if home.is_some_and(|h| crate::project::same_file(&h.join(".gemini/settings.json"), &file)) {
+    let file = interband::paths::under(project, ".gemini/settings.json");
+    if home.is_some_and(|h| {
+        crate::project::same_file(&interband::paths::under(h, ".gemini/settings.json"), &file)
+    }) {
         return Vec::new();
     }
     crate::project::settings(
@@ -303,7 +305,8 @@ fn project_settings_with(
 /// `<dir>/.gemini/settings.json` (comments allowed, as Gemini strips
 /// them), read bounded and without blocking.
 fn settings(dir: &Path) -> Option<Value> {
-    crate::project::read_json(&dir.join(".gemini/settings.json"), true).map(|(_, v)| v)
+    crate::project::read_json(&interband::paths::under(dir, ".gemini/settings.json"), true)
+        .map(|(_, v)| v)
 }
 
 /// Whether Gemini CLI trusts `folder`, so reads its project settings.
@@ -341,7 +344,7 @@ fn trusts_with(
     env.var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
         .filter(|p| !p.is_empty())
         .map(std::path::PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".gemini/trustedFolders.json")))
+        .or_else(|| home.map(|h| interband::paths::under(h, ".gemini/trustedFolders.json")))
         .and_then(|rules| crate::project::folder_rule(&rules, folder, true))
         .unwrap_or(false)
 }
@@ -426,7 +429,7 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
         .or(k.transcript.map(|w| (w, From::Transcript)))
         .or((k.configured > 0).then_some((k.configured, From::Configured)))
         .unwrap_or((DEFAULT_LIMIT, From::Default));
-    let home = crate::env_path(env, "HOME");
+    let home = interband::paths::home(env);
     let threshold = compression_threshold(home.as_deref(), k.project, env);
     crate::Limits {
         window,
@@ -576,7 +579,7 @@ mod tests {
         assert_eq!(compression_threshold(Some(h), Some(p), &with(false)), 0.7);
         let rules =
             |json: String| std::fs::write(h.join(".gemini/trustedFolders.json"), json).unwrap();
-        rules(format!(r#"{{"{}":"TRUST_FOLDER"}}"#, p.display()));
+        rules(crate::project::rules_for_test(&[(p, "TRUST_FOLDER")]));
         assert_eq!(compression_threshold(Some(h), Some(p), &with(false)), 0.3);
         assert_eq!(compression_threshold(Some(h), Some(p), &no_env), 0.7);
         assert_eq!(compression_point(DEFAULT_LIMIT, 0.5), 524_288);
@@ -601,7 +604,7 @@ mod tests {
             &b,
             &env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         ));
-        rules(format!(r#"{{"{}":"TRUST_FOLDER"}}"#, a.display()));
+        rules(crate::project::rules_for_test(&[(&a, "TRUST_FOLDER")]));
         assert!(trusts(Some(h), &a, &none));
         assert!(
             trusts(Some(h), &b, &none),
@@ -615,24 +618,23 @@ mod tests {
         ));
         assert!(!trusts(Some(h), &b, &env("GEMINI_RESTRICTED_MODE", "true")));
         // The longest rule wins.
-        rules(format!(
-            r#"{{"{}":"TRUST_FOLDER","{}":"DO_NOT_TRUST"}}"#,
-            a.display(),
-            b.display()
-        ));
+        rules(crate::project::rules_for_test(&[
+            (&a, "TRUST_FOLDER"),
+            (&b, "DO_NOT_TRUST"),
+        ]));
         assert!(trusts(Some(h), &a, &none));
         assert!(!trusts(Some(h), &b, &none));
         // TRUST_PARENT trusts the rule's parent and everything under it.
-        rules(format!(r#"{{"{}":"TRUST_PARENT"}}"#, b.display()));
+        rules(crate::project::rules_for_test(&[(&b, "TRUST_PARENT")]));
         assert!(trusts(Some(h), &a, &none));
         // A malformed file trusts nothing (Gemini refuses to start on it).
-        rules(format!(r#"{{"{}":"TRUST_EVERYTHING"}}"#, a.display()));
+        rules(crate::project::rules_for_test(&[(&a, "TRUST_EVERYTHING")]));
         assert!(!trusts(Some(h), &a, &none));
         // The file may live elsewhere.
         let elsewhere = root.path().join("rules.json");
         std::fs::write(
             &elsewhere,
-            format!(r#"{{"{}":"TRUST_FOLDER"}}"#, a.display()),
+            crate::project::rules_for_test(&[(&a, "TRUST_FOLDER")]),
         )
         .unwrap();
         let moved = move |n: &str| {

@@ -255,7 +255,7 @@ fn project_settings_with(
     project: &Path,
     env: &dyn interband::settings::Env,
 ) -> Vec<crate::project::Setting> {
-    let file = project.join(".qwen/settings.json");
+    let file = interband::paths::under(project, ".qwen/settings.json");
     // The home folder's own `.qwen/settings.json` is the user's (Qwen reads
     // no project file there).
     if crate::QWEN
@@ -560,8 +560,9 @@ mod tests {
         }
         let at = transcript_at(Path::new("/h/.qwen"), Path::new("/w/my.proj"), "s1");
         assert_eq!(
-            at.to_str(),
-            Some("/h/.qwen/projects/-w-my-proj/chats/s1.jsonl")
+            at,
+            Path::new("/h/.qwen/projects/-w-my-proj/chats/s1.jsonl"),
+            "compared part by part"
         );
         assert!(owns_transcript(&at));
     }
@@ -662,7 +663,7 @@ mod tests {
         let rules = home.join(".qwen/trustedFolders.json");
         std::fs::write(
             &rules,
-            format!(r#"{{"{}":"DO_NOT_TRUST"}}"#, project.display()),
+            crate::project::rules_for_test(&[(&project, "DO_NOT_TRUST")]),
         )
         .unwrap();
         assert_eq!(
@@ -675,7 +676,7 @@ mod tests {
         );
         std::fs::write(
             &rules,
-            format!(r#"{{"{}":"TRUST_FOLDER"}}"#, project.display()),
+            crate::project::rules_for_test(&[(&project, "TRUST_FOLDER")]),
         )
         .unwrap();
         assert_eq!(

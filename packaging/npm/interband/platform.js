@@ -14,7 +14,12 @@ const PACKAGES = {
   'linux-arm64': ['@interband/linux-arm64', '@interband/linux-arm64-musl'],
   'darwin-arm64': ['@interband/darwin-arm64'],
   'darwin-x64': ['@interband/darwin-x64'],
+  'win32-x64': ['@interband/win32-x64'],
+  'win32-arm64': ['@interband/win32-arm64'],
 };
+
+// The binary's file name in its platform package.
+const BINARY = process.platform === 'win32' ? 'interband.exe' : 'interband';
 
 function candidates() {
   return PACKAGES[`${process.platform}-${process.arch}`] || [];
@@ -36,7 +41,7 @@ function find() {
   }
   for (const name of candidates()) {
     for (const tree of trees) {
-      const file = path.join(tree, ...name.split('/'), 'bin', 'interband');
+      const file = path.join(tree, ...name.split('/'), 'bin', BINARY);
       try {
         if (fs.statSync(file).isFile()) {
           return file;
@@ -54,10 +59,10 @@ function missing() {
   const list = candidates();
   const here = `${process.platform}-${process.arch}`;
   if (list.length === 0) {
-    return `interband: there is no build for ${here} (Linux and macOS on x64 and arm64 only; see the README for building from source)\n`;
+    return `interband: there is no build for ${here} (Linux, macOS and Windows on x64 and arm64 only; see the README for building from source)\n`;
   }
   return `interband: the native binary for ${here} is missing: its package (${list.join(' or ')}) was not installed. ` +
     'Reinstall without --no-optional / --omit=optional: npm install -g interband\n';
 }
 
-module.exports = { PACKAGES, candidates, find, missing };
+module.exports = { PACKAGES, BINARY, candidates, find, missing };

@@ -329,13 +329,13 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
     if !twice.is_empty() {
         // install keeps one of its own (this binary's, or one gone); two
         // that run another working interband are the user's to choose.
-        let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+        let this = std::env::current_exe().and_then(dunce::canonicalize).ok();
         let another = hooks
             .iter()
             .filter(|(e, _)| twice.contains(&host.profile().event_named(e)))
             .any(|(_, c)| {
                 let p = PathBuf::from(expand_home(&program_of(unguarded(c))));
-                std::fs::canonicalize(&p)
+                dunce::canonicalize(&p)
                     .ok()
                     .is_some_and(|p| Some(p) != this)
             });
@@ -418,16 +418,13 @@ fn check_program(host: &'static str, command: &str, what: &str) -> Finding {
             ),
         );
     }
-    let resolved = if program.contains('/') {
+    let resolved = if crate::platform::is_path(&program) {
         Some(PathBuf::from(&program)).filter(|p| p.exists())
     } else {
-        std::env::var_os("PATH").and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(&program))
-                .find(|p| p.is_file())
-        })
+        // As the shell finds it: on Windows `interband` is `interband.exe`.
+        crate::platform::path_candidates(&program).find(|p| p.is_file())
     };
-    let this = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let this = std::env::current_exe().and_then(dunce::canonicalize).ok();
     // An install from another place moves the hooks to that binary.
     let fix = format!("`interband install --host {host}`, run from the binary to keep");
     // A guarded hook (a project's, one from npx's cache) does nothing
@@ -478,7 +475,7 @@ fn check_program(host: &'static str, command: &str, what: &str) -> Finding {
             fix,
         );
     }
-    if std::fs::canonicalize(&p).ok() != this {
+    if dunce::canonicalize(&p).ok() != this {
         info(
             host,
             "binary",
@@ -514,7 +511,7 @@ fn answers_version(program: &Path) -> Result<bool, String> {
         static ASKED: RefCell<BTreeMap<PathBuf, Result<(), String>>> = const { RefCell::new(BTreeMap::new()) };
         static UNTIL: RefCell<Option<Instant>> = const { RefCell::new(None) };
     }
-    let key = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_owned());
+    let key = dunce::canonicalize(program).unwrap_or_else(|_| program.to_owned());
     if let Some(known) = ASKED.with(|a| a.borrow().get(&key).cloned()) {
         return known.map(|()| true);
     }

@@ -30,7 +30,7 @@ impl Files {
         let Some(installs) = project
             .then(state_home)
             .flatten()
-            .map(|s| s.join("interband/installs"))
+            .map(|s| interband::paths::under(&s, "interband/installs"))
         else {
             return files(path);
         };
@@ -148,9 +148,8 @@ pub(super) fn state_home() -> Option<PathBuf> {
         .filter(|s| !s.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
+            interband::paths::home(&interband::settings::ProcessEnv)
+                .map(|h| interband::paths::under(&h, ".local/state"))
         })
 }
 
@@ -554,14 +553,8 @@ pub(super) fn unchanged_since_read(path: &Path, original: Option<&Original>) -> 
 
 /// Whether an executable `name` is on the PATH.
 pub(super) fn on_path(name: &str) -> bool {
-    let names = crate::platform::program_names(name);
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|d| {
-            names.iter().any(|n| {
-                std::fs::metadata(d.join(n)).is_ok_and(|m| crate::platform::executable(&m))
-            })
-        })
-    })
+    crate::platform::path_candidates(name)
+        .any(|p| std::fs::metadata(p).is_ok_and(|m| crate::platform::executable(&m)))
 }
 
 /// The file a chain of symbolic links at `path` ends at (`path` itself when

@@ -35,15 +35,28 @@ pub(super) const IF_THERE: (&str, &str, &str) = ("[ -x ", " ] && exec ", " || tr
 const OR_THEIRS: &str = " || exec sh -c ";
 
 /// Whether `program` lives where npm may remove it without a word (npx's
-/// cache, `~/.npm/_npx/<hash>/`).
-pub(super) fn transient(program: &str) -> bool {
+/// cache, `~/.npm/_npx/<hash>/`; a Windows program word has forward
+/// slashes too).
+pub(super) fn in_npx_cache(program: &str) -> bool {
     program.contains("/_npx/")
 }
+
+/// Whether the hooks running `program` are guarded against its going away
+/// ([`IF_THERE`]): one in npx's cache, where the hooks' shell is a POSIX
+/// one. On Windows (PowerShell, cmd.exe, or Git Bash, one hook for all)
+/// it runs unguarded, and install says what follows.
+pub(super) fn transient(program: &str) -> bool {
+    GUARDS && in_npx_cache(program)
+}
+
+/// Whether the hooks carry the [`ON_PATH`] and [`IF_THERE`] guards, which
+/// are a POSIX shell's (Windows' hosts run PowerShell or cmd.exe).
+const GUARDS: bool = cfg!(unix);
 
 impl Ours {
     pub(super) fn new(program: String, host: Host) -> Self {
         let hook = |args: &str| {
-            if program == "interband" {
+            if program == "interband" && GUARDS {
                 format!("{}interband {args}{}", ON_PATH.0, ON_PATH.1)
             } else if transient(&program) {
                 format!(
@@ -63,7 +76,7 @@ impl Ours {
                     "{}{program}{}{plain_statusline}{}",
                     IF_THERE.0, IF_THERE.1, IF_THERE.2
                 )
-            } else if program == "interband" {
+            } else if program == "interband" && GUARDS {
                 // A project's, from each user's PATH: nothing where it is missing.
                 format!("{}{plain_statusline}{}", ON_PATH.0, ON_PATH.1)
             } else {
@@ -215,7 +228,7 @@ pub(super) fn any_statusline_rest(command: &str) -> Option<&str> {
     let words = shell_words::split(run).ok()?;
     let named = words
         .first()
-        .is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "interband"));
+        .is_some_and(|p| crate::platform::names_interband(p));
     if !named || words.get(1).map(String::as_str) != Some("statusline") {
         return None;
     }
@@ -247,7 +260,7 @@ pub(super) fn runs_interband(command: &str, sub: &str) -> bool {
     };
     let named = words
         .first()
-        .is_some_and(|p| Path::new(p).file_name().is_some_and(|n| n == "interband"));
+        .is_some_and(|p| crate::platform::names_interband(p));
     let rest = words.get(2..).unwrap_or_default();
     named && words.get(1).is_some_and(|w| w == sub) && (sub != "hook" || only_options(rest))
 }
@@ -287,7 +300,9 @@ pub(super) fn resolvable(program: &str) -> bool {
 /// A program word as the shell that runs a hook expands it: `~/` and
 /// `$HOME/` (or `${HOME}/`) at its start name the home folder.
 pub(super) fn expand_home(program: &str) -> String {
-    let home = std::env::var("HOME").unwrap_or_default();
+    let home = interband::paths::home(&interband::settings::ProcessEnv)
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for prefix in ["~/", "$HOME/", "${HOME}/"] {
         if let Some(rest) = program.strip_prefix(prefix)
             && !home.is_empty()

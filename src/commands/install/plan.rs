@@ -131,7 +131,7 @@ pub(super) fn runnable(program: &str) -> bool {
 fn another_working(program: &str, ours: &Ours) -> bool {
     // One only the host's run could find (a variable, another user's home)
     // is taken to work: never replaced on a guess.
-    shell_words::quote(program).as_ref() != ours.program.as_str()
+    crate::platform::program_word(program).ok().as_deref() != Some(ours.program.as_str())
         && (!resolvable(program) || runnable(program))
 }
 

@@ -94,7 +94,7 @@ impl Target {
         if self.settings.is_none()
             && !self.project
             && let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty())
-            && let Ok(real) = std::fs::canonicalize(&h)
+            && let Ok(real) = dunce::canonicalize(&h)
         {
             return Ok(real.join("hooks.json"));
         }
@@ -119,7 +119,8 @@ impl Target {
         let path = if self.project {
             self.user_path()?
         } else {
-            let here = std::env::current_dir().ok()?.join(self.host.project_file());
+            let here =
+                interband::paths::under(&std::env::current_dir().ok()?, self.host.project_file());
             if Some(&here) == self.user_path().as_ref() {
                 return None;
             }
@@ -144,7 +145,7 @@ impl Target {
                 // (`.claude -> ~/.claude`, or `settings.json` pointing at some
                 // other file) would make install write outside the project.
                 let project = std::env::current_dir().context("the current folder")?;
-                let path = project.join(self.host.project_file());
+                let path = interband::paths::under(&project, self.host.project_file());
                 let mut at = project.clone();
                 for part in Path::new(self.host.project_file()).components() {
                     at.push(part);
@@ -164,7 +165,8 @@ impl Target {
         Ok(path)
     }
 
-    /// The program the hooks run, shell-quoted (hosts run hook commands through a shell).
+    /// The program the hooks run, as the host's shell reads it back
+    /// ([`crate::platform::program_word`]).
     /// A project's settings are shared with everyone who clones it: there the
     /// program is `interband` on each one's PATH, never this machine's path.
     pub(super) fn program(&self) -> Result<String> {
@@ -177,7 +179,7 @@ impl Target {
             Some(p) => p.clone(),
             None if self.project => PathBuf::from("interband"),
             None => std::env::current_exe()
-                .and_then(std::fs::canonicalize)
+                .and_then(dunce::canonicalize)
                 .context(
                     "cannot find the path of the running interband binary: pass --command PATH",
                 )?,
@@ -185,7 +187,7 @@ impl Target {
         let program = program
             .to_str()
             .with_context(|| format!("{}: the path is not UTF-8", program.display()))?;
-        Ok(shell_words::quote(program).into_owned())
+        crate::platform::program_word(program)
     }
 }
 

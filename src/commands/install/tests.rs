@@ -116,3 +116,57 @@ fn the_diff_is_unified() {
         "--- s.json\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
     );
 }
+
+#[test]
+fn the_program_is_one_word_every_shell_a_host_uses_reads_back_whole() {
+    use crate::platform::{names_interband, program_word};
+    if cfg!(windows) {
+        // Git Bash, PowerShell and cmd.exe all read a plain word with
+        // forward slashes as the same program; a backslash only Git Bash
+        // eats (anthropics/claude-code#22449).
+        assert_eq!(
+            program_word(r"C:\Users\me\.cargo\bin\interband.exe").unwrap(),
+            "C:/Users/me/.cargo/bin/interband.exe"
+        );
+        // A space: the short (8.3) form, one plain word naming the same file.
+        let dir = tempfile::tempdir().unwrap();
+        let spaced = dir.path().join("Jo Smith");
+        std::fs::create_dir(&spaced).unwrap();
+        let exe = spaced.join("interband.exe");
+        std::fs::write(&exe, "").unwrap();
+        let word = program_word(exe.to_str().unwrap()).unwrap();
+        assert!(!word.contains([' ', '\\']), "{word}");
+        assert_eq!(
+            dunce::canonicalize(&word).unwrap(),
+            dunce::canonicalize(&exe).unwrap()
+        );
+        // A space, a quote or `&` with no short name: refused, with the way out.
+        let e = program_word(r"Q:\no such\it's & x\interband.exe").unwrap_err();
+        assert!(e.to_string().contains("--command PATH"), "{e}");
+        let ours = Ours::new(
+            program_word(r"C:\tools\interband.exe").unwrap(),
+            Host::Codex,
+        );
+        assert_eq!(ours.hook, "C:/tools/interband.exe hook --host codex");
+        assert!(runs_interband(&ours.hook, "hook"));
+        assert!(names_interband(r"C:\tools\INTERBAND.EXE"));
+        // A project's hooks name `interband` from PATH, unguarded (the
+        // guard is a POSIX shell's).
+        assert_eq!(
+            Ours::new("interband".into(), Host::Gemini).hook,
+            "interband hook --host gemini"
+        );
+    } else {
+        assert_eq!(
+            program_word("/my dir/interband").unwrap(),
+            "'/my dir/interband'"
+        );
+        assert_eq!(
+            program_word("/opt/x/interband").unwrap(),
+            "/opt/x/interband"
+        );
+        assert!(!names_interband("/opt/x/interband.exe"));
+    }
+    assert!(names_interband("interband"));
+    assert!(!names_interband("/opt/x/interbandx"));
+}
