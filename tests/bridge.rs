@@ -61,8 +61,7 @@ impl Server {
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .start();
         self.child = Some(child);
         poll(20, "the NATS server to listen", || {
             std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()
@@ -102,8 +101,7 @@ impl Bridge {
             .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .start();
         Bridge(child)
     }
 }
@@ -447,11 +445,7 @@ fn an_nkey_is_checked(bin: PathBuf) {
 
 /// Runs `openssl` with `args` in `dir`.
 fn openssl(dir: &Path, args: &[&str]) {
-    let o = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let o = Command::new("openssl").args(args).current_dir(dir).finish();
     assert!(
         o.status.success(),
         "openssl {args:?}: {}",
@@ -561,16 +555,14 @@ fn a_watch_runs_the_bridge_when_its_settings_name_a_server(bin: PathBuf) {
         .env("INTERBAND_BRIDGE_HOST", "host-c")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .start();
     let _watch = Bridge(watch);
     connected(&a);
     connected(&c);
     let o = c
         .cmd(&["config", "--json"])
         .env("INTERBAND_BRIDGE_URL", server.url())
-        .output()
-        .unwrap();
+        .finish();
     assert!(stdout(&o).contains("bridge.url"), "{}", stdout(&o));
     coordinate(&a, "w1", "to c");
     let got = poll(20, "a's value on c", || {

@@ -187,8 +187,7 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
             "intercheck/pressure/*",
         ])
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     // The value present at start comes first: the watcher is now running.
     let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
@@ -222,8 +221,7 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
                 out.to_str().unwrap(),
             ])
             .current_dir(w.dir.path())
-            .output()
-            .unwrap();
+            .finish();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let env: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         assert_eq!(env["payload"]["level"], "yellow");
@@ -251,8 +249,7 @@ fn watch_prints_one_line_per_new_value_and_runs_exec_with_argv() {
                 pwned.to_str().unwrap(),
             ])
             .current_dir(w.dir.path())
-            .output()
-            .unwrap();
+            .finish();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert_eq!(
             stdout(&o).trim(),
@@ -440,8 +437,7 @@ fn an_unwritable_root_is_a_clear_error_and_leaves_nothing_behind() {
     let o = w
         .cmd(&["publish", "n", "c", "k", "--type", "t", "--payload", "{}"])
         .env("INTERBAND_ROOT", &root)
-        .output()
-        .unwrap();
+        .finish();
     assert_fails(&o, 2, blocker.to_str().unwrap());
     for args in [
         &["watch", "a/b/*"][..],
@@ -449,7 +445,7 @@ fn an_unwritable_root_is_a_clear_error_and_leaves_nothing_behind() {
         &["ls"],
         &["read", "a/b/c"],
     ] {
-        let o = w.cmd(args).env("INTERBAND_ROOT", &root).output().unwrap();
+        let o = w.cmd(args).env("INTERBAND_ROOT", &root).finish();
         assert_fails(&o, 2, blocker.to_str().unwrap());
     }
     let o = w.run(&["schema", "--out", root.to_str().unwrap()]);
@@ -463,8 +459,7 @@ fn no_root_and_no_home_is_a_clear_error() {
         .env_remove("INTERBAND_ROOT")
         .env_remove("HOME")
         .env_remove("USERPROFILE")
-        .output()
-        .unwrap();
+        .finish();
     assert_fails(&o, 2, "INTERBAND_ROOT");
 }
 
@@ -475,11 +470,7 @@ fn output_that_cannot_be_written_is_a_one_line_error_not_a_panic() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let o = w
-        .cmd(&["thresholds", "--markdown"])
-        .stdout(full)
-        .output()
-        .unwrap();
+    let o = w.cmd(&["thresholds", "--markdown"]).stdout(full).finish();
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o).trim(),
@@ -530,8 +521,7 @@ fn a_bridge_that_cannot_start_never_stops_the_watch() {
         .cmd(&["watch", "--idle-timeout", "0.3"])
         .env("INTERBAND_BRIDGE_URL", "nats://127.0.0.1:1")
         .env("INTERBAND_BRIDGE_NKEY", w.dir.path().join("no-such-seed"))
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).contains("bridge not started"), "{}", stderr(&o));
     assert!(stderr(&o).contains("no-such-seed"), "{}", stderr(&o));

@@ -106,8 +106,7 @@ fn a_writer_killed_mid_publish_leaves_the_old_or_the_new_complete_file() {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .start();
         let mut stdin = child.stdin.take().unwrap();
         let _ = stdin.write_all(payload.as_bytes());
         drop(stdin);

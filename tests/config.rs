@@ -27,8 +27,7 @@ fn config_shows_each_value_and_where_it_came_from() {
         .cmd(&["config"])
         .current_dir(&project)
         .env("INTERBAND_INTERMEM_MAX_BYTES", "4000")
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     let line = |key: &str| {
@@ -49,7 +48,7 @@ fn config_shows_each_value_and_where_it_came_from() {
         "{out}"
     );
     // Once trusted, it counts.
-    let o = w.cmd(&["trust"]).current_dir(&project).output().unwrap();
+    let o = w.cmd(&["trust"]).current_dir(&project).finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
         stdout(&o).contains("it may now set: compact.strategy"),
@@ -60,8 +59,7 @@ fn config_shows_each_value_and_where_it_came_from() {
         .cmd(&["config"])
         .current_dir(&project)
         .env("INTERBAND_INTERMEM_MAX_BYTES", "4000")
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     let line = |key: &str| {
@@ -85,7 +83,7 @@ fn config_shows_each_value_and_where_it_came_from() {
 
     // A bad value is reported (exit 1) and ignored.
     std::fs::write(&user, "[interpulse]\ndebounce_calls = \"often\"\n").unwrap();
-    let o = w.cmd(&["config"]).current_dir(&project).output().unwrap();
+    let o = w.cmd(&["config"]).current_dir(&project).finish();
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("interpulse.debounce_calls"));
     assert!(stdout(&o).contains("interpulse.debounce_calls = 5    # default"));
@@ -100,7 +98,7 @@ fn config_shows_each_value_and_where_it_came_from() {
     let broken = format!("{} (not valid: ignored whole", user.display());
     assert!(stdout(&o).contains(&broken), "{}", stdout(&o));
     std::fs::write(under(&project, ".interband/config.toml"), "[compact\n").unwrap();
-    let o = w.cmd(&["config"]).current_dir(&project).output().unwrap();
+    let o = w.cmd(&["config"]).current_dir(&project).finish();
     assert_eq!(code(&o), 1);
     assert!(
         stdout(&o).contains(&format!(
@@ -260,7 +258,7 @@ fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
     ] {
         std::fs::write(&user, bad).unwrap();
         for cmd in ["config", "thresholds"] {
-            let o = w.cmd(&[cmd]).current_dir(&project).output().unwrap();
+            let o = w.cmd(&[cmd]).current_dir(&project).finish();
             assert_eq!(code(&o), 1, "{cmd} on {bad}: {}", stderr(&o));
             assert!(stderr(&o).contains(names), "{cmd} on {bad}: {}", stderr(&o));
         }
@@ -271,7 +269,7 @@ fn thresholds_and_config_agree_on_whether_the_settings_are_valid() {
         "[interpulse.thresholds.usable]\nyellow = 5\norange = 20\nred = 30\n",
     )
     .unwrap();
-    let o = w.cmd(&["thresholds", "--markdown"]).output().unwrap();
+    let o = w.cmd(&["thresholds", "--markdown"]).finish();
     assert!(
         stdout(&o).contains("| usable context remaining, % | < 35 | < 20 | < 10 |"),
         "{}",
@@ -296,12 +294,11 @@ fn simultaneous_trusts_and_revokes_are_each_kept() {
     assert_eq!(code(&w.run(&["trust", projects[0].to_str().unwrap()])), 0);
     let mut children: Vec<std::process::Child> = projects[1..]
         .iter()
-        .map(|p| w.cmd(&["trust", p.to_str().unwrap()]).spawn().unwrap())
+        .map(|p| w.cmd(&["trust", p.to_str().unwrap()]).start())
         .collect();
     children.push(
         w.cmd(&["trust", "--revoke", projects[0].to_str().unwrap()])
-            .spawn()
-            .unwrap(),
+            .start(),
     );
     for c in children {
         assert!(c.wait_with_output().unwrap().status.success());

@@ -240,8 +240,7 @@ fn install_writes_copilot_s_flat_hooks_and_statusline_and_uninstall_gives_them_b
     let o = w
         .cmd(&["install", "--host", "copilot"])
         .env("COPILOT_HOME", &moved)
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(moved.join("settings.json").exists());
 }

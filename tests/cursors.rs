@@ -67,8 +67,7 @@ fn watch(w: &World) -> Child {
     let mut child = w
         .cmd(&["watch", "--idle-timeout", "60"])
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = err.next().unwrap().unwrap();
     assert!(first.contains("watching"), "{first}");

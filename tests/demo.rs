@@ -16,8 +16,7 @@ fn the_demo_plays_the_whole_loop_and_leaves_nothing_behind() {
         // The caller's settings do not reach the demo: built-in defaults.
         .env("INTERBAND_COMPACT_STRATEGY", "off")
         .env("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "20")
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     for needle in [
@@ -63,8 +62,7 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
         .cmd(&["demo"])
         .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut first = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
@@ -95,8 +93,7 @@ fn a_demo_stopped_by_a_signal_leaves_nothing_behind() {
                 .env("TMPDIR", &tmp)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
+                .start();
             let pid = child.id() as i32;
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while files_under(&tmp).is_empty() && std::time::Instant::now() < deadline {

@@ -11,11 +11,7 @@ use common::*;
 use serde_json::Value;
 
 fn doctor(w: &World, dir: &std::path::Path) -> (i32, Vec<Value>) {
-    let o = w
-        .cmd(&["doctor", "--json"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let o = w.cmd(&["doctor", "--json"]).current_dir(dir).finish();
     let found: Vec<Value> =
         serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
     (code(&o), found)
@@ -26,7 +22,7 @@ fn problems(found: &[Value]) -> Vec<&Value> {
 }
 
 fn install(w: &World, dir: &std::path::Path, args: &[&str]) {
-    let o = w.cmd(args).current_dir(dir).output().unwrap();
+    let o = w.cmd(args).current_dir(dir).finish();
     assert_eq!(code(&o), 0, "{args:?}: {}{}", stdout(&o), stderr(&o));
 }
 
@@ -46,7 +42,7 @@ fn a_healthy_install_is_said_healthy() {
     assert_eq!(said("hooks").unwrap()["status"], "ok");
     assert_eq!(said("statusline").unwrap()["status"], "ok");
     assert_eq!(said("binary").unwrap()["status"], "ok", "{found:#?}");
-    let o = w.cmd(&["doctor"]).current_dir(here).output().unwrap();
+    let o = w.cmd(&["doctor"]).current_dir(here).finish();
     assert!(stdout(&o).trim_end().ends_with("healthy"), "{}", stdout(&o));
 }
 
@@ -146,8 +142,7 @@ fn the_end_of_a_long_log_is_shown() {
         .cmd(&["doctor", "--json"])
         .env("INTERBAND_LOG", &log)
         .current_dir(w.dir.path())
-        .output()
-        .unwrap();
+        .finish();
     let found: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(
         found.iter().any(|f| f["check"] == "log"
@@ -259,8 +254,7 @@ fn a_settings_file_with_comments_is_checked_and_never_moved() {
     let o = w
         .cmd(&["install", "--host", "copilot"])
         .current_dir(here)
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("it has comments"), "{}", stderr(&o));
     assert_eq!(
@@ -363,8 +357,7 @@ fn doctor_is_bounded_whatever_the_hooks_program_does() {
             .cmd(&["doctor", "--json"])
             .current_dir(here)
             .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .start();
         // A hang detector: one 5 s wait at most, where four would be 20 s.
         let o = wait_within(child, std::time::Duration::from_secs(15));
         let found: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
@@ -461,8 +454,7 @@ fn doctor_asks_programs_for_a_bounded_time_in_all() {
     let child = w
         .cmd(&["doctor", "--json"])
         .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     // A hang detector: 15 s of asking in all, where six 5 s waits are 30.
     let o = wait_within(child, std::time::Duration::from_secs(25));
     let found: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();

@@ -132,11 +132,7 @@ fn committed_schemas_match_the_code() {
         "stale schemas {stale:?}: run `cargo run -- schema --out schemas`"
     );
     let w = World::new();
-    let o = w
-        .cmd(&["schema", "--check"])
-        .current_dir(repo())
-        .output()
-        .unwrap();
+    let o = w.cmd(&["schema", "--check"]).current_dir(repo()).finish();
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     // And --check notices drift.
     let tmp = tempfile::tempdir().unwrap();

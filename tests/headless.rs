@@ -375,8 +375,7 @@ fn as_host(w: &World, name: &str, host: &str, args: &[&str], input: &[u8]) -> Va
         .env("INTERBAND_BIN", BIN)
         .env("HOST_KEY", host)
         .env("INPUT", &file)
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     if out.trim().is_empty() {

@@ -773,8 +773,7 @@ fn the_claude_process_that_runs_the_hook_says_how_the_session_was_started() {
         let mut claude = std::process::Command::new("perl")
             .arg0("claude")
             .args(["-e", "sleep 60", "--", "-p", "hi", "--model", model])
-            .spawn()
-            .unwrap();
+            .start();
         let pid = claude.id().to_string();
         // Until the program has replaced the forked child, its arguments are not there.
         poll(10, "the process's arguments", || {

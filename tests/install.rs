@@ -226,8 +226,7 @@ fn the_wrapped_statusline_runs_their_command_and_appends_ours() {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .start();
         child.stdin.take().unwrap().write_all(&input).unwrap();
         child.wait_with_output().unwrap()
     };
@@ -340,8 +339,7 @@ fn project_writes_the_settings_of_the_current_folder() {
     let o = w
         .cmd(&["install", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     let path = under(&project, ".claude/settings.json");
     let stop = interband_hooks(&read(&path), "Stop");
@@ -422,8 +420,7 @@ fn project_writes_the_settings_of_the_current_folder() {
     let o = w
         .cmd(&["uninstall", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     assert!(!path.exists());
     assert!(
@@ -436,11 +433,7 @@ fn project_writes_the_settings_of_the_current_folder() {
     let theirs = "{\n    \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n    \"env\": {}\n}\n";
     std::fs::write(&path, theirs).unwrap();
     for cmd in ["install", "uninstall"] {
-        ok(&w
-            .cmd(&[cmd, "--project"])
-            .current_dir(&project)
-            .output()
-            .unwrap());
+        ok(&w.cmd(&[cmd, "--project"]).current_dir(&project).finish());
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs);
     assert!(
@@ -464,8 +457,7 @@ fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_tw
     let o = w
         .cmd(&["install", "--project", "--command", "interband"])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     let said = stdout(&o) + &stderr(&o);
     let settings = read(&under(&project, ".claude/settings.json"));
@@ -479,8 +471,7 @@ fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_tw
     ok(&w
         .cmd(&["uninstall", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap());
+        .finish());
 
     // The user's own install, then the project's: both would run.
     std::fs::remove_file(&user).unwrap();
@@ -488,8 +479,7 @@ fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_tw
     let o = w
         .cmd(&["install", "--project", "--command", "interband"])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     let said = stdout(&o) + &stderr(&o);
     assert!(
@@ -498,7 +488,7 @@ fn a_project_install_keeps_the_users_statusline_and_says_when_hooks_would_run_tw
     );
     // And the other way round: from inside the project, the user's install says so too.
     ok(&w.run(&["uninstall"]));
-    let o = w.cmd(&["install"]).current_dir(&project).output().unwrap();
+    let o = w.cmd(&["install"]).current_dir(&project).finish();
     ok(&o);
     let said = stdout(&o) + &stderr(&o);
     assert!(
@@ -523,8 +513,7 @@ fn a_project_codex_install_keeps_its_trust_in_the_users_codex_config() {
             "interband",
         ])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     assert_eq!(
         files_under(&project),
@@ -547,8 +536,7 @@ fn a_project_codex_install_keeps_its_trust_in_the_users_codex_config() {
     ok(&w
         .cmd(&["uninstall", "--project", "--host", "codex"])
         .current_dir(&project)
-        .output()
-        .unwrap());
+        .finish());
     assert!(
         files_under(&project).is_empty(),
         "{:?}",
@@ -825,7 +813,7 @@ fn an_interband_hook_that_runs_from_path_is_left_as_is_and_not_doubled() {
     std::fs::write(&path, theirs).unwrap();
     let original = read(&path);
     let on_path = working_interband_on_path(&w);
-    let run = |args: &[&str]| w.cmd(args).env("PATH", &on_path).output().unwrap();
+    let run = |args: &[&str]| w.cmd(args).env("PATH", &on_path).finish();
     let o = run(&settings_args("install", &path, &[]));
     ok(&o);
     assert!(
@@ -1298,8 +1286,7 @@ fn a_bare_settings_file_name_is_written_in_the_current_folder() {
             "/opt/interband",
         ])
         .current_dir(w.dir.path())
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(w.dir.path().join("a.json")).unwrap()).unwrap();
@@ -1332,8 +1319,7 @@ fn codex_home_is_where_codex_hooks_go_when_set() {
     let o = w
         .cmd(&["install", "--host", "codex"])
         .env("CODEX_HOME", &codex_home)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     assert_eq!(
         interband_hooks(&read(&codex_home.join("hooks.json")), "Stop").len(),
@@ -1630,8 +1616,7 @@ fn codex_trust_is_keyed_as_codex_keys_it_when_its_home_is_a_link() {
     let o = w
         .cmd(&["install", "--host", "codex", "--trust"])
         .env("CODEX_HOME", &link)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     let real = dunce::canonicalize(&real).unwrap();
     let keys = trusted_keys(&real.join("config.toml"));
@@ -1817,8 +1802,7 @@ fn simultaneous_installs_keep_the_record_and_uninstall_is_byte_for_byte() {
             w.cmd(&settings_args("install", &path, &[]))
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
+                .start()
         };
         let (a, b) = (spawn(), spawn());
         for child in [a, b] {
@@ -1856,7 +1840,7 @@ fn purge_keeps_the_records_of_project_installs_still_in_place() {
     let w = World::new();
     let project = w.dir.path().join("repo");
     std::fs::create_dir_all(&project).unwrap();
-    let run = |args: &[&str]| w.cmd(args).current_dir(&project).output().unwrap();
+    let run = |args: &[&str]| w.cmd(args).current_dir(&project).finish();
     ok(&run(&["install", "--command", BIN]));
     ok(&run(&["install", "--project"]));
     let o = run(&["uninstall", "--purge", "--yes"]);
@@ -1953,7 +1937,7 @@ fn a_copilot_project_install_goes_where_copilot_reads_it() {
     let w = World::new();
     let project = w.dir.path().join("repo");
     std::fs::create_dir_all(&project).unwrap();
-    let run = |args: &[&str]| w.cmd(args).current_dir(&project).output().unwrap();
+    let run = |args: &[&str]| w.cmd(args).current_dir(&project).finish();
     ok(&run(&["install", "--project", "--host", "copilot"]));
     let file = under(&project, ".github/hooks/interband.json");
     let s = read(&file);
@@ -2090,18 +2074,10 @@ fn two_projects_whose_paths_read_alike_keep_a_record_each() {
     let (a, b) = (under(w.dir.path(), "my/app"), w.dir.path().join("my-app"));
     for p in [&a, &b] {
         std::fs::create_dir_all(p).unwrap();
-        ok(&w
-            .cmd(&["install", "--project"])
-            .current_dir(p)
-            .output()
-            .unwrap());
+        ok(&w.cmd(&["install", "--project"]).current_dir(p).finish());
     }
     for p in [&a, &b] {
-        let o = w
-            .cmd(&["uninstall", "--project"])
-            .current_dir(p)
-            .output()
-            .unwrap();
+        let o = w.cmd(&["uninstall", "--project"]).current_dir(p).finish();
         ok(&o);
         assert!(!stdout(&o).contains("no install record"), "{}", stdout(&o));
         assert!(
@@ -2158,8 +2134,7 @@ fn a_program_named_through_a_variable_is_never_taken_for_gone() {
     let o = w
         .cmd(&["install", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     assert_eq!(
         read(&file)["hooks"]["Stop"],
@@ -2167,7 +2142,7 @@ fn a_program_named_through_a_variable_is_never_taken_for_gone() {
         "{}",
         stdout(&o)
     );
-    let o = w.cmd(&["doctor"]).current_dir(&project).output().unwrap();
+    let o = w.cmd(&["doctor"]).current_dir(&project).finish();
     assert!(
         !stdout(&o)
             .lines()
@@ -2185,26 +2160,17 @@ fn project_records_are_named_for_any_path_and_never_handed_to_another_project() 
     let w = World::new();
     let deep = w.dir.path().join("a".repeat(120)).join("b".repeat(100));
     std::fs::create_dir_all(&deep).unwrap();
-    ok(&w
-        .cmd(&["install", "--project"])
-        .current_dir(&deep)
-        .output()
-        .unwrap());
+    ok(&w.cmd(&["install", "--project"]).current_dir(&deep).finish());
     ok(&w
         .cmd(&["uninstall", "--project"])
         .current_dir(&deep)
-        .output()
-        .unwrap());
+        .finish());
     assert!(!deep.join(".claude").exists());
     // An earlier release's record for `my app`, named by its slug alone.
     let (spaced, dashed) = (w.dir.path().join("my app"), w.dir.path().join("my-app"));
     for p in [&spaced, &dashed] {
         std::fs::create_dir_all(p).unwrap();
-        ok(&w
-            .cmd(&["install", "--project"])
-            .current_dir(p)
-            .output()
-            .unwrap());
+        ok(&w.cmd(&["install", "--project"]).current_dir(p).finish());
     }
     let installs = under(&w.home(), ".local/state/interband/installs");
     let named = |p: &Path| {
@@ -2233,8 +2199,7 @@ fn project_records_are_named_for_any_path_and_never_handed_to_another_project() 
     ok(&w
         .cmd(&["uninstall", "--project"])
         .current_dir(&dashed)
-        .output()
-        .unwrap());
+        .finish());
     assert!(
         slug_only.exists(),
         "my app's record is not handed to my-app"
@@ -2242,8 +2207,7 @@ fn project_records_are_named_for_any_path_and_never_handed_to_another_project() 
     let o = w
         .cmd(&["uninstall", "--project"])
         .current_dir(&spaced)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     assert!(!stdout(&o).contains("no install record"), "{}", stdout(&o));
     assert!(!spaced.join(".claude").exists(), "{}", stdout(&o));
@@ -2287,8 +2251,7 @@ fn purge_removes_only_what_interband_writes_under_a_root_it_shares() {
     let o = w
         .cmd(&["uninstall", "--purge", "--yes"])
         .env("INTERBAND_ROOT", &root)
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     for f in theirs {
         assert_eq!(
@@ -2338,8 +2301,7 @@ fn a_project_s_statusline_is_guarded_like_its_hooks() {
     ok(&w
         .cmd(&["install", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap());
+        .finish());
     let command = read(&under(&project, ".claude/settings.json"))["statusLine"]["command"]
         .as_str()
         .unwrap()
@@ -2355,8 +2317,7 @@ fn a_project_s_statusline_is_guarded_like_its_hooks() {
     ok(&w
         .cmd(&["uninstall", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap());
+        .finish());
     assert!(!project.join(".claude").exists());
 }
 
@@ -2369,7 +2330,7 @@ fn a_trusted_project_file_stays_trusted_through_install_and_uninstall() {
     std::fs::create_dir_all(project.join(".qwen")).unwrap();
     let file = under(&project, ".qwen/settings.json");
     std::fs::write(&file, r#"{"context": {"autoCompactThreshold": 0.5}}"#).unwrap();
-    let run = |args: &[&str]| w.cmd(args).current_dir(&project).output().unwrap();
+    let run = |args: &[&str]| w.cmd(args).current_dir(&project).finish();
     ok(&run(&["trust", file.to_str().unwrap()]));
     let o = run(&["install", "--project", "--host", "qwen"]);
     ok(&o);
@@ -2390,8 +2351,7 @@ fn a_relative_command_is_made_absolute_and_nothing_writes_no_folder() {
     let o = w
         .cmd(&["install", "--command", "bin/interband"])
         .current_dir(w.dir.path())
-        .output()
-        .unwrap();
+        .finish();
     ok(&o);
     let s = read(&under(&w.home(), ".claude/settings.json"));
     let c = s["hooks"]["Stop"][0]["hooks"][0]["command"]
@@ -2534,8 +2494,7 @@ fn codex_s_hook_is_one_plain_program_word_and_uninstall_gives_back_a_crlf_file()
             .env("HOME", w.home())
             .env("INTERBAND_ROOT", w.root())
             .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+            .finish();
         assert!(o.status.success(), "{c}: {o:?}");
     }
     ok(&w.run(&["uninstall", "--host", "codex"]));

@@ -64,8 +64,7 @@ impl Watching {
         let mut child = w
             .cmd(&["watch", "--existing", "--idle-timeout", "20", glob])
             .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .start();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         Watching { child, lines }
     }
@@ -256,8 +255,7 @@ fn pruning_keeps_the_files_a_v1_pruner_keeps_and_leaves_no_locks() {
             .cmd(&["prune", &format!("v1/{ch}")])
             .env("INTERBAND_RETENTION_SECS", retention.to_string())
             .env("INTERBAND_MAX_FILES", max.to_string())
-            .output()
-            .unwrap();
+            .finish();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert_eq!(
             json_files(&dir),

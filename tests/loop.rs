@@ -296,8 +296,7 @@ fn watch_mode_writes_one_note_and_a_later_drain_writes_none() {
     let mut child = w
         .cmd(&["watch", "--idle-timeout", "30"])
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = err.next().unwrap().unwrap();
     assert!(

@@ -17,7 +17,7 @@ use std::process::{Command, Output};
 /// Runs `cmd` to its end: what it printed, and the peak memory it used, in bytes.
 #[cfg(unix)]
 fn run_measured(cmd: &mut Command) -> (Output, u64) {
-    let o = cmd.output().unwrap();
+    let o = cmd.finish();
     // SAFETY: getrusage fills the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     assert_eq!(
@@ -36,11 +36,7 @@ fn run_measured(cmd: &mut Command) -> (Output, u64) {
     use windows_sys::Win32::System::ProcessStatus::{
         K32GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS,
     };
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).start();
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {

@@ -95,8 +95,7 @@ fn a_hook_typed_in_a_terminal_says_what_it_is_for() {
             .stdin(tty)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .output()
-            .unwrap();
+            .finish();
         assert_eq!(code(&o), 0);
         let said = stderr(&o);
         assert!(
@@ -163,8 +162,7 @@ fn a_bridge_that_cannot_connect_says_so() {
             "h",
         ])
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     use std::io::BufRead;
     let lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -172,8 +172,7 @@ fn install_from(w: &World, bin: &Path) -> String {
             .env("HOME", w.home())
             .env("USERPROFILE", w.home())
             .env("INTERBAND_ROOT", w.root())
-            .output()
-            .unwrap(),
+            .finish(),
     );
     let said = stdout(&o);
     assert!(
@@ -236,7 +235,7 @@ fn npm_global_install_puts_the_native_binary_on_path() {
     let mut args = vec!["install", "-g", "--prefix", prefix.to_str().unwrap()];
     let list = npm_packages();
     args.extend(list.iter().map(|p| p.to_str().unwrap()));
-    ok("npm install -g", npm(&w, &args).output().unwrap());
+    ok("npm install -g", npm(&w, &args).finish());
     let on_path = npm_bin(&prefix);
     assert!(
         is_native(&on_path) || cfg!(windows),
@@ -245,7 +244,7 @@ fn npm_global_install_puts_the_native_binary_on_path() {
     );
     let version = ok(
         "--version",
-        Command::new(&on_path).arg("--version").output().unwrap(),
+        Command::new(&on_path).arg("--version").finish(),
     );
     assert!(
         stdout(&version).starts_with(&format!("interband {}", env!("CARGO_PKG_VERSION"))),
@@ -274,7 +273,7 @@ fn npm_global_install_puts_the_native_binary_on_path() {
     let other = w.dir.path().join("other-prefix");
     let mut args = vec!["install", "-g", "--prefix", other.to_str().unwrap()];
     args.extend(list.iter().map(|p| p.to_str().unwrap()));
-    ok("npm install -g (again)", npm(&w, &args).output().unwrap());
+    ok("npm install -g (again)", npm(&w, &args).finish());
     let moved = install_from(&w, &npm_bin(&other));
     if cfg!(windows) {
         assert!(moved.contains("/other-prefix/"), "{moved}");
@@ -301,10 +300,7 @@ fn npm_without_install_scripts_still_installs_hooks_that_run_the_native_binary()
     ];
     let list = npm_packages();
     args.extend(list.iter().map(|p| p.to_str().unwrap()));
-    ok(
-        "npm install -g --ignore-scripts",
-        npm(&w, &args).output().unwrap(),
-    );
+    ok("npm install -g --ignore-scripts", npm(&w, &args).finish());
     let on_path = npm_bin(&prefix);
     assert!(!is_native(&on_path), "the placeholder stays a script");
     let command = install_from(&w, &on_path);
@@ -329,7 +325,7 @@ fn npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it() {
     args.extend(["--", "interband", "install"]);
     let mut c = npm(&w, &args);
     c.env("INTERBAND_ROOT", w.root());
-    let o = ok("npx interband install", c.output().unwrap());
+    let o = ok("npx interband install", c.finish());
     assert!(stdout(&o).contains("npx's cache"), "{}", stdout(&o));
     if cfg!(windows) {
         // No guard there (PowerShell, cmd.exe or Git Bash run one hook):
@@ -414,15 +410,13 @@ fn npm_takes_no_binary_planted_above_its_own_tree() {
                 main.to_str().unwrap(),
             ],
         )
-        .output()
-        .unwrap(),
+        .finish(),
     );
     let on_path = npm_bin(&prefix);
     let o2 = bare(&on_path)
         .arg("--version")
         .env("HOME", w.home())
-        .output()
-        .unwrap();
+        .finish();
     assert!(!marker.exists(), "the planted program ran");
     assert_eq!(code(&o2), 1, "{}", stderr(&o2));
     assert!(
@@ -445,8 +439,7 @@ fn a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path() {
         Command::new(PYTHON)
             .args(["-m", "venv"])
             .arg(&venv)
-            .output()
-            .unwrap(),
+            .finish(),
     );
     let wheels = dist().join("pypi");
     ok(
@@ -462,8 +455,7 @@ fn a_wheel_in_a_fresh_venv_puts_the_native_binary_on_path() {
             .arg(&wheels)
             .arg("interband")
             .env("PIP_CONFIG_FILE", NO_CONFIG)
-            .output()
-            .unwrap(),
+            .finish(),
     );
     let on_path = venv_bin(&venv).join(exe("interband"));
     assert!(
@@ -506,8 +498,7 @@ fn uv_tool_install_puts_the_native_binary_on_path() {
             .env("UV_PYTHON_DOWNLOADS", "never")
             .env("UV_NO_CONFIG", "1")
             .env("HOME", w.home())
-            .output()
-            .unwrap(),
+            .finish(),
     );
     a_tool_install_gives_the_binary(&w, &d.join("uv-bin").join(exe("interband")));
 }
@@ -538,7 +529,7 @@ fn pipx_install_puts_the_native_binary_on_path() {
         .env("PIPX_MAN_DIR", d.join("pipx-man"))
         .env("PIP_CONFIG_FILE", NO_CONFIG)
         .env("HOME", w.home());
-    ok("pipx install", c.output().unwrap());
+    ok("pipx install", c.finish());
     a_tool_install_gives_the_binary(&w, &d.join("pipx-bin").join(exe("interband")));
 }
 
@@ -612,8 +603,7 @@ fn windows_exe_from_npm(w: &World) -> PathBuf {
             .arg(&tgz)
             .arg("-C")
             .arg(&into)
-            .output()
-            .unwrap(),
+            .finish(),
     );
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(into.join("package/package.json")).unwrap()).unwrap();
@@ -647,8 +637,7 @@ fn the_windows_packages_hold_one_interband_exe_importing_only_windows_own_dlls()
             .args(["-m", "zipfile", "-e"])
             .arg(&whl)
             .arg(&unpacked)
-            .output()
-            .unwrap(),
+            .finish(),
     );
     let in_wheel = unpacked.join(format!(
         "interband-{}.data/scripts/interband.exe",
@@ -704,8 +693,7 @@ fn the_windows_packages_hold_one_interband_exe_importing_only_windows_own_dlls()
             .arg("-xzOf")
             .arg(&main)
             .arg("package/package.json")
-            .output()
-            .unwrap(),
+            .finish(),
     );
     let manifest: Value = serde_json::from_slice(&listing.stdout).unwrap();
     assert!(

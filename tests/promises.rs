@@ -438,8 +438,7 @@ fn a_drain_killed_any_number_of_times_still_makes_exactly_one_note() {
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
+                .start();
         {
             use std::io::Write;
             let mut pipe = child.stdin.take().unwrap();

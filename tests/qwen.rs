@@ -239,8 +239,7 @@ fn install_writes_qwen_s_settings_and_uninstall_gives_them_back() {
     let o = w
         .cmd(&["install", "--host", "qwen"])
         .env("QWEN_HOME", &moved)
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(moved.join("settings.json").exists());
 }

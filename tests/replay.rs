@@ -757,8 +757,7 @@ fn a_transcript_past_the_readers_reach_replays_the_same_with_its_copy_given_back
         let o = w
             .cmd(&["replay", "--defaults", "--json", path.to_str().unwrap()])
             .env("INTERBAND_REPLAY_KEEP_COPY", if keep { "1" } else { "0" })
-            .output()
-            .unwrap();
+            .finish();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         stdout(&o)
     };
@@ -783,8 +782,7 @@ fn a_long_replay(w: &World) -> (std::process::Child, PathBuf) {
         .cmd(&["replay", "--defaults", t.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let pid = child.id();
     let private = poll(30, "the replay's private folder", || {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -872,8 +870,7 @@ fn another_user_can_neither_list_nor_read_a_replay_s_private_folder() {
             .args(&args[1..])
             .uid(65534)
             .gid(65534)
-            .output()
-            .unwrap();
+            .finish();
         assert!(
             !o.status.success(),
             "another user could run {args:?}: {}",

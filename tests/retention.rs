@@ -122,7 +122,7 @@ fn no_retention_removes_a_live_sessions_values() {
         ("INTERBAND_RETENTION_SECS", "3600"),
         ("INTERBAND_RETENTION_INTERMEM_NOTE_SECS", "60"),
     ] {
-        let o = w.cmd(&["prune"]).env(name, value).output().unwrap();
+        let o = w.cmd(&["prune"]).env(name, value).finish();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     }
     for p in &kept {
@@ -150,13 +150,13 @@ fn a_retention_that_would_remove_values_as_they_are_written_is_refused_and_said(
         let dir = channel(&w, "interpulse", "checkpoint");
         // A value of a session that is not live, a minute old.
         let p = plant(&dir, "s", SystemTime::now() - Duration::from_secs(60));
-        let o = w.cmd(&["prune"]).env(name, value).output().unwrap();
+        let o = w.cmd(&["prune"]).env(name, value).finish();
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert!(
             p.exists(),
             "{name}={value}: refused, so the default 24 h holds"
         );
-        let o = w.cmd(&["config"]).env(name, value).output().unwrap();
+        let o = w.cmd(&["config"]).env(name, value).finish();
         let said = format!("{}{}", stdout(&o), stderr(&o));
         assert!(
             said.contains(&format!("{name}={value}")) && said.contains("refused"),

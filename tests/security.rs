@@ -203,7 +203,7 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
     assert!(logged.contains("compact.command") && logged.contains("intermem.claude_memory"));
 
     // The user trusts it: now it counts.
-    let o = w.cmd(&["trust"]).current_dir(&s.cwd).output().unwrap();
+    let o = w.cmd(&["trust"]).current_dir(&s.cwd).finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     hook_in(
         &w,
@@ -229,13 +229,9 @@ fn an_untrusted_project_config_runs_nothing_until_the_user_trusts_that_exact_fil
     assert!(!ran("changed"), "changed: not trusted");
     let o = w.run(&["trust", "--list"]);
     assert!(stdout(&o).contains("CHANGED"), "{}", stdout(&o));
-    let o = w.cmd(&["config"]).current_dir(&s.cwd).output().unwrap();
+    let o = w.cmd(&["config"]).current_dir(&s.cwd).finish();
     assert!(stdout(&o).contains("NOT trusted"), "{}", stdout(&o));
-    let o = w
-        .cmd(&["trust", "--revoke"])
-        .current_dir(&s.cwd)
-        .output()
-        .unwrap();
+    let o = w.cmd(&["trust", "--revoke"]).current_dir(&s.cwd).finish();
     assert!(stdout(&o).contains("no longer trusted"), "{}", stdout(&o));
 }
 
@@ -261,7 +257,7 @@ fn directive_files_never_bring_anything_from_outside_the_project() {
     )
     .unwrap();
     // Choosing the files needs trust; even trusted, they stay inside the project.
-    let o = w.cmd(&["trust"]).current_dir(&s.cwd).output().unwrap();
+    let o = w.cmd(&["trust"]).current_dir(&s.cwd).finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let log = w.dir.path().join("log");
     let env = [("INTERBAND_LOG", log.to_str().unwrap())];
@@ -545,8 +541,7 @@ fn a_stdin_that_never_closes_never_holds_a_hook() {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut pipe = child.stdin.take().unwrap();
     pipe.write_all(&event("PostToolUse", &s, json!({})))
         .unwrap();
@@ -566,8 +561,7 @@ fn a_stdin_that_never_closes_never_holds_a_hook() {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .start();
         let mut pipe = child.stdin.take().unwrap();
         pipe.write_all(br#"{"session_id": "x", "hook_event_name": "Post"#)
             .unwrap();
@@ -1030,7 +1024,7 @@ fn an_untrusted_project_cannot_choose_directive_files_levels_or_their_sizes() {
     assert!(!mark.exists(), "the project made the user's command run");
 
     // Trusted, a huge budget is still bounded: the hook answers in time.
-    let o = w.cmd(&["trust"]).current_dir(&s.cwd).output().unwrap();
+    let o = w.cmd(&["trust"]).current_dir(&s.cwd).finish();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     s.at(13_000);
     let out = hook(&w, &event("PostToolUse", &s, json!({})));
@@ -1093,8 +1087,7 @@ fn a_checkpoint_message_cannot_bring_in_another_transcript_or_choose_a_memory() 
     let o = w
         .cmd(&["watch", "--idle-timeout", "0.2"])
         .env("INTERBAND_INTERMEM_CLAUDE_MEMORY", "true")
-        .output()
-        .unwrap();
+        .finish();
     assert_ne!(code(&o), 101);
     for f in files_under(&w.root().join("intermem/notes")) {
         let text = std::fs::read_to_string(w.root().join("intermem/notes").join(&f)).unwrap();
@@ -1206,8 +1199,7 @@ fn install_never_writes_through_a_link_in_the_project() {
     let o = w
         .cmd(&["install", "--project"])
         .current_dir(&project)
-        .output()
-        .unwrap();
+        .finish();
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
     assert_eq!(
@@ -1268,7 +1260,7 @@ fn a_cloned_repositorys_settings_cannot_forge_install_lines() {
     });
     std::fs::write(project.join(".claude/settings.json"), settings.to_string()).unwrap();
     for args in [&["install", "--project"][..], &["uninstall", "--project"]] {
-        let o = w.cmd(args).current_dir(&project).output().unwrap();
+        let o = w.cmd(args).current_dir(&project).finish();
         let all = stdout(&o) + &stderr(&o);
         assert!(
             !all.lines()

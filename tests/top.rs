@@ -136,8 +136,7 @@ impl Tmux {
             .arg("-S")
             .arg(&self.socket)
             .args(args)
-            .output()
-            .unwrap()
+            .finish()
     }
     fn screen(&self) -> String {
         String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "top"]).stdout).into_owned()

@@ -13,6 +13,39 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_interband");
 /// in (`powershell` on Windows, `bash` elsewhere).
 pub const COPILOT_SHELL: &str = if cfg!(windows) { "powershell" } else { "bash" };
 
+/// Starts and runs commands in tests. Under Wine a process start now and then
+/// fails under load with `ERROR_INTERNAL_ERROR` (1359) before the program runs
+/// at all (docs/hosts.md, Wine's gaps); such a start is tried again, at most
+/// five times. Any other failure, and every failure elsewhere, fails the test.
+pub trait Start {
+    /// `spawn()`, its start tried again where Wine failed it.
+    fn start(&mut self) -> std::process::Child;
+    /// `output()`, its start tried again where Wine failed it.
+    fn finish(&mut self) -> Output;
+}
+
+impl Start for Command {
+    fn start(&mut self) -> std::process::Child {
+        retry_start(|| self.spawn())
+    }
+    fn finish(&mut self) -> Output {
+        retry_start(|| self.output())
+    }
+}
+
+fn retry_start<T>(mut f: impl FnMut() -> std::io::Result<T>) -> T {
+    const WINE_START_FAILED: i32 = 1359;
+    let mut tries = 0;
+    loop {
+        match f() {
+            Err(e) if cfg!(windows) && e.raw_os_error() == Some(WINE_START_FAILED) && tries < 5 => {
+                tries += 1
+            }
+            r => return r.unwrap(),
+        }
+    }
+}
+
 /// A private world: `INTERBAND_ROOT` and `HOME` under one temp folder.
 pub struct World {
     pub dir: tempfile::TempDir,
@@ -44,7 +77,7 @@ impl World {
         c
     }
     pub fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
+        self.cmd(args).finish()
     }
     pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
         with_stdin(&mut self.cmd(args), stdin)
@@ -85,8 +118,7 @@ pub fn with_stdin(cmd: &mut Command, stdin: &[u8]) -> Output {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut pipe = child.stdin.take().unwrap();
     // The child may stop reading early (a size cap): a broken pipe is fine.
     let _ = pipe.write_all(stdin);
@@ -165,8 +197,7 @@ pub fn run_within(cmd: &mut Command, stdin: &[u8], limit: std::time::Duration) -
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let mut pipe = child.stdin.take().unwrap();
     let _ = pipe.write_all(stdin);
     drop(pipe);
