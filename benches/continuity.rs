@@ -7,7 +7,8 @@
 //! own summary (the `isCompactSummary` line after the boundary) and in that
 //! summary plus the note interband writes at `PreCompact` (from the
 //! transcript as it stood at the boundary, at the default settings, as it
-//! comes back: cut at `inject_max_bytes`).
+//! comes back: led by the facts of interband's own compaction record that
+//! the summary dropped, then the note, cut at `inject_max_bytes` in all).
 //!
 //! A fact is found in a text when the file's name is in it (a changed file),
 //! or when at least [`FOUND`] of the fact's words are (anything else): words
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use interband_consumers::digest::{Limits, digest_as};
 use interband_consumers::intermem::{self, SessionInfo, Trigger};
+use interband_consumers::summary::{self, record};
 use interband_hosts::Host;
 use serde_json::Value;
 
@@ -334,8 +336,10 @@ fn dedup(facts: &mut Vec<Fact>) {
 }
 
 /// The note interband's `PreCompact` writes from the transcript as it stood
-/// at the boundary, and what of it comes back (the default settings).
-fn note(before: &[u8], session: &str) -> (String, String) {
+/// at the boundary, and what of it comes back (the default settings): led
+/// by the facts of interband's own record that `summary` dropped, then the
+/// note, within the same bound.
+fn note(before: &[u8], session: &str, summary: &str) -> (String, String) {
     let settings = intermem::Settings::default();
     let d = digest_as(before, &Limits::default(), Host::Claude);
     let info = SessionInfo {
@@ -352,11 +356,19 @@ fn note(before: &[u8], session: &str) -> (String, String) {
         again: false,
     };
     let full = intermem::render(&info, &trigger, &d, &[], settings.max_bytes);
-    let mut cut = settings.inject_max_bytes.min(full.len());
+    let held = summary::Text::new(summary);
+    let facts = summary::facts(&d);
+    let dropped: Vec<&interband::payloads::Fact> =
+        facts.iter().filter(|f| !held.holds(f)).collect();
+    let lead = record::lead(&dropped, settings.inject_max_bytes / 3);
+    let mut cut = settings
+        .inject_max_bytes
+        .saturating_sub(lead.len())
+        .min(full.len());
     while !full.is_char_boundary(cut) {
         cut -= 1;
     }
-    let back = full[..cut].to_owned();
+    let back = lead + &full[..cut];
     (full, back)
 }
 
@@ -415,7 +427,7 @@ fn main() {
         let name = f.file_stem().unwrap().to_string_lossy().into_owned();
         for (i, c) in compactions(&bytes).iter().enumerate() {
             count += 1;
-            let (full, back) = note(&bytes[..c.before], &name);
+            let (full, back) = note(&bytes[..c.before], &name, &c.summary);
             largest = largest.max(full.len());
             let summary_words = words(&c.summary);
             let both_text = format!("{}\n{}", c.summary, back);

@@ -299,9 +299,19 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         run1.len()
     );
 
-    // 3. A headless compaction: PreCompact writes a note; nothing else reaches the model in this run.
+    // 3. A headless compaction with the person's own instructions: PreCompact writes a note and
+    //    tells the summary what to keep, after those instructions; nothing else reaches the
+    //    model in this run.
     let before = api.requests().len();
-    let result = claude.run(sonnet, &["-p", "/compact", "--resume", &session]);
+    let result = claude.run(
+        sonnet,
+        &[
+            "-p",
+            "/compact focus on the hello output",
+            "--resume",
+            &session,
+        ],
+    );
     assert_eq!(result["session_id"], session.as_str(), "same session");
     let run2 = api.requests().split_off(before);
     assert!(
@@ -326,6 +336,27 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
     println!(
         "e2e: /compact made {} request(s); PreCompact wrote {pre_compact_name}",
         run2.len()
+    );
+    let summary = run2.iter().find(|r| r.kind == Kind::Summary).unwrap();
+    let at = |needle: &str| summary.body.find(needle);
+    let (theirs, ours, path) = (
+        at("focus on the hello output"),
+        at("interband (a context monitor) saved"),
+        at(pre_compact_name),
+    );
+    let steered = matches!((theirs, ours, path), (Some(t), Some(o), Some(p)) if t < o && o < p);
+    if pinned {
+        assert!(
+            at("Additional Instructions:").is_some_and(|a| theirs.is_some_and(|t| a < t))
+                && steered,
+            "the summary request carries the person's instructions, then interband's with the note: {}",
+            excerpt(&summary.body, "Additional Instructions:", 1200)
+        );
+    }
+    println!(
+        "e2e: {}: the summary request carried interband's instructions after the person's: {steered}: {}",
+        cli.version,
+        excerpt(&summary.body, "interband (a context monitor) saved", 300)
     );
 
     // 4. The next turn: the summary replaced the history, and SessionStart(compact)'s note is there.
@@ -381,6 +412,23 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
             "saved by interband before it was compacted",
             200
         )
+    );
+    // 5. The compaction's record: the mock's summary judged, the note's return settled.
+    let record = w.bus().read("intermem", "compaction", &session).unwrap();
+    let r = &record.envelope.payload;
+    if pinned {
+        assert_eq!(
+            r["summary_read"], true,
+            "PostCompact handed the summary over: {r}"
+        );
+        assert_eq!(r["settled"], true, "{r}");
+    }
+    let o = w.run(&["pressure", "--session", &session]);
+    println!("e2e: {}", stdout(&o).trim());
+    assert!(
+        stdout(&o).contains("last compaction: compacted"),
+        "{}",
+        stdout(&o)
     );
     println!("e2e: passed in {:.1} s", started.elapsed().as_secs_f64());
 }

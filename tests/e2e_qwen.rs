@@ -203,7 +203,7 @@ fn the_real_qwen_code_reads_its_real_figures_offline(cli: e2e::Cli) {
         .find(|r| r.kind == Kind::Summary)
         .expect("Qwen compacted");
     assert!(
-        summary.body.contains("interband: in the summary"),
+        summary.body.contains("interband (a context monitor) saved"),
         "the summary was told what to keep: {}",
         summary.body
     );

@@ -423,13 +423,15 @@ fn other_events_are_accepted_and_ignored() {
     let w = World::new();
     for f in [
         "Stop.input.json",
-        "PreCompact.auto.input.json",
         "UserPromptSubmit.input.json",
         "statusLine.input.json",
     ] {
         let o = hook(&w, &fixture(f));
         assert_eq!(stdout(&o), "", "{f}");
     }
+    // PreCompact writes a note and tells Claude Code's summary where it is.
+    let o = hook(&w, &fixture("PreCompact.auto.input.json"));
+    assert!(stdout(&o).starts_with(STEER_OPENING), "{}", stdout(&o));
 }
 
 #[test]

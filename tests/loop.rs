@@ -54,6 +54,7 @@ fn event(name: &str, t: &Transcript, extra: Value) -> Vec<u8> {
         "PostToolUse" => "PostToolUse.input.json",
         "Stop" => "Stop.input.json",
         "PreCompact" => "PreCompact.auto.input.json",
+        "PostCompact" => "PostCompact.manual.input.json",
         "SessionStart" => "SessionStart.compact.input.json",
         "SessionEnd" => "SessionEnd.input.json",
         other => panic!("{other}"),
@@ -186,8 +187,12 @@ fn a_scripted_session_runs_the_whole_loop() {
         "{latest}"
     );
 
-    // PreCompact: a note, always; never blocks.
-    assert_eq!(hook(&w, &event("PreCompact", &t, json!({}))), "");
+    // PreCompact: a note, always; never blocks; Claude's summary is told what to keep.
+    let steer = hook(&w, &event("PreCompact", &t, json!({})));
+    assert!(
+        steer.starts_with("interband (a context monitor) saved"),
+        "{steer}"
+    );
     assert!(
         note_files(&w)
             .iter()
@@ -340,8 +345,9 @@ fn consumers_fail_open_on_bad_input() {
     t.prompt(&"p".repeat(300_000));
     // Missing transcript, huge prompt, and a notes folder that is a file.
     let missing = json!({"transcript_path": w.dir.path().join("gone.jsonl")});
-    assert_eq!(hook(&w, &event("PreCompact", &t, missing)), "");
-    assert_eq!(hook(&w, &event("PreCompact", &t, json!({}))), "");
+    // A note of what is known, and the summary told where it is.
+    assert!(hook(&w, &event("PreCompact", &t, missing)).contains("intermem"));
+    assert!(hook(&w, &event("PreCompact", &t, json!({}))).contains("intermem"));
     let note = w.bus().read("intermem", "note", SESSION).unwrap();
     let text = std::fs::read_to_string(note.envelope.payload["path"].as_str().unwrap()).unwrap();
     assert!(
@@ -351,6 +357,7 @@ fn consumers_fail_open_on_bad_input() {
     let notes = w.root().join("intermem/notes");
     std::fs::remove_dir_all(&notes).unwrap();
     std::fs::write(&notes, "not a folder").unwrap();
+    // No note: nothing to steer with, nothing printed.
     assert_eq!(hook(&w, &event("PreCompact", &t, json!({}))), "");
     assert_eq!(hook(&w, &event("SessionEnd", &t, json!({}))), "");
     assert_eq!(hook(&w, &event("Stop", &t, json!({}))), "");
@@ -817,4 +824,246 @@ fn a_zero_retention_still_writes_keeps_and_brings_back_the_note() {
         logged.contains("INTERBAND_RETENTION_SECS=0") && logged.contains("refused"),
         "{logged}"
     );
+}
+
+#[test]
+fn a_compaction_is_steered_recorded_and_what_its_summary_dropped_comes_back_first() {
+    let w = World::new();
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Make the uploader resilient and cover it with tests");
+    t.tool("TodoWrite", json!({"todos": [
+        {"content": "Add exponential backoff between attempts", "status": "in_progress", "activeForm": "Adding backoff"},
+        {"content": "Document the new setting in README", "status": "pending", "activeForm": "Documenting"}]}), "ok", false, 20_000);
+    t.tool(
+        "Edit",
+        json!({"file_path": "/work/src/uploader.rs", "old_string": "a", "new_string": "b"}),
+        "ok",
+        false,
+        60_000,
+    );
+    t.tool(
+        "Bash",
+        json!({"command": "cargo test -p uploader"}),
+        "test retry_gives_up failed: expected 3 attempts, got 1",
+        true,
+        120_000,
+    );
+    t.say(
+        "The retry loop is written. Next I make retry_gives_up pass by counting attempts.",
+        121_000,
+    );
+    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+
+    // 1. PreCompact, the person's `/compact focus on the retry`: Claude Code
+    //    adds the hook's plain stdout after their instructions.
+    let steer = hook(
+        &w,
+        &event(
+            "PreCompact",
+            &t,
+            json!({"trigger": "manual", "custom_instructions": "focus on the retry"}),
+        ),
+    );
+    let note = w.bus().read("intermem", "note", SESSION).unwrap();
+    let note_path = note.envelope.payload["path"].as_str().unwrap().to_owned();
+    assert!(
+        serde_json::from_str::<Value>(&steer).is_err(),
+        "plain text, not JSON: {steer}"
+    );
+    for needle in [
+        note_path.as_str(),
+        "verbatim: \"Make the uploader resilient and cover it with tests\"",
+        "Add exponential backoff between attempts (the agent's last words: \"The retry loop is written. Next I make retry_gives_up pass by counting attempts.\")",
+        "Document the new setting in README (open)",
+        "/work/src/uploader.rs",
+        "`cargo test -p uploader`",
+        "test retry_gives_up failed: expected 3 attempts, got 1",
+        "Beside any instructions above, which come first",
+    ] {
+        assert!(steer.contains(needle), "{needle:?} not in:\n{steer}");
+    }
+    assert!(steer.chars().count() <= 10_000);
+    let record = |w: &World| {
+        w.bus()
+            .read("intermem", "compaction", SESSION)
+            .unwrap()
+            .envelope
+            .payload
+    };
+    let before = record(&w);
+    assert_eq!(before["note"], note_path.as_str());
+    assert_eq!(before["trigger"], "manual");
+    assert_eq!(before["tokens_before"], 121_000);
+    assert_eq!(before["settled"], false);
+    let kinds: Vec<&str> = before["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["step", "request", "todo", "todo", "failed_command", "file"]
+    );
+
+    // 2. PostCompact hands over the summary: it kept the request and the file.
+    let summary = "<summary>The user asked to make the uploader resilient and cover it with tests. \
+                   src/uploader.rs was edited.</summary>";
+    assert_eq!(
+        hook(
+            &w,
+            &event("PostCompact", &t, json!({"compact_summary": summary}))
+        ),
+        ""
+    );
+    let kept: Vec<(String, String)> = record(&w)["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().into(),
+                f["kept"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let kept: Vec<(&str, &str)> = kept.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(
+        kept,
+        [
+            ("step", "pending"),
+            ("request", "summary"),
+            ("todo", "pending"),
+            ("todo", "pending"),
+            ("failed_command", "pending"),
+            ("file", "summary"),
+        ]
+    );
+
+    // 3. SessionStart(compact): the note comes back, leading with what the
+    //    summary dropped; the person sees the record's line.
+    let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    let lead = ctx
+        .find("## What the compaction's summary left out (brought back first)")
+        .unwrap_or_else(|| panic!("no lead section:\n{ctx}"));
+    let rest = ctx.find("# Memory note").unwrap();
+    assert!(lead < rest, "the dropped facts come first:\n{ctx}");
+    let section = &ctx[lead..rest];
+    for needle in [
+        "- the step in progress: Add exponential backoff between attempts",
+        "- an open todo: Document the new setting in README",
+        "- a failed command: `cargo test -p uploader`",
+    ] {
+        assert!(section.contains(needle), "{needle:?} not in:\n{section}");
+    }
+    assert!(
+        !section.contains("uploader.rs"),
+        "the summary kept it: {section}"
+    );
+    assert_eq!(
+        section
+            .matches("Add exponential backoff between attempts")
+            .count(),
+        1,
+        "the step in progress and its todo once: {section}"
+    );
+    let after = record(&w);
+    assert_eq!(after["settled"], true);
+    let line =
+        "compacted at 121k: the summary kept 2 of 6 facts, the note brought back 4, none lost";
+    assert_eq!(v["systemMessage"], format!("interband: {line}"));
+
+    // 4. `pressure` and `top` show it.
+    let o = w.run(&["pressure"]);
+    assert!(
+        stdout(&o).contains(&format!("last compaction: {line}")),
+        "{}",
+        stdout(&o)
+    );
+    let o = w.run(&["top", "--json"]);
+    let top: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let row = top
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["session"] == SESSION))
+        .unwrap_or_else(|| panic!("{top}"));
+    assert_eq!(row["compaction"]["line"], line);
+    assert_eq!(row["compaction"]["lost"], 0);
+}
+
+/// Claude Code 2.1.332 starts the next context (SessionStart with `compact`)
+/// before its PostCompact: the note comes back first, the record waits for
+/// the summary, and PostCompact's plain stdout (which Claude Code shows the
+/// person as the hook's message) gives the line.
+#[test]
+fn a_summary_handed_over_after_the_note_came_back_completes_the_record() {
+    let w = World::new();
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Make the uploader resilient and cover it with tests");
+    t.tool(
+        "Edit",
+        json!({"file_path": "/work/src/uploader.rs", "old_string": "a", "new_string": "b"}),
+        "ok",
+        false,
+        60_000,
+    );
+    t.tool(
+        "Bash",
+        json!({"command": "cargo test -p uploader"}),
+        "1 failed",
+        true,
+        90_000,
+    );
+    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    let steer = hook(&w, &event("PreCompact", &t, json!({"trigger": "manual"})));
+    assert!(steer.starts_with(STEER_OPENING), "{steer}");
+
+    let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v.get("systemMessage").is_none(),
+        "nothing to say yet: {out}"
+    );
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        !ctx.contains("left out"),
+        "the summary is not known yet: {ctx}"
+    );
+    let record = || {
+        w.bus()
+            .read("intermem", "compaction", SESSION)
+            .unwrap()
+            .envelope
+            .payload
+    };
+    assert_eq!(
+        (
+            record()["settled"].clone(),
+            record()["summary_read"].clone()
+        ),
+        (json!(true), Value::Null)
+    );
+
+    let summary = "<summary>Made the uploader resilient; edited src/uploader.rs.</summary>";
+    let out = hook(
+        &w,
+        &event("PostCompact", &t, json!({"compact_summary": summary})),
+    );
+    // (The request, and the step it is, in other words than the summary's.)
+    assert_eq!(
+        out.trim_end(),
+        "interband: compacted at 90k: the summary kept 1 of 4 facts, the note brought back 3, none lost"
+    );
+    assert_eq!(record()["summary_read"], true);
+    // Once: a second PostCompact judges nothing again.
+    let again = hook(
+        &w,
+        &event("PostCompact", &t, json!({"compact_summary": "other"})),
+    );
+    assert_eq!(again, out);
 }

@@ -164,17 +164,17 @@ fn before_a_compaction_the_note_is_written_and_the_summary_told_what_to_keep() {
         hook(&w, &s.input("PreCompact.auto.input.json")).expect("instructions for the summary");
     let keep = context(&out, "PreCompact");
     assert!(
-        keep.starts_with("interband: in the summary, keep"),
+        keep.starts_with("interband (a context monitor) saved"),
         "{keep}"
     );
     assert!(
-        keep.len() <= 4000,
+        keep.chars().count() <= 4000,
         "Qwen cuts the instructions at 4,000 characters"
     );
     let note = keep
         .split_whitespace()
-        .find(|word| word.ends_with(".md:"))
-        .map(|word| PathBuf::from(word.trim_end_matches(':')))
+        .find(|word| word.ends_with(".md;"))
+        .map(|word| PathBuf::from(word.trim_end_matches(';')))
         .expect("the note's path");
     let text = std::fs::read_to_string(&note).unwrap();
     assert!(

@@ -96,7 +96,7 @@ fn hook_in(w: &World, stdin: &[u8], env: &[(&str, &str)]) -> String {
     );
     let out = stdout(&o);
     if !out.trim().is_empty() {
-        serde_json::from_str::<Value>(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        host_response(stdin, &out);
     }
     out
 }

@@ -644,6 +644,147 @@ contract!(
     }
 );
 
+/// A kind of fact of a session's working state.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FactKind {
+    /// The step in progress: the todo being worked on, else the latest request.
+    Step,
+    /// A request the user made in the context the compaction replaced.
+    Request,
+    /// An open todo item.
+    Todo,
+    /// A command that failed, with its error where known.
+    FailedCommand,
+    /// A file changed.
+    File,
+}
+
+impl FactKind {
+    /// Its name for people, singular.
+    pub fn name(self) -> &'static str {
+        match self {
+            FactKind::Step => "the step in progress",
+            FactKind::Request => "a request",
+            FactKind::Todo => "an open todo",
+            FactKind::FailedCommand => "a failed command",
+            FactKind::File => "a changed file",
+        }
+    }
+}
+
+/// What became of a fact at a compaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kept {
+    /// Not judged yet (the compaction has not happened, or its summary has
+    /// not been read).
+    #[default]
+    Pending,
+    /// The host's summary kept it.
+    Summary,
+    /// The summary dropped it; the note that came back after it holds it.
+    Note,
+    /// Neither the summary nor the note that came back holds it.
+    Lost,
+}
+
+/// One fact of a session's working state at a compaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Fact {
+    /// What kind of fact.
+    pub kind: FactKind,
+    /// The fact, as the session holds it (a request's words, a file's path).
+    #[schemars(extend("pattern" = r"\S"))]
+    pub text: String,
+    /// What became of it.
+    #[serde(default)]
+    pub kept: Kept,
+}
+
+/// `intermem/compaction`: a compaction's record, one per session, the
+/// latest: the session's working state before it, fact by fact, and what
+/// the host's summary kept, what the note brought back and what was lost.
+/// Written before the compaction (every fact pending), then as each is
+/// judged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionRecord {
+    /// `manual` (the person's `/compact`) or `auto` (the host's).
+    #[serde(default)]
+    pub trigger: String,
+    /// The memory note written before the compaction.
+    #[serde(default)]
+    pub note: String,
+    /// Tokens in the context before the compaction, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    /// A fingerprint of the host's summary before this compaction (the
+    /// previous one's), so the summary this one wrote is told from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_before: Option<String>,
+    /// Whether the host's summary was read and each fact checked against it:
+    /// absent until the compaction happened; `false` when the host gives
+    /// no summary a hook can read (every fact then judged by the note alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_read: Option<bool>,
+    /// Whether the note came back after the compaction and each fact the
+    /// summary dropped was checked against it.
+    #[serde(default)]
+    pub settled: bool,
+    /// The facts of the working state before the compaction.
+    #[serde(default)]
+    pub facts: Vec<Fact>,
+    /// Unix time of the latest change, seconds.
+    #[serde(serialize_with = "seconds")]
+    pub ts: f64,
+}
+
+impl CompactionRecord {
+    /// How many facts are `kept` so.
+    pub fn count(&self, kept: Kept) -> usize {
+        self.facts.iter().filter(|f| f.kept == kept).count()
+    }
+}
+contract!(
+    CompactionRecord,
+    "intermem",
+    "compaction",
+    "compaction_record",
+    "a session's latest compaction: each fact of its working state, kept by the host's summary, brought back by the note, or lost",
+    |f| {
+        f.opt_string("trigger")?;
+        f.opt_string("note")?;
+        f.opt("tokens_before", Fields::count)?;
+        f.opt_string("summary_before")?;
+        match f.get("summary_read") {
+            None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+            _ => f.fail("summary_read", "a boolean")?,
+        }
+        match f.get("facts") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    let ok = item.as_object().is_some_and(|o| {
+                        o.get("text")
+                            .and_then(Value::as_str)
+                            .is_some_and(|t| !t.trim().is_empty())
+                            && serde_json::from_value::<Fact>(item.clone()).is_ok()
+                    });
+                    if !ok {
+                        return Err(format!(
+                            "facts[{i}] must be {{kind, text, kept}} with a known kind, a non-empty text and a known kept"
+                        ));
+                    }
+                }
+            }
+            Some(_) => f.fail("facts", "an array")?,
+        }
+        f.number("ts")?;
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

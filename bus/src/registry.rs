@@ -47,6 +47,7 @@ pub const CONTRACTS: &[Contract] = &[
     contract::<ContextWindow>(),
     contract::<MemoryNote>(),
     contract::<CompactionRequested>(),
+    contract::<CompactionRecord>(),
 ];
 
 /// The contract for a `(namespace, type)` pair, if it is a known one.

@@ -477,21 +477,6 @@ fn fresh_note(
     })
 }
 
-/// What a host that reads a pre-compaction hook's context into its own
-/// summary's instructions (Qwen Code) is told to keep: the session's focus
-/// (as [`focus`] finds it in the note just written), what else a note keeps,
-/// and where the note is.
-pub fn summary_instructions(note: &intermem::Written) -> String {
-    let text = std::fs::read_to_string(&note.path).unwrap_or_default();
-    format!(
-        "interband: in the summary, {}; keep the open todo items, the files changed, and each command that \
-         failed with its error. A memory note of this session is saved at {}: name it in the summary, so the \
-         work can go on from it after the compaction.",
-        focus(&text),
-        note.path.display()
-    )
-}
-
 /// A short focus for `/compact`, from the session's task: the todo in
 /// progress, else the latest prompt when it says something (not a bare
 /// follow-up such as "continue" or "yes"), else the first prompt.
@@ -525,7 +510,7 @@ fn focus(note: &str) -> String {
 
 /// A prompt that only moves the session along ("continue", "yes, go on"):
 /// it says nothing of the task.
-fn is_bare_follow_up(prompt: &str) -> bool {
+pub(crate) fn is_bare_follow_up(prompt: &str) -> bool {
     const BARE: &[&str] = &[
         "continue",
         "go on",

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compact::{self, Acted};
 use crate::intermem::{self, Intermem, SessionInfo, Trigger};
+use crate::summary::{self, record};
 use crate::{Error, interline};
 
 /// Every consumer's settings, with where each value came from.
@@ -175,20 +176,39 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
                 || input.trigger.as_deref() == Some("manual")
                 || about_to_compress(ctx, input)
             {
-                let note = pre_compact(ctx, input)?;
-                // A host that reads this hook's context into its summary's
-                // instructions is told what the summary must keep.
-                if profile.pre_compaction_steers
-                    && let Some(note) = note
-                {
-                    let keep = compact::summary_instructions(&note);
-                    return Ok(Some((profile.context_output)(
-                        &input.hook_event_name,
-                        &keep,
-                    )));
+                let Some(note) = pre_compact(ctx, input)? else {
+                    return Ok(None);
+                };
+                let digest = note.digest.unwrap_or_default();
+                begin_record(ctx, input, &note.path, &digest);
+                // A host that adds this hook's output to its summary's
+                // request is told what the summary must keep.
+                if let Some(steer) = profile.steer {
+                    let keep = summary::instructions(&digest, &note.path, steer.limit);
+                    return Ok(Some((steer.output)(&input.hook_event_name, &keep)));
                 }
             }
             Ok(None)
+        }
+        // The host's summary, read where the host hands it to a hook.
+        Moment::AfterCompaction => {
+            let judged = record::judge_summary(
+                ctx.bus,
+                &input.session_id,
+                input.compact_summary.as_deref(),
+                true,
+            )?;
+            // The record, complete once the note came back too: to the
+            // person, where the host shows this event's output.
+            Ok(judged
+                .filter(|r| r.settled)
+                .zip(profile.post_compaction_message)
+                .map(|(r, show)| {
+                    show(
+                        &input.hook_event_name,
+                        &format!("interband: {}", record::line(&r)),
+                    )
+                }))
         }
         Moment::ContextStart => session_start(ctx, input),
         Moment::SessionEnd => session_end(ctx, input).map(|_| None),
@@ -322,6 +342,29 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<Option<intermem::Written>, Er
     Ok(Some(note))
 }
 
+/// Begins the record of the compaction about to happen: the working state
+/// the note was written from, fact by fact. A failure is logged: the record
+/// must never keep the note or the compaction from happening.
+fn begin_record(ctx: &Ctx, input: &Input, note: &Path, digest: &crate::digest::Digest) {
+    let tokens = ctx
+        .bus
+        .read_typed::<Pressure>(&input.session_id)
+        .ok()
+        .and_then(|p| p.payload.used_tokens);
+    let begun = record::begin(
+        ctx.bus,
+        &input.session_id,
+        input.trigger.as_deref().unwrap_or("manual"),
+        &note.to_string_lossy(),
+        tokens,
+        digest.compaction_summary.as_deref(),
+        summary::facts(digest),
+    );
+    if let Err(e) = begun {
+        (ctx.problem)(&e.to_string());
+    }
+}
+
 /// True when the host will compress at this attempt: the transcript's last
 /// figure (the last prompt's size, read now) has reached the host's
 /// compaction point — exactly the test Gemini makes after its PreCompress.
@@ -362,8 +405,17 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         }
     };
     let profile = input.host().profile();
-    Ok(restore_note(ctx, input, how)?
-        .map(|context| (profile.context_output)(&input.hook_event_name, &context)))
+    let Some(back) = restore(ctx, input, how, None)? else {
+        return Ok(None);
+    };
+    let out = (profile.context_output)(&input.hook_event_name, &back.text);
+    // The record of the compaction, to the person, where the host shows it.
+    Ok(Some(match back.line {
+        Some(line) if profile.shows_system_message => {
+            input::with_system_message(&out, &format!("interband: {line}"))
+        }
+        _ => out,
+    }))
 }
 
 /// What interband has told the user once, on this machine.
@@ -435,7 +487,16 @@ pub enum Fresh {
 /// The note comes back even when no state can be written (a full disk, a
 /// read-only root): those failures are logged, never in the way.
 pub fn restore_note(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<String>, Error> {
-    restore(ctx, input, how, None)
+    Ok(restore(ctx, input, how, None)?.map(|b| b.text))
+}
+
+/// What came back into a fresh context.
+struct Restored {
+    /// The note, framed as a record, for the agent.
+    text: String,
+    /// The compaction's record in one line, for the person, when this
+    /// context followed a compaction that has one.
+    line: Option<String>,
 }
 
 /// On a host with no start event after a compaction (Gemini CLI): brings
@@ -487,7 +548,7 @@ pub fn restore_note_for_cycle(
         true
     });
     match taken {
-        Ok(true) => restore(ctx, input, Fresh::Compacted, Some(cycle)),
+        Ok(true) => Ok(restore(ctx, input, Fresh::Compacted, Some(cycle))?.map(|b| b.text)),
         Ok(false) => Ok(None),
         // Where this cannot be recorded, every call would bring it back.
         Err(e) => {
@@ -529,7 +590,7 @@ fn restore(
     input: &Input,
     how: Fresh,
     cycle: Option<u64>,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<Restored>, Error> {
     let session = input.session_id.as_str();
     if let Err(e) = compact::new_cycle(ctx.bus, session) {
         (ctx.problem)(&e.to_string());
@@ -587,7 +648,27 @@ fn restore(
             String::new()
         }
     };
-    let body = cut(&text, max.saturating_sub(journal.len())) + &journal;
+    // After a compaction, what its summary dropped comes back first.
+    let record = (how == Fresh::Compacted)
+        .then(|| compaction_record(ctx, input, &note.path))
+        .flatten();
+    // (Known only where the summary was read before the note comes back.)
+    let lead = record
+        .as_ref()
+        .filter(|r| r.summary_read == Some(true))
+        .map_or(String::new(), |r| {
+            record::lead(&record::dropped(r), max / 3)
+        });
+    let body =
+        lead.clone() + &cut(&text, max.saturating_sub(journal.len() + lead.len())) + &journal;
+    let line = record.and_then(|r| match record::settle(ctx.bus, session, r, &body) {
+        // The line once the summary is judged; else its own event says it.
+        Ok(r) => r.summary_read.map(|_| record::line(&r)),
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            None
+        }
+    });
     let what = if how == Fresh::Compacted {
         "compacted"
     } else {
@@ -605,7 +686,42 @@ fn restore(
     if let Err(e) = recorded {
         (ctx.problem)(&e.to_string());
     }
-    Ok(Some(record))
+    Ok(Some(Restored { text: record, line }))
+}
+
+/// The record of the compaction this note was written for, still to be
+/// settled, with its facts checked against the host's summary: the one a
+/// post-compaction event handed over, else the one the transcript holds
+/// now (a summary older than this compaction's is not taken for it).
+fn compaction_record(
+    ctx: &Ctx,
+    input: &Input,
+    note: &str,
+) -> Option<interband::payloads::CompactionRecord> {
+    let session = input.session_id.as_str();
+    let pending = record::read(ctx.bus, session).filter(|r| !r.settled && r.note == note)?;
+    if pending.summary_read.is_some() {
+        return Some(pending);
+    }
+    let summary = input.transcript_path.as_deref().and_then(|t| {
+        crate::digest::digest_file_as(
+            Path::new(t),
+            &crate::digest::Limits::default(),
+            input.host(),
+        )
+        .ok()
+        .and_then(|d| d.compaction_summary)
+    });
+    // A host with an event after its compaction hands the summary over
+    // there, maybe only after this one: the record waits for it.
+    let last = input.host().profile().post_compaction.is_none();
+    match record::judge_summary(ctx.bus, session, summary.as_deref(), last) {
+        Ok(r) => r,
+        Err(e) => {
+            (ctx.problem)(&e.to_string());
+            None
+        }
+    }
 }
 
 /// `text` cut to at most `max` bytes, with a visible mark when cut.

@@ -220,6 +220,9 @@ pub struct Written {
     /// The copy into Claude Code's memory could not be made (the note itself
     /// is written and announced all the same).
     pub claude_memory_error: Option<String>,
+    /// What the note was written from: the transcript's digest (`None` when
+    /// the note was one written earlier for the same checkpoint).
+    pub digest: Option<Digest>,
 }
 
 /// The git branch: the transcript's, else `.git/HEAD` in the project folder.
@@ -307,6 +310,7 @@ pub fn write_note(
             }
             _ => None,
         };
+        let mut made_from = None;
         let text = match earlier {
             Some(text) => text,
             None => {
@@ -315,11 +319,13 @@ pub fn write_note(
                     .as_deref()
                     .and_then(|t| digest::digest_file_as(t, &Limits::default(), info.host).ok())
                     .unwrap_or_default();
-                journal.with_claimed_for(Some(&name), &made, |records| {
+                let text = journal.with_claimed_for(Some(&name), &made, |records| {
                     let text = render(info, trigger, &digest, records, settings.max_bytes);
                     dir.write(&name, text.as_bytes(), true)?;
                     Ok(text)
-                })?
+                })?;
+                made_from = Some(digest);
+                text
             }
         };
         dir.write("latest.md", text.as_bytes(), true)?;
@@ -338,6 +344,7 @@ pub fn write_note(
                 path,
                 bytes: text.len(),
                 claude_memory_error: None,
+                digest: made_from,
             },
             text,
         ))
@@ -517,7 +524,7 @@ pub fn render(
 
 /// Splits `room` bytes between sections of `sizes`: a section smaller than
 /// an equal share keeps its size, and what it leaves goes to the others.
-fn fair_shares(sizes: &[usize], room: usize) -> Vec<usize> {
+pub(crate) fn fair_shares(sizes: &[usize], room: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..sizes.len()).collect();
     order.sort_by_key(|&i| sizes[i]);
     let mut shares = vec![0; sizes.len()];

@@ -14,6 +14,7 @@ pub mod interline;
 pub mod intermem;
 #[cfg(test)]
 mod stand_in;
+pub mod summary;
 
 /// What can stop a consumer. Hooks log it and fail open.
 #[derive(Debug, thiserror::Error)]

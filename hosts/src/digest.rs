@@ -45,6 +45,140 @@ pub enum Item {
     /// The summary a compaction replaced the context with: the prompts
     /// before it are in it.
     Summary(String),
+    /// A change to the host's task list, one task at a time (Claude Code's
+    /// `TaskCreate`, `TaskUpdate`, `TaskList`).
+    Task(TaskEvent),
+}
+
+/// A change to a task list kept one task at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// A call made a task (its id comes with the call's result).
+    Made {
+        /// The call that made it.
+        call: String,
+        /// Its title.
+        subject: String,
+    },
+    /// A call's result named the task it made.
+    Numbered {
+        /// The call that made it.
+        call: String,
+        /// The task's id.
+        id: String,
+        /// Its title as saved.
+        subject: String,
+    },
+    /// A task changed.
+    Changed {
+        /// The task's id.
+        id: String,
+        /// Its new title, if it changed.
+        subject: Option<String>,
+        /// Its new status (`pending`, `in_progress`, `completed`, `deleted`).
+        status: Option<String>,
+    },
+    /// The whole list, as the host listed it: `(id, subject, status)`.
+    All(Vec<(String, String, String)>),
+}
+
+/// The task list `events` leave, in the order the tasks were made: `(id,
+/// subject, status)`, an id unknown while the call's result is not read.
+/// A deleted task leaves it; a change to a task made before the events read
+/// keeps it when it gives its title.
+///
+/// ```
+/// use interband_hosts::digest::{TaskEvent, tasks};
+/// let made = |call: &str, subject: &str| TaskEvent::Made { call: call.into(), subject: subject.into() };
+/// let events = [
+///     made("c1", "Parse"),
+///     TaskEvent::Numbered { call: "c1".into(), id: "1".into(), subject: "Parse".into() },
+///     made("c2", "Lex"),
+///     TaskEvent::Changed { id: "1".into(), subject: None, status: Some("in_progress".into()) },
+/// ];
+/// let list: Vec<(String, String)> = tasks(&events).into_iter().map(|t| (t.subject, t.status)).collect();
+/// assert_eq!(list, [("Parse".into(), "in_progress".into()), ("Lex".into(), "pending".into())]);
+/// ```
+pub fn tasks(events: &[TaskEvent]) -> Vec<Task> {
+    let mut list: Vec<Task> = Vec::new();
+    for e in events {
+        match e {
+            TaskEvent::Made { call, subject } => list.push(Task {
+                call: Some(call.clone()),
+                id: None,
+                subject: subject.clone(),
+                status: "pending".into(),
+            }),
+            TaskEvent::Numbered { call, id, subject } => {
+                match list.iter_mut().find(|t| t.call.as_ref() == Some(call)) {
+                    Some(t) => t.id = Some(id.clone()),
+                    None => list.push(Task {
+                        call: Some(call.clone()),
+                        id: Some(id.clone()),
+                        subject: subject.clone(),
+                        status: "pending".into(),
+                    }),
+                }
+            }
+            TaskEvent::Changed {
+                id,
+                subject,
+                status,
+            } => {
+                let at = list.iter().position(|t| t.id.as_ref() == Some(id));
+                match (at, status.as_deref()) {
+                    (Some(i), Some("deleted")) => {
+                        list.remove(i);
+                    }
+                    (Some(i), _) => {
+                        let t = &mut list[i];
+                        if let Some(s) = subject {
+                            t.subject = s.clone();
+                        }
+                        if let Some(s) = status {
+                            t.status = s.clone();
+                        }
+                    }
+                    (None, Some("deleted")) => {}
+                    (None, _) => {
+                        if let Some(s) = subject {
+                            list.push(Task {
+                                call: None,
+                                id: Some(id.clone()),
+                                subject: s.clone(),
+                                status: status.clone().unwrap_or_else(|| "pending".into()),
+                            });
+                        }
+                    }
+                }
+            }
+            TaskEvent::All(all) => {
+                list = all
+                    .iter()
+                    .map(|(id, subject, status)| Task {
+                        call: None,
+                        id: Some(id.clone()),
+                        subject: subject.clone(),
+                        status: status.clone(),
+                    })
+                    .collect();
+            }
+        }
+    }
+    list
+}
+
+/// One task of a task list ([`tasks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// The call that made it, when read.
+    pub call: Option<String>,
+    /// Its id, when known.
+    pub id: Option<String>,
+    /// Its title.
+    pub subject: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
 }
 
 /// A tool call, with what it did that a note keeps.

@@ -49,6 +49,14 @@ pub struct HookInput {
     /// Before a compaction: `manual` or `auto`.
     #[serde(deserialize_with = "or_default")]
     pub trigger: Option<String>,
+    /// Before a compaction: the user's own instructions to the summary
+    /// (`/compact <instructions>`), which interband's never override.
+    #[serde(deserialize_with = "or_default")]
+    pub custom_instructions: Option<String>,
+    /// After a compaction: the host's summary, the text that replaced the
+    /// context (Claude Code's and Qwen Code's `PostCompact`).
+    #[serde(deserialize_with = "or_default")]
+    pub compact_summary: Option<String>,
     /// At a turn's end: a stop hook already blocked this stop once.
     #[serde(deserialize_with = "or_default")]
     pub stop_hook_active: bool,
@@ -260,6 +268,16 @@ pub fn additional_context(event: &str, text: &str) -> String {
         .to_string()
 }
 
+/// The stdout that is `text` itself (Claude Code adds a `PreCompact` hook's
+/// plain stdout to its summary's instructions).
+///
+/// ```
+/// assert_eq!(interband_hosts::input::plain("PreCompact", "keep x"), "keep x");
+/// ```
+pub fn plain(_event: &str, text: &str) -> String {
+    text.to_owned()
+}
+
 /// The stdout that gives the agent `text` as a top-level `additionalContext`
 /// (GitHub Copilot CLI reads it there, whatever the event, and ignores the
 /// `hookSpecificOutput` shape).
@@ -278,6 +296,26 @@ pub fn top_level_context(_event: &str, text: &str) -> String {
 /// ```
 pub fn system_message(text: &str) -> String {
     serde_json::json!({ "systemMessage": text }).to_string()
+}
+
+/// A host response `out` (a JSON object) with `text` shown to the person
+/// beside it (`systemMessage`); `out` unchanged when it is not an object.
+///
+/// ```
+/// use interband_hosts::input::{additional_context, with_system_message};
+/// let out = with_system_message(&additional_context("SessionStart", "note"), "compacted");
+/// let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+/// assert_eq!(v["systemMessage"], "compacted");
+/// assert_eq!(v["hookSpecificOutput"]["additionalContext"], "note");
+/// ```
+pub fn with_system_message(out: &str, text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(out) {
+        Ok(serde_json::Value::Object(mut o)) => {
+            o.insert("systemMessage".into(), text.into());
+            serde_json::Value::Object(o).to_string()
+        }
+        _ => out.to_owned(),
+    }
 }
 
 /// The stdout that blocks a turn's end: the agent goes on with `reason`;

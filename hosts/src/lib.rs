@@ -157,10 +157,22 @@ pub struct Profile {
     /// The stdout that gives the agent `text` with the event `event`'s
     /// result ([`input::additional_context`]: the `hookSpecificOutput` shape).
     pub context_output: fn(event: &str, text: &str) -> String,
-    /// Whether the host adds a pre-compaction hook's context to its own
-    /// summary's instructions (Qwen Code): interband says there what the
-    /// summary must keep.
-    pub pre_compaction_steers: bool,
+    /// How a pre-compaction hook's output reaches the host's own summary
+    /// request, where it does (Claude Code, Qwen Code): interband says there
+    /// what the summary must keep. `None` where nothing a hook prints reaches
+    /// it (docs/hosts.md, "Steering a compaction").
+    pub steer: Option<Steer>,
+    /// The event after a compaction that carries the host's summary
+    /// (`compact_summary`), where the host has one.
+    pub post_compaction: Option<&'static str>,
+    /// Whether the host shows a hook's `systemMessage` to the person at the
+    /// start of a context (how the record of a compaction is shown there).
+    pub shows_system_message: bool,
+    /// How the host shows the person a [`Profile::post_compaction`] hook's
+    /// output, where it does (Claude Code: its plain stdout, as "PostCompact
+    /// [command] completed successfully: ..."; it may come after the next
+    /// context's start).
+    pub post_compaction_message: Option<fn(event: &str, text: &str) -> String>,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -269,6 +281,15 @@ const fn ev(name: &'static str, matcher: Option<&'static str>, timeout: u64) -> 
     }
 }
 
+/// How a pre-compaction hook's output reaches the host's summary request.
+#[derive(Debug, Clone, Copy)]
+pub struct Steer {
+    /// The stdout that carries `text` for the event `event`.
+    pub output: fn(event: &str, text: &str) -> String,
+    /// The most characters of `text` the host keeps (it cuts the rest).
+    pub limit: usize,
+}
+
 /// What a host event means to interband: the front door acts on this, never
 /// on a host's own name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,6 +302,9 @@ pub enum Moment {
     TurnEnd,
     /// The context is about to be compacted ([`Profile::pre_compaction`]).
     BeforeCompaction,
+    /// The context was compacted, and the event carries the host's summary
+    /// ([`Profile::post_compaction`]).
+    AfterCompaction,
     /// A context started ([`Profile::context_start`]).
     ContextStart,
     /// The session ended ([`Profile::session_end`]).
@@ -349,6 +373,7 @@ impl Profile {
             e if Some(e) == self.turn_start => Moment::TurnStart,
             e if e == self.end_of_turn => Moment::TurnEnd,
             e if e == self.pre_compaction => Moment::BeforeCompaction,
+            e if Some(e) == self.post_compaction => Moment::AfterCompaction,
             e if e == self.context_start => Moment::ContextStart,
             e if e == self.session_end => Moment::SessionEnd,
             _ => Moment::Other,
@@ -399,6 +424,7 @@ pub const CLAUDE: Profile = Profile {
         ev("PostToolUse", Some("*"), 5),
         ev("Stop", None, 10),
         ev("PreCompact", None, 10),
+        ev("PostCompact", None, 5),
         ev("SessionStart", None, 5),
         ev("SessionEnd", None, 10),
     ],
@@ -413,7 +439,16 @@ pub const CLAUDE: Profile = Profile {
     start_after_compaction: true,
     writes_calls_after_their_hooks: true,
     context_output: input::additional_context,
-    pre_compaction_steers: false,
+    steer: Some(Steer {
+        // Plain stdout, under "Additional Instructions:" after the user's
+        // own `/compact` text; a JSON `hookSpecificOutput` reaches nothing
+        // (2.1.332, seen against a loopback mock).
+        output: input::plain,
+        limit: 10_000,
+    }),
+    post_compaction: Some("PostCompact"),
+    shows_system_message: true,
+    post_compaction_message: Some(input::plain),
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     window_order: "the statusline for the same session; the model the transcript asked for \
@@ -487,7 +522,10 @@ pub const CODEX: Profile = Profile {
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
     context_output: input::additional_context,
-    pre_compaction_steers: false,
+    steer: None,
+    post_compaction: None,
+    shows_system_message: false,
+    post_compaction_message: None,
     compact_command: "/compact",
     headless_compact: None,
     window_order: "the rollout's model_context_window; config.toml's model_context_window \
@@ -548,7 +586,10 @@ pub const GEMINI: Profile = Profile {
     start_after_compaction: false,
     writes_calls_after_their_hooks: false,
     context_output: input::additional_context,
-    pre_compaction_steers: false,
+    steer: None,
+    post_compaction: None,
+    shows_system_message: false,
+    post_compaction_message: None,
     compact_command: "/compress",
     headless_compact: None,
     window_order: "the model's limit (1,048,576; Gemma 4: 256,000); interpulse.window",
@@ -604,6 +645,7 @@ pub const QWEN: Profile = Profile {
         ev("PostToolUseFailure", Some("*"), 5000),
         ev("Stop", None, 10000),
         ev("PreCompact", None, 10000),
+        ev("PostCompact", None, 5000),
         ev("SessionStart", None, 5000),
         ev("SessionEnd", None, 10000),
     ],
@@ -618,7 +660,15 @@ pub const QWEN: Profile = Profile {
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
     context_output: input::additional_context,
-    pre_compaction_steers: true,
+    steer: Some(Steer {
+        // Only the JSON context (plain stdout is a UI message); `<` and `>`
+        // arrive escaped (0.24.4).
+        output: input::additional_context,
+        limit: 4_000,
+    }),
+    post_compaction: Some("PostCompact"),
+    shows_system_message: false,
+    post_compaction_message: None,
     compact_command: "/compress",
     headless_compact: None,
     window_order: "the Stop input's context_limit (Qwen's own, when it holds the usage \
@@ -705,7 +755,10 @@ pub const COPILOT: Profile = Profile {
     writes_calls_after_their_hooks: false,
     // Only a top-level additionalContext reaches the model.
     context_output: input::top_level_context,
-    pre_compaction_steers: false,
+    steer: None,
+    post_compaction: None,
+    shows_system_message: false,
+    post_compaction_message: None,
     compact_command: "/compact",
     headless_compact: None,
     window_order: "the statusline's displayed_context_limit; the session log's maxPromptTokens \

@@ -3,7 +3,9 @@
 use anyhow::Result;
 use clap::Args;
 use interband::Bus;
+use interband::payloads::{CompactionRecord, Kept};
 use interband::settings::ProcessEnv;
+use interband_consumers::summary::record;
 use interpulse::config::Config;
 
 use crate::exit;
@@ -94,7 +96,16 @@ impl Pressure {
             Vec::new()
         };
         if self.json {
-            let mut list: Vec<_> = rows.iter().map(interpulse::dashboard::json).collect();
+            let mut list: Vec<_> = rows
+                .iter()
+                .map(|r| {
+                    let mut v = interpulse::dashboard::json(r);
+                    if let Some(c) = compaction(&bus, &r.session) {
+                        v["compaction"] = compaction_json(&c);
+                    }
+                    v
+                })
+                .collect();
             for (host, r) in &remote {
                 let mut v = interpulse::dashboard::json(r);
                 v["host"] = serde_json::Value::String(host.clone());
@@ -108,6 +119,9 @@ impl Pressure {
         } else {
             for r in &rows {
                 say!("{}", interpulse::dashboard::line(r));
+                if let Some(c) = compaction(&bus, &r.session) {
+                    say!("  last compaction: {}", record::line(&c));
+                }
             }
             for (host, r) in &remote {
                 say!("{host}: {}", interpulse::dashboard::line(r));
@@ -115,4 +129,25 @@ impl Pressure {
         }
         Ok(exit::OK)
     }
+}
+
+/// A session's latest compaction record, if it has one.
+pub fn compaction(bus: &Bus, session: &str) -> Option<CompactionRecord> {
+    record::read(bus, &interband::paths::safe_key(session))
+}
+
+/// A compaction record as `pressure --json` and `top --json` show it: its
+/// line and its counts.
+pub fn compaction_json(c: &CompactionRecord) -> serde_json::Value {
+    serde_json::json!({
+        "line": record::line(c),
+        "facts": c.facts.len(),
+        "kept_by_summary": c.count(Kept::Summary),
+        "brought_back_by_note": c.count(Kept::Note),
+        "lost": c.count(Kept::Lost),
+        "summary_read": c.summary_read,
+        "settled": c.settled,
+        "tokens_before": c.tokens_before,
+        "ts": c.ts,
+    })
 }

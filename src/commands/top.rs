@@ -16,7 +16,9 @@ use clap::{Args, ValueEnum};
 use interband::Bus;
 use interband::context::tokens_text;
 use interband::paths::safe_key;
-use interband::payloads::{Checkpoint, CompactionRequested, ContextWindow, Level, MemoryNote};
+use interband::payloads::{
+    Checkpoint, CompactionRecord, CompactionRequested, ContextWindow, Level, MemoryNote,
+};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
@@ -27,10 +29,11 @@ use serde_json::{Value, json};
 use crate::exit;
 
 /// The channels the view is made of; a change to any of them redraws it.
-const PATTERNS: [&str; 4] = [
+const PATTERNS: [&str; 5] = [
     "interpulse/pressure/*",
     "interline/context/*",
     "intermem/note/*",
+    "intermem/compaction/*",
     "compact/pending/*",
 ];
 
@@ -97,6 +100,7 @@ pub struct Session {
     note: Option<MemoryNote>,
     pending: Option<CompactionRequested>,
     checkpoint: Option<Checkpoint>,
+    compaction: Option<CompactionRecord>,
 }
 
 impl Session {
@@ -157,6 +161,9 @@ impl Session {
         if let Some(c) = &self.pending {
             list.push((c.ts, format!("compaction requested ({})", c.strategy)));
         }
+        if let Some(c) = &self.compaction {
+            list.push((c.ts, interband_consumers::summary::record::line(c)));
+        }
         list.sort_by(|a, b| b.0.total_cmp(&a.0));
         list
     }
@@ -199,6 +206,7 @@ impl Session {
             "warned_secs_ago": self.warned_ago(),
             "note": self.note.as_ref().map(|n| &n.path),
             "compaction_pending": self.pending.as_ref().map(|c| &c.strategy),
+            "compaction": self.compaction.as_ref().map(super::pulse::compaction_json),
             "last_events": self.events().iter().map(|(ts, what)| json!({
                 "secs_ago": self.ago(*ts), "what": what,
             })).collect::<Vec<_>>(),
@@ -268,6 +276,7 @@ pub fn snapshot_of(
                     .ok()
                     .map(|e| e.payload),
                 checkpoint: bus.read_typed::<Checkpoint>(&key).ok().map(|e| e.payload),
+                compaction: super::pulse::compaction(bus, &r.session),
                 session: r.session,
                 host: host.clone(),
                 project,
@@ -312,6 +321,7 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
     let notes = of("intermem", "note");
     let pending = of("compact", "pending");
     let checkpoints = of("interpulse", "checkpoint");
+    let compactions = of("intermem", "compaction");
     fn find<T: serde::de::DeserializeOwned>(
         list: &[(String, interband::Message)],
         host: &str,
@@ -341,6 +351,7 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
                 note: find(&notes, &host, &key),
                 pending: find(&pending, &host, &key),
                 checkpoint: find(&checkpoints, &host, &key),
+                compaction: find(&compactions, &host, &key),
                 age_secs: (now - pressure.ts).max(0.0),
                 session: m.envelope.session_id,
                 host,

@@ -46,6 +46,27 @@ fn retry_start<T>(mut f: impl FnMut() -> std::io::Result<T>) -> T {
     }
 }
 
+/// What Claude Code's `PreCompact` hook prints: plain text the host adds to
+/// its summary's request (every other response is one JSON object).
+pub const STEER_OPENING: &str = "interband (a context monitor) saved";
+
+/// The JSON host response `out` is, or `None` for the plain text Claude
+/// Code's `PreCompact` takes (its summary's instructions, [`STEER_OPENING`]);
+/// anything else fails the test: a hook prints nothing but a valid response.
+pub fn host_response(stdin: &[u8], out: &str) -> Option<serde_json::Value> {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(out) {
+        return Some(v);
+    }
+    let event = serde_json::from_slice::<serde_json::Value>(stdin)
+        .ok()
+        .and_then(|v| v["hook_event_name"].as_str().map(str::to_owned));
+    assert!(
+        event.as_deref() == Some("PreCompact") && out.starts_with(STEER_OPENING),
+        "not a valid host response to {event:?}: {out}"
+    );
+    None
+}
+
 /// A private world: `INTERBAND_ROOT` and `HOME` under one temp folder.
 pub struct World {
     pub dir: tempfile::TempDir,

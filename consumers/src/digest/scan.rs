@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// The most task-list changes kept (the older half dropped past it).
+const MAX_TASK_EVENTS: usize = 4096;
+
 /// What one window yields, line by line.
 pub(crate) struct Scan<'a> {
     pub(crate) limits: &'a Limits,
@@ -20,6 +23,8 @@ pub(crate) struct Scan<'a> {
     /// Whether this scan saw a compaction summary.
     pub(crate) compacted: bool,
     pub(crate) todos: Option<Vec<Todo>>,
+    /// Changes to the task list kept one task at a time, chronological.
+    pub(crate) task_events: Vec<interband_hosts::digest::TaskEvent>,
     /// Changed paths, chronological, repeats included.
     pub(crate) files: Vec<String>,
     /// `Bash` calls, chronological: tool_use id and command.
@@ -49,6 +54,7 @@ impl<'a> Scan<'a> {
             prompts: Vec::new(),
             compacted: false,
             todos: None,
+            task_events: Vec::new(),
             files: Vec::new(),
             commands: Vec::new(),
             tool_names: HashMap::new(),
@@ -82,6 +88,13 @@ impl<'a> Scan<'a> {
             Item::Summary(text) => {
                 self.compaction_summary = Some(text);
                 self.compacted();
+            }
+            Item::Task(event) => {
+                // (Bounded as it goes: a list is rebuilt from the latest.)
+                if self.task_events.len() >= MAX_TASK_EVENTS {
+                    self.task_events.drain(..MAX_TASK_EVENTS / 2);
+                }
+                self.task_events.push(event);
             }
             Item::Failed { id, message } => {
                 if let Some(id) = &id {
@@ -137,6 +150,7 @@ impl<'a> Scan<'a> {
             prompts,
             compacted,
             todos,
+            task_events,
             files,
             commands,
             tool_names,
@@ -157,6 +171,7 @@ impl<'a> Scan<'a> {
             self.prompts.extend(prompts);
         }
         self.todos = todos.or(self.todos);
+        self.task_events.extend(task_events);
         self.files.extend(files);
         self.commands.extend(commands);
         self.tool_names.extend(tool_names);
@@ -250,7 +265,20 @@ impl<'a> Scan<'a> {
             first_prompt,
             prompts,
             latest_prompt: self.latest_prompt.or(self.last_prompt_record),
-            todos: self.todos.unwrap_or_default(),
+            // The list the todo tool set, then the tasks the task tools keep.
+            todos: self
+                .todos
+                .unwrap_or_default()
+                .into_iter()
+                .chain(
+                    interband_hosts::digest::tasks(&self.task_events)
+                        .into_iter()
+                        .map(|t| Todo {
+                            content: truncate(t.subject.trim(), limits.text),
+                            status: t.status,
+                        }),
+                )
+                .collect(),
             files_changed,
             commands,
             tool_errors,

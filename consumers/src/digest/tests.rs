@@ -887,3 +887,91 @@ proptest! {
         }
     }
 }
+
+/// Claude Code's task tools (2.1.16 on; the shapes of 2.1.332's
+/// `sdk-tools.d.ts`): `TaskCreate` makes a task its result numbers,
+/// `TaskUpdate` changes one by id, `TaskList` gives the whole list.
+#[test]
+fn the_task_tools_keep_a_list_as_todos() {
+    let created = |call: &str, id: &str, subject: &str| {
+        with(
+            tool_result(
+                call,
+                false,
+                json!(format!("Task #{id} created successfully: {subject}")),
+            ),
+            "toolUseResult",
+            json!({"task": {"id": id, "subject": subject}}),
+        )
+    };
+    let create = |call: &str, subject: &str| {
+        tool_use(
+            call,
+            "TaskCreate",
+            json!({"subject": subject, "description": "d", "activeForm": "Doing it"}),
+        )
+    };
+    let update = |call: &str, input: Value| tool_use(call, "TaskUpdate", input);
+    let lines = [
+        create("c1", "Parse the header"),
+        created("c1", "1", "Parse the header"),
+        create("c2", "Stream the body"),
+        created("c2", "2", "Stream the body"),
+        create("c3", "Drop me"),
+        created("c3", "3", "Drop me"),
+        update("u1", json!({"taskId": "1", "status": "completed"})),
+        update(
+            "u2",
+            json!({"taskId": "2", "status": "in_progress", "subject": "Stream the body lazily"}),
+        ),
+        update("u3", json!({"taskId": "3", "status": "deleted"})),
+        // A task whose result is not written yet: made, not numbered.
+        create("c4", "Write the docs"),
+    ];
+    let d = digest(&jsonl(&lines), &Limits::default());
+    let todos: Vec<(&str, &str)> = d
+        .todos
+        .iter()
+        .map(|t| (t.content.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(
+        todos,
+        [
+            ("Parse the header", "completed"),
+            ("Stream the body lazily", "in_progress"),
+            ("Write the docs", "pending"),
+        ]
+    );
+    // A listing replaces what came before it; later changes apply to it.
+    let listed = with(
+        tool_result("l1", false, json!("#1 [pending] A\n#2 [completed] B")),
+        "toolUseResult",
+        json!({"tasks": [
+            {"id": "1", "subject": "A", "status": "pending", "blockedBy": []},
+            {"id": "2", "subject": "B", "status": "completed", "blockedBy": []}]}),
+    );
+    let more = [
+        listed,
+        update("u4", json!({"taskId": "1", "status": "in_progress"})),
+    ];
+    let all: Vec<Value> = lines.iter().cloned().chain(more).collect();
+    let d = digest(&jsonl(&all), &Limits::default());
+    let todos: Vec<(&str, &str)> = d
+        .todos
+        .iter()
+        .map(|t| (t.content.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(todos, [("A", "in_progress"), ("B", "completed")]);
+    // Read in two halves (a window of a megabyte or more, cut near its
+    // middle: between the tasks made and their changes), the same list.
+    let padding = std::iter::repeat_n(user(json!("padding prompt")), 10_000);
+    let big: Vec<Value> = all[..6]
+        .iter()
+        .cloned()
+        .chain(padding)
+        .chain(all[6..].iter().cloned())
+        .collect();
+    assert!((1 << 20..4 << 20).contains(&jsonl(&big).len()));
+    let d2 = digest(&jsonl(&big), &Limits::default());
+    assert_eq!(d2.todos, d.todos);
+}

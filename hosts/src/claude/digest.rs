@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::digest::{Call, Item, first_line, object, prompt_from_str, todos};
+use crate::digest::{Call, Item, TaskEvent, first_line, object, prompt_from_str, todos};
 
 /// Tools that change a file, and the input field naming it.
 const FILE_TOOLS: &[(&str, &str)] = &[
@@ -22,12 +22,15 @@ pub fn items(raw: &[u8], out: &mut Vec<Item>) {
     // A SIMD search per name for what would make it tell something (one
     // multi-name automaton is 4-5x slower on text: its prefilter stumbles
     // on text's many candidate bytes).
-    static TELLING: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+    static TELLING: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 5]> =
         std::sync::LazyLock::new(|| {
             [
                 &b"\"is_error\":true"[..],
                 b"\"type\":\"text\"",
                 b"isCompactSummary",
+                // A task made (TaskCreate's result) or listed (TaskList's).
+                b"\"task\":{\"id\"",
+                b"\"tasks\":[",
             ]
             .map(memchr::memmem::Finder::new)
         });
@@ -75,6 +78,7 @@ fn user(line: &serde_json::Map<String, Value>, content: Option<&Value>, out: &mu
     if let Some(items) = content.and_then(Value::as_array) {
         for item in items.iter().filter(|i| item_type(i) == Some("tool_result")) {
             tool_result(line, item, out);
+            task_result(line, item, out);
         }
     }
     if flag("isMeta") {
@@ -82,6 +86,27 @@ fn user(line: &serde_json::Map<String, Value>, content: Option<&Value>, out: &mu
     }
     if let Some(prompt) = content.and_then(prompt_text) {
         out.push(Item::Prompt(prompt));
+    }
+}
+
+/// What a task tool's result says of the task list: the task a
+/// `TaskCreate` made (its id), or the whole list `TaskList` gave.
+fn task_result(line: &serde_json::Map<String, Value>, item: &Value, out: &mut Vec<Item>) {
+    let Some(result) = line.get("toolUseResult").and_then(Value::as_object) else {
+        return;
+    };
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    if let (Some(call), Some(task)) = (text(item, "tool_use_id"), result.get("task"))
+        && let (Some(id), Some(subject)) = (text(task, "id"), text(task, "subject"))
+    {
+        out.push(Item::Task(TaskEvent::Numbered { call, id, subject }));
+    }
+    if let Some(list) = result.get("tasks").and_then(Value::as_array) {
+        let all = list
+            .iter()
+            .filter_map(|t| Some((text(t, "id")?, text(t, "subject")?, text(t, "status")?)))
+            .collect();
+        out.push(Item::Task(TaskEvent::All(all)));
     }
 }
 
@@ -125,6 +150,9 @@ fn assistant(message: Option<&Value>, content: Option<&Value>, out: &mut Vec<Ite
                 if let Some(call) = tool_use(item) {
                     out.push(Item::Call(call));
                 }
+                if let Some(task) = task_call(item) {
+                    out.push(Item::Task(task));
+                }
             }
             _ => {}
         }
@@ -161,6 +189,25 @@ fn tool_use(item: &Value) -> Option<Call> {
         _ => {}
     }
     Some(call)
+}
+
+/// What a task tool's call does to the task list: `TaskCreate` makes one
+/// (numbered by its result), `TaskUpdate` changes one.
+fn task_call(item: &Value) -> Option<TaskEvent> {
+    let input = item.get("input")?;
+    let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
+    match item.get("name").and_then(Value::as_str)? {
+        "TaskCreate" => Some(TaskEvent::Made {
+            call: item.get("id").and_then(Value::as_str)?.to_owned(),
+            subject: text("subject")?,
+        }),
+        "TaskUpdate" => Some(TaskEvent::Changed {
+            id: text("taskId")?,
+            subject: text("subject"),
+            status: text("status"),
+        }),
+        _ => None,
+    }
 }
 
 /// An item's `type`.
