@@ -63,6 +63,8 @@ struct Case {
     /// state, rewritten by another that does not know a field, would cost
     /// it what it keeps there).
     build: String,
+    /// The call writes a memory note (fsynced): not held to the target.
+    writes_note: bool,
 }
 
 impl Case {
@@ -74,6 +76,15 @@ impl Case {
             stdin: None,
             stdin_for: None,
             build: String::new(),
+            writes_note: false,
+        }
+    }
+
+    /// Marks a call that writes a memory note.
+    fn writing_a_note(self) -> Case {
+        Case {
+            writes_note: true,
+            ..self
         }
     }
 
@@ -88,7 +99,7 @@ impl Case {
     /// Whether the case runs `interband` and so is held to [`TARGET_RATIO`]
     /// (a call that writes a memory note is not: it may cost more).
     fn is_interband(&self) -> bool {
-        self.argv[0].ends_with("/interband") && self.stdin_for.is_none()
+        self.argv[0].ends_with("/interband") && self.stdin_for.is_none() && !self.writes_note
     }
 }
 
@@ -438,6 +449,25 @@ fn cases(
                 "bench-hook",
                 small,
             )),
+        );
+        // A compaction: PreCompact writes the note, begins the record and
+        // tells the summary what to keep; PostCompact judges the summary.
+        cases.push(
+            Case::new(
+                format!("precompact, writes the note and steers{suffix}"),
+                &[bin, "hook"],
+            )
+            .with_stdin(&event_input(
+                "PreCompact.manual.input.json",
+                "bench-hook",
+                small,
+            ))
+            .writing_a_note(),
+        );
+        cases.push(
+            Case::new(format!("postcompact, the record{suffix}"), &[bin, "hook"]).with_stdin(
+                &event_input("PostCompact.manual.input.json", "bench-hook", small),
+            ),
         );
         cases.push(
             Case::new(format!("hook, 500 MB transcript{suffix}"), &[bin, "hook"])
