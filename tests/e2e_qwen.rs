@@ -214,5 +214,17 @@ fn the_real_qwen_code_reads_its_real_figures_offline(cli: e2e::Cli) {
             .any(|r| r.kind == Kind::Main && r.body.contains("run echo twice")),
         "the note (with the session's requests) came back after the compaction"
     );
+    // The compaction's record: PostCompact handed the summary over.
+    let keys = w.bus().keys("intermem", "compaction").unwrap();
+    assert_eq!(keys.len(), 1, "one record: {keys:?}");
+    let record = w.bus().read("intermem", "compaction", &keys[0]).unwrap();
+    let r = &record.envelope.payload;
+    assert_eq!(
+        (r["summary_read"].clone(), r["settled"].clone()),
+        (serde_json::json!(true), serde_json::json!(true)),
+        "{r}"
+    );
+    let o = w.run(&["pressure"]);
+    println!("e2e: {}", stdout(&o).lines().nth(1).unwrap_or_default());
     println!("e2e: qwen passed; {} notes", notes(&w).len());
 }

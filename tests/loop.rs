@@ -995,75 +995,81 @@ fn a_compaction_is_steered_recorded_and_what_its_summary_dropped_comes_back_firs
 }
 
 /// Claude Code 2.1.332 starts the next context (SessionStart with `compact`)
-/// before its PostCompact: the note comes back first, the record waits for
-/// the summary, and PostCompact's plain stdout (which Claude Code shows the
-/// person as the hook's message) gives the line.
+/// before it writes the summary's line: the note comes back first, the
+/// record waits for the summary, and the turn's end reads it from the
+/// transcript and shows the person the line (its `systemMessage`). A
+/// PostCompact, where the person's own settings run it, judges it the same.
 #[test]
-fn a_summary_handed_over_after_the_note_came_back_completes_the_record() {
-    let w = World::new();
-    let mut t = Transcript::new(w.dir.path());
-    t.prompt("Make the uploader resilient and cover it with tests");
-    t.tool(
-        "Edit",
-        json!({"file_path": "/work/src/uploader.rs", "old_string": "a", "new_string": "b"}),
-        "ok",
-        false,
-        60_000,
-    );
-    t.tool(
-        "Bash",
-        json!({"command": "cargo test -p uploader"}),
-        "1 failed",
-        true,
-        90_000,
-    );
-    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
-    let steer = hook(&w, &event("PreCompact", &t, json!({"trigger": "manual"})));
-    assert!(steer.starts_with(STEER_OPENING), "{steer}");
+fn a_summary_written_after_the_note_came_back_completes_the_record() {
+    for via_post_compact in [false, true] {
+        let w = World::new();
+        let mut t = Transcript::new(w.dir.path());
+        t.prompt("Make the uploader resilient and cover it with tests");
+        t.tool(
+            "Edit",
+            json!({"file_path": "/work/src/uploader.rs", "old_string": "a", "new_string": "b"}),
+            "ok",
+            false,
+            60_000,
+        );
+        t.tool(
+            "Bash",
+            json!({"command": "cargo test -p uploader"}),
+            "1 failed",
+            true,
+            90_000,
+        );
+        hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+        let steer = hook(&w, &event("PreCompact", &t, json!({"trigger": "manual"})));
+        assert!(steer.starts_with(STEER_OPENING), "{steer}");
 
-    let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
-    let v: Value = serde_json::from_str(&out).unwrap();
-    assert!(
-        v.get("systemMessage").is_none(),
-        "nothing to say yet: {out}"
-    );
-    let ctx = v["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap();
-    assert!(
-        !ctx.contains("left out"),
-        "the summary is not known yet: {ctx}"
-    );
-    let record = || {
-        w.bus()
-            .read("intermem", "compaction", SESSION)
-            .unwrap()
-            .envelope
-            .payload
-    };
-    assert_eq!(
-        (
-            record()["settled"].clone(),
-            record()["summary_read"].clone()
-        ),
-        (json!(true), Value::Null)
-    );
+        let out = hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            v.get("systemMessage").is_none(),
+            "nothing to say yet: {out}"
+        );
+        let ctx = v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap();
+        assert!(
+            !ctx.contains("left out"),
+            "the summary is not known yet: {ctx}"
+        );
+        let record = || {
+            w.bus()
+                .read("intermem", "compaction", SESSION)
+                .unwrap()
+                .envelope
+                .payload
+        };
+        assert_eq!(
+            (
+                record()["settled"].clone(),
+                record()["summary_read"].clone()
+            ),
+            (json!(true), Value::Null)
+        );
 
-    let summary = "<summary>Made the uploader resilient; edited src/uploader.rs.</summary>";
-    let out = hook(
-        &w,
-        &event("PostCompact", &t, json!({"compact_summary": summary})),
-    );
-    // (The request, and the step it is, in other words than the summary's.)
-    assert_eq!(
-        out.trim_end(),
-        "interband: compacted at 90k: the summary kept 1 of 4 facts, the note brought back 3, none lost"
-    );
-    assert_eq!(record()["summary_read"], true);
-    // Once: a second PostCompact judges nothing again.
-    let again = hook(
-        &w,
-        &event("PostCompact", &t, json!({"compact_summary": "other"})),
-    );
-    assert_eq!(again, out);
+        let summary = "<summary>Made the uploader resilient; edited src/uploader.rs.</summary>";
+        // (The request, and the step it is, in other words than the summary's.)
+        let line = "interband: compacted at 90k: the summary kept 1 of 4 facts, the note brought back 3, none lost";
+        if via_post_compact {
+            let out = hook(
+                &w,
+                &event("PostCompact", &t, json!({"compact_summary": summary})),
+            );
+            assert_eq!(out.trim_end(), line);
+        } else {
+            t.w.compact(90_000, 20_000, summary).unwrap();
+            t.say("Resuming.", 21_000);
+            let out = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
+            let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+            assert_eq!(v["systemMessage"], line);
+        }
+        assert_eq!(record()["summary_read"], true);
+        // Once: the next turn's end says nothing of it.
+        let again = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
+        assert!(!again.contains("compacted at"), "{again}");
+    }
 }

@@ -167,7 +167,17 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     match moment {
         // Claude Code's and Codex's Stop, Gemini's AfterAgent: the same
         // answer (`decision: block` with a reason) makes the agent go on.
-        Moment::TurnEnd => stop(ctx, input),
+        Moment::TurnEnd => {
+            let line = late_summary(ctx, input);
+            let out = stop(ctx, input)?;
+            // The record's line, where nothing more urgent is said.
+            Ok(match (out, line) {
+                (None, Some(line)) if profile.shows_system_message => {
+                    Some(input::system_message(&format!("interband: {line}")))
+                }
+                (out, _) => out,
+            })
+        }
         Moment::BeforeCompaction => {
             // Gemini's PreCompress comes before every model turn: a note
             // only when the session is where it will compress.
@@ -340,6 +350,37 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<Option<intermem::Written>, Er
         (ctx.problem)(e);
     }
     Ok(Some(note))
+}
+
+/// The record of a compaction whose note came back before its summary
+/// could be read (Claude Code 2.1.332 writes the summary's line after the
+/// next context started): judged at the turn's end from the transcript,
+/// once; where it is not there either, the record says it could not be
+/// read. Returns the record's line when it was judged now.
+fn late_summary(ctx: &Ctx, input: &Input) -> Option<String> {
+    let waiting = record::read(ctx.bus, &input.session_id)
+        .filter(|r| r.settled && r.summary_read.is_none())?;
+    let summary = transcript_summary(input);
+    match record::judge_summary(ctx.bus, &input.session_id, summary.as_deref(), true) {
+        Ok(Some(r)) if r.summary_read.is_some() => Some(record::line(&r)),
+        Ok(_) => None,
+        Err(e) => {
+            (ctx.problem)(&format!("{e} (record of {})", waiting.note));
+            None
+        }
+    }
+}
+
+/// The latest compaction summary the session's transcript holds.
+fn transcript_summary(input: &Input) -> Option<String> {
+    let t = input.transcript_path.as_deref()?;
+    crate::digest::digest_file_as(
+        Path::new(t),
+        &crate::digest::Limits::default(),
+        input.host(),
+    )
+    .ok()?
+    .compaction_summary
 }
 
 /// Begins the record of the compaction about to happen: the working state
@@ -703,19 +744,13 @@ fn compaction_record(
     if pending.summary_read.is_some() {
         return Some(pending);
     }
-    let summary = input.transcript_path.as_deref().and_then(|t| {
-        crate::digest::digest_file_as(
-            Path::new(t),
-            &crate::digest::Limits::default(),
-            input.host(),
-        )
-        .ok()
-        .and_then(|d| d.compaction_summary)
-    });
-    // A host with an event after its compaction hands the summary over
-    // there, maybe only after this one: the record waits for it.
-    let last = input.host().profile().post_compaction.is_none();
-    match record::judge_summary(ctx.bus, session, summary.as_deref(), last) {
+    // Not there yet: its post-compaction event or the turn's end judges it.
+    match record::judge_summary(
+        ctx.bus,
+        session,
+        transcript_summary(input).as_deref(),
+        false,
+    ) {
         Ok(r) => r,
         Err(e) => {
             (ctx.problem)(&e.to_string());

@@ -163,10 +163,14 @@ pub struct Profile {
     /// it (docs/hosts.md, "Steering a compaction").
     pub steer: Option<Steer>,
     /// The event after a compaction that carries the host's summary
-    /// (`compact_summary`), where the host has one.
+    /// (`compact_summary`), where the host has one. Install registers it
+    /// only where every release interband supports accepts it
+    /// ([`Profile::hook_events`]); without it, the summary is read from the
+    /// transcript when the next context starts, else at the turn's end.
     pub post_compaction: Option<&'static str>,
     /// Whether the host shows a hook's `systemMessage` to the person at the
-    /// start of a context (how the record of a compaction is shown there).
+    /// start of a context and at a turn's end (how the record of a
+    /// compaction is shown there).
     pub shows_system_message: bool,
     /// How the host shows the person a [`Profile::post_compaction`] hook's
     /// output, where it does (Claude Code: its plain stdout, as "PostCompact
@@ -424,7 +428,9 @@ pub const CLAUDE: Profile = Profile {
         ev("PostToolUse", Some("*"), 5),
         ev("Stop", None, 10),
         ev("PreCompact", None, 10),
-        ev("PostCompact", None, 5),
+        // Not PostCompact: a release before it refuses a settings file
+        // that names it (1.0.128's schema lists its events), and the
+        // summary is read from the transcript at the turn's end anyway.
         ev("SessionStart", None, 5),
         ev("SessionEnd", None, 10),
     ],
