@@ -132,6 +132,22 @@ fn the_real_copilot_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
         BIN,
     ]);
     assert_eq!(code(&o), 0, "interband install: {}", stderr(&o));
+    // Two more preCompact hooks beside interband's, printing canaries in each
+    // shape a hook's output takes (JSON context and message, the
+    // hookSpecificOutput shape, plain stdout): whether any reaches Copilot's
+    // summary request is what this run finds out (docs/hosts.md, "Steering a
+    // compaction").
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let canary = |cmd: &str| serde_json::json!({"type": "command", "bash": cmd, "timeoutSec": 10});
+    let pre = v["hooks"]["PreCompact"]
+        .as_array_mut()
+        .expect("interband's PreCompact hook");
+    pre.push(canary(
+        r#"printf '%s' '{"additionalContext":"CANARY-JSON-CONTEXT","systemMessage":"CANARY-JSON-MESSAGE","hookSpecificOutput":{"hookEventName":"PreCompact","additionalContext":"CANARY-HSO-CONTEXT"}}'"#,
+    ));
+    pre.push(canary("echo CANARY-PLAIN-STDOUT"));
+    std::fs::write(&settings, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 
     // 1. A turn at low usage: the figure and the limit from the session's log.
     mock.script([command(9_000), text(9_500, "Done.")]);
@@ -228,5 +244,35 @@ fn the_real_copilot_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
             .any(|r| r.kind == Kind::Main && r.body.contains("interband-memory-note")),
         "the note came back after the compaction"
     );
+    let summary = &run3[at];
+    let reached: Vec<&str> = [
+        "CANARY-JSON-CONTEXT",
+        "CANARY-JSON-MESSAGE",
+        "CANARY-HSO-CONTEXT",
+        "CANARY-PLAIN-STDOUT",
+    ]
+    .into_iter()
+    .filter(|c| summary.body.contains(c))
+    .collect();
+    println!(
+        "e2e: {}: a preCompact hook's output in the summary request: {reached:?}",
+        cli.version
+    );
+    assert!(
+        reached.is_empty(),
+        "Copilot's summary request now carries a preCompact hook's output ({reached:?}): steer it (hosts/src/lib.rs, Profile::steer)"
+    );
+    // The compaction's record: its summary read from the session's log.
+    let keys = w.bus().keys("intermem", "compaction").unwrap();
+    let record = w.bus().read("intermem", "compaction", &keys[0]).unwrap();
+    let r = &record.envelope.payload;
+    println!(
+        "e2e: the record: {}",
+        stdout(&w.run(&["pressure"]))
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+    );
+    assert_eq!(r["settled"], true, "the note came back: {r}");
     println!("e2e: copilot passed; {} notes", notes(&w).len());
 }

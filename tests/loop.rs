@@ -1053,23 +1053,77 @@ fn a_summary_written_after_the_note_came_back_completes_the_record() {
 
         let summary = "<summary>Made the uploader resilient; edited src/uploader.rs.</summary>";
         // (The request, and the step it is, in other words than the summary's.)
-        let line = "interband: compacted at 90k: the summary kept 1 of 4 facts, the note brought back 3, none lost";
+        let kept = "the summary kept 1 of 4 facts, the note brought back 3, none lost";
         if via_post_compact {
             let out = hook(
                 &w,
                 &event("PostCompact", &t, json!({"compact_summary": summary})),
             );
-            assert_eq!(out.trim_end(), line);
+            assert_eq!(
+                out.trim_end(),
+                format!("interband: compacted at 90k: {kept}")
+            );
         } else {
             t.w.compact(90_000, 20_000, summary).unwrap();
             t.say("Resuming.", 21_000);
             let out = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
             let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-            assert_eq!(v["systemMessage"], line);
+            // With the first figure after it, this turn's end's.
+            assert_eq!(
+                v["systemMessage"],
+                format!("interband: compacted 90k -> 21k: {kept}")
+            );
+            assert_eq!(record()["tokens_after"], 21_000);
         }
         assert_eq!(record()["summary_read"], true);
         // Once: the next turn's end says nothing of it.
         let again = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
         assert!(!again.contains("compacted at"), "{again}");
     }
+}
+
+/// What neither the summary nor the note that came back holds (here, a note
+/// brought back cut short by the person's own `inject_max_bytes`) is told
+/// to the agent at the next tool call, and counted lost.
+#[test]
+fn facts_the_summary_and_the_note_both_left_out_come_back_at_the_next_call() {
+    let w = World::new();
+    let config = w.home().join(".config/interband/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[intermem]\ninject_max_bytes = 300\n").unwrap();
+    let mut t = Transcript::new(w.dir.path());
+    t.prompt("Make the uploader resilient and cover it with tests");
+    t.tool(
+        "Bash",
+        json!({"command": "cargo test -p uploader --features retry"}),
+        "1 failed",
+        true,
+        90_000,
+    );
+    hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    hook(&w, &event("PreCompact", &t, json!({"trigger": "manual"})));
+    hook(&w, &event("SessionStart", &t, json!({"source": "compact"})));
+    t.w.compact(90_000, 20_000, "<summary>Work on the uploader.</summary>")
+        .unwrap();
+    t.say("Resuming.", 21_000);
+    let out = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let line = v["systemMessage"].as_str().unwrap();
+    assert_eq!(
+        line,
+        "interband: compacted 90k -> 21k: the summary kept 0 of 3 facts, the note brought back 0, \
+         3 lost: the step in progress (Make the uploader resilient and cover it with tests)"
+    );
+    // The next tool call brings them back to the agent.
+    t.tool("Bash", json!({"command": "ls"}), "ok", false, 22_000);
+    let out = hook(&w, &event("PostToolUse", &t, json!({"tool_name": "Bash"})));
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.contains("both left out these facts")
+            && ctx.contains("- a failed command: `cargo test -p uploader --features retry`"),
+        "{ctx}"
+    );
 }

@@ -720,6 +720,10 @@ pub struct CompactionRecord {
     /// Tokens in the context before the compaction, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_before: Option<u64>,
+    /// Tokens in the context after it: the first figure published after
+    /// the note came back, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
     /// A fingerprint of the host's summary before this compaction (the
     /// previous one's), so the summary this one wrote is told from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -757,6 +761,7 @@ contract!(
         f.opt_string("trigger")?;
         f.opt_string("note")?;
         f.opt("tokens_before", Fields::count)?;
+        f.opt("tokens_after", Fields::count)?;
         f.opt_string("summary_before")?;
         match f.get("summary_read") {
             None | Some(Value::Null) | Some(Value::Bool(_)) => {}

@@ -352,22 +352,64 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<Option<intermem::Written>, Er
     Ok(Some(note))
 }
 
-/// The record of a compaction whose note came back before its summary
-/// could be read (Claude Code 2.1.332 writes the summary's line after the
-/// next context started): judged at the turn's end from the transcript,
-/// once; where it is not there either, the record says it could not be
-/// read. Returns the record's line when it was judged now.
+/// At a turn's end after a compaction, what its record still lacks: the
+/// figure after it (the pressure this turn's end published) and, where the
+/// note came back before the summary could be read (Claude Code 2.1.332
+/// writes the summary's line after the next context started), the summary,
+/// from the transcript, once; where it is not there either, the record says
+/// it could not be read. Returns the record's line when the summary was
+/// judged now.
 fn late_summary(ctx: &Ctx, input: &Input) -> Option<String> {
-    let waiting = record::read(ctx.bus, &input.session_id)
-        .filter(|r| r.settled && r.summary_read.is_none())?;
-    let summary = transcript_summary(input);
-    match record::judge_summary(ctx.bus, &input.session_id, summary.as_deref(), true) {
-        Ok(Some(r)) if r.summary_read.is_some() => Some(record::line(&r)),
+    let session = input.session_id.as_str();
+    let waiting = record::read(ctx.bus, session)
+        .filter(|r| r.settled && (r.summary_read.is_none() || r.tokens_after.is_none()))?;
+    let logged = |e: Error| (ctx.problem)(&format!("{e} (record of {})", waiting.note));
+    let after = ctx
+        .bus
+        .read_typed::<Pressure>(session)
+        .ok()
+        .filter(|p| p.payload.ts >= waiting.ts)
+        .and_then(|p| p.payload.used_tokens);
+    if let Some(tokens) = after.filter(|_| waiting.tokens_after.is_none())
+        && let Err(e) = record::figure_after(ctx.bus, session, tokens)
+    {
+        logged(e);
+    }
+    if waiting.summary_read.is_some() {
+        return None;
+    }
+    match record::judge_summary(ctx.bus, session, transcript_summary(input).as_deref(), true) {
+        Ok(Some(r)) if r.summary_read.is_some() => {
+            bring_back_lost(ctx, input, &r);
+            Some(record::line(&r))
+        }
         Ok(_) => None,
         Err(e) => {
-            (ctx.problem)(&format!("{e} (record of {})", waiting.note));
+            logged(e);
             None
         }
+    }
+}
+
+/// Facts neither the summary nor the note that came back holds: told to
+/// the agent with the session's next hook call (a notice), so what the
+/// compaction lost still comes back. (The record keeps counting them lost:
+/// it says what the compaction and the note did.)
+fn bring_back_lost(ctx: &Ctx, input: &Input, r: &interband::payloads::CompactionRecord) {
+    use interband::payloads::Kept;
+    let lost: Vec<&interband::payloads::Fact> =
+        r.facts.iter().filter(|f| f.kept == Kept::Lost).collect();
+    // (A notice holds at most 500 characters.)
+    let list = record::lead(&lost, 380);
+    let Some(list) = list.split_once("\n\n").map(|(_, l)| l.trim_end()) else {
+        return;
+    };
+    let text = format!(
+        "interband: the compaction's summary and the note that came back both left out these facts \
+         of the session before it:\n{list}"
+    );
+    if let Err(e) = interband::notice::add(ctx.bus, &input.session_id, &text) {
+        (ctx.problem)(&e.to_string());
     }
 }
 
@@ -387,11 +429,20 @@ fn transcript_summary(input: &Input) -> Option<String> {
 /// the note was written from, fact by fact. A failure is logged: the record
 /// must never keep the note or the compaction from happening.
 fn begin_record(ctx: &Ctx, input: &Input, note: &Path, digest: &crate::digest::Digest) {
+    // The published figure, else the transcript's (a session resumed to
+    // be compacted has published none since it started).
     let tokens = ctx
         .bus
         .read_typed::<Pressure>(&input.session_id)
         .ok()
-        .and_then(|p| p.payload.used_tokens);
+        .and_then(|p| p.payload.used_tokens)
+        .or_else(|| {
+            let t = input.transcript_path.as_deref()?;
+            tail::read_tail(Path::new(t), tail::DEFAULT_SCAN_CAP, input.host())
+                .ok()?
+                .usage
+                .map(|u| u.used_tokens)
+        });
     let begun = record::begin(
         ctx.bus,
         &input.session_id,
@@ -691,7 +742,7 @@ fn restore(
     };
     // After a compaction, what its summary dropped comes back first.
     let record = (how == Fresh::Compacted)
-        .then(|| compaction_record(ctx, input, &note.path))
+        .then(|| compaction_record(ctx, input))
         .flatten();
     // (Known only where the summary was read before the note comes back.)
     let lead = record
@@ -730,17 +781,16 @@ fn restore(
     Ok(Some(Restored { text: record, line }))
 }
 
-/// The record of the compaction this note was written for, still to be
-/// settled, with its facts checked against the host's summary: the one a
-/// post-compaction event handed over, else the one the transcript holds
-/// now (a summary older than this compaction's is not taken for it).
-fn compaction_record(
-    ctx: &Ctx,
-    input: &Input,
-    note: &str,
-) -> Option<interband::payloads::CompactionRecord> {
+/// The record of the compaction this context follows, still to be
+/// settled, with its facts checked against the host's summary where it is
+/// known: the one a post-compaction event handed over, else the one the
+/// transcript holds now (a summary older than this compaction's is not
+/// taken for it).
+fn compaction_record(ctx: &Ctx, input: &Input) -> Option<interband::payloads::CompactionRecord> {
     let session = input.session_id.as_str();
-    let pending = record::read(ctx.bus, session).filter(|r| !r.settled && r.note == note)?;
+    // (The note that comes back may be newer than the one written for the
+    // compaction, a turn's end's in between: it holds as much, later.)
+    let pending = record::read(ctx.bus, session).filter(|r| !r.settled)?;
     if pending.summary_read.is_some() {
         return Some(pending);
     }

@@ -514,14 +514,15 @@ impl Demo {
 
         // The user runs /compact: PreCompact, the host compacts, SessionStart(compact).
         say_or_stop!("{} /compact", st.bold("user ›"));
-        w.hook(
+        let steer = w.hook(
             CLAUDE.pre_compaction,
             json!({"trigger": "manual", "custom_instructions": null}),
         )?;
         say_or_stop!(
             "{}",
-            st.dim("       PreCompact: a last note before the context is summarized")
+            st.dim("       PreCompact: a last note, and what the host's summary must keep:")
         );
+        say_or_stop!("{}", st.dim(&indent(&steer, "       ", 8)));
         w.t.compact(w.used, 9_000, "Summary:\nThe user asked for a retry with backoff in the uploader; retry.rs and tests were added; all tests pass.")?;
         w.used = 9_000;
         let out = w.hook(
@@ -537,6 +538,13 @@ impl Demo {
                 say_or_stop!("{}", st.dim(&indent(&ctx, "       ", 8)));
             }
             None => bail!("SessionStart(compact) injected nothing"),
+        }
+        if let Some(r) = interband_consumers::summary::record::read(&bus, SESSION) {
+            say_or_stop!(
+                "{} {}",
+                st.bold("record ›"),
+                interband_consumers::summary::record::line(&r)
+            );
         }
         say_or_stop!("       statusline: {}", st.level(&w.statusline()?));
         say_or_stop!();

@@ -87,6 +87,23 @@ pub fn judge_summary(
     Ok(Some(record))
 }
 
+/// Records `tokens`, a figure published after the note came back, as the
+/// context's size after the compaction, once. Returns the record when it
+/// took the figure.
+pub fn figure_after(
+    bus: &Bus,
+    session: &str,
+    tokens: u64,
+) -> Result<Option<CompactionRecord>, Error> {
+    let Some(mut record) = read(bus, session).filter(|r| r.settled && r.tokens_after.is_none())
+    else {
+        return Ok(None);
+    };
+    record.tokens_after = Some(tokens);
+    publish(bus, session, &mut record)?;
+    Ok(Some(record))
+}
+
 /// The facts the summary did not keep (all, when it was not read), the
 /// step in progress first: what the note brings back first.
 pub fn dropped(record: &CompactionRecord) -> Vec<&Fact> {
@@ -173,10 +190,12 @@ pub fn settle(
 /// ```
 pub fn line(record: &CompactionRecord) -> String {
     let total = record.facts.len();
-    let at = record
-        .tokens_before
-        .map(|t| format!(" at {}", tokens_text(t)))
-        .unwrap_or_default();
+    let at = match (record.tokens_before, record.tokens_after) {
+        (Some(b), Some(a)) => format!(" {} -> {}", tokens_text(b), tokens_text(a)),
+        (Some(b), None) => format!(" at {}", tokens_text(b)),
+        (None, Some(a)) => format!(" to {}", tokens_text(a)),
+        (None, None) => String::new(),
+    };
     if total == 0 {
         return format!("compacted{at}: no working state was recorded before it");
     }
@@ -310,6 +329,12 @@ mod tests {
             line(&r),
             "compacted at 90k: the note brought back 1 of 3 facts; the summary is not read yet"
         );
+        let r = figure_after(&bus, "s", 18_000).unwrap().unwrap();
+        assert_eq!(r.tokens_after, Some(18_000));
+        assert!(
+            figure_after(&bus, "s", 30_000).unwrap().is_none(),
+            "the first figure only"
+        );
         let r = judge_summary(&bus, "s", Some("cargo test -p parser failed"), true)
             .unwrap()
             .unwrap();
@@ -319,7 +344,7 @@ mod tests {
         );
         assert_eq!(
             line(&r),
-            "compacted at 90k: the summary kept 1 of 3 facts, the note brought back 1, 1 lost: a changed file (/r/src/lex.rs)"
+            "compacted 90k -> 18k: the summary kept 1 of 3 facts, the note brought back 1, 1 lost: a changed file (/r/src/lex.rs)"
         );
         // A host that never hands it over: said so.
         let (_d, bus) = self::bus();
