@@ -116,8 +116,29 @@ fn messages_the_bus_writes_pass_the_schema() {
             },
         )
         .unwrap();
+    let r = bus
+        .publish_typed(
+            "s",
+            "s",
+            &CompactionRecord {
+                trigger: "auto".into(),
+                note: "/n/s-pre_compact_auto.md".into(),
+                tokens_before: Some(168_000),
+                tokens_after: Some(18_000),
+                summary_read: Some(true),
+                settled: true,
+                facts: vec![Fact {
+                    kind: FactKind::FailedCommand,
+                    text: "cargo test -p parser".into(),
+                    kept: Kept::Lost,
+                }],
+                ts: 3.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     let schema = message_schema();
-    for path in [p.path, c.path] {
+    for path in [p.path, c.path, r.path] {
         let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert!(schema.is_valid(&v), "{}", path.display());
         assert_eq!(v["version"], "1.1.0");

@@ -883,6 +883,38 @@ mod tests {
     }
 
     #[test]
+    fn a_compaction_record_s_facts_are_checked_one_by_one() {
+        let ok = json!({"trigger": "manual", "facts": [
+            {"kind": "step", "text": "stream tokens", "kept": "pending"},
+            {"kind": "file", "text": "a.rs"}], "ts": 1});
+        check::<CompactionRecord>(ok.clone()).unwrap();
+        for (facts, at) in [
+            (json!([{"kind": "step", "text": "  "}]), "facts[0]"),
+            (
+                json!([{"kind": "step", "text": "x"}, {"kind": "mood", "text": "x"}]),
+                "facts[1]",
+            ),
+            (
+                json!([{"kind": "file", "text": "x", "kept": "maybe"}]),
+                "facts[0]",
+            ),
+            (json!("all of them"), "facts must be an array"),
+        ] {
+            let mut v = ok.clone();
+            v["facts"] = facts;
+            let e = check::<CompactionRecord>(v).unwrap_err();
+            assert!(e.starts_with(at), "{e}");
+        }
+        let mut v = ok.clone();
+        v["summary_read"] = json!("yes");
+        assert!(
+            check::<CompactionRecord>(v)
+                .unwrap_err()
+                .starts_with("summary_read")
+        );
+    }
+
+    #[test]
     fn levels_order_by_urgency() {
         assert!(Level::Green < Level::Yellow && Level::Orange < Level::Red);
         assert_eq!(Level::Orange.as_str(), "orange");
