@@ -400,10 +400,11 @@ fn bring_back_lost(ctx: &Ctx, input: &Input, r: &interband::payloads::Compaction
     let lost: Vec<&interband::payloads::Fact> =
         r.facts.iter().filter(|f| f.kept == Kept::Lost).collect();
     // (A notice holds at most 500 characters.)
-    let list = record::lead(&lost, 380);
-    let Some(list) = list.split_once("\n\n").map(|(_, l)| l.trim_end()) else {
+    let list = record::fact_lines(&lost, 380);
+    if list.is_empty() {
         return;
-    };
+    }
+    let list = list.trim_end();
     let text = format!(
         "interband: the compaction's summary and the note that came back both left out these facts \
          of the session before it:\n{list}"

@@ -120,29 +120,31 @@ pub fn dropped(record: &CompactionRecord) -> Vec<&Fact> {
 /// the note that comes back leads with: at most `max` bytes, whole lines,
 /// each text once; empty when none fits.
 pub fn lead(dropped: &[&Fact], max: usize) -> String {
-    use crate::framing::{code, inline};
-    if dropped.is_empty() {
-        return String::new();
+    const HEAD: &str = "## What the compaction's summary left out (brought back first)\n\n";
+    match fact_lines(dropped, max.saturating_sub(HEAD.len() + 1)) {
+        lines if lines.is_empty() => String::new(),
+        lines => format!("{HEAD}{lines}\n"),
     }
-    let head = "## What the compaction's summary left out (brought back first)\n\n";
-    let mut out = head.to_owned();
+}
+
+/// `facts` as a list, a line each (`- a failed command: `cargo test``), at
+/// most `max` bytes of whole lines, each text once (a todo in progress is
+/// the step itself).
+pub fn fact_lines(facts: &[&Fact], max: usize) -> String {
+    use crate::framing::{code, inline};
+    let mut out = String::new();
     let mut said = std::collections::HashSet::new();
-    // (A todo in progress is the step itself: said once.)
-    for f in dropped.iter().filter(|f| said.insert(f.text.as_str())) {
+    for f in facts.iter().filter(|f| said.insert(f.text.as_str())) {
         let text = match f.kind {
             FactKind::File | FactKind::FailedCommand => code(&f.text),
             _ => inline(&f.text),
         };
         let line = format!("- {}: {text}\n", f.kind.name());
-        if out.len() + line.len() + 1 > max {
-            continue;
+        if out.len() + line.len() <= max {
+            out += &line;
         }
-        out += &line;
     }
-    if out.len() == head.len() {
-        return String::new();
-    }
-    out + "\n"
+    out
 }
 
 /// Settles the record: each fact still pending is checked against `back`,
@@ -232,7 +234,9 @@ pub fn line(record: &CompactionRecord) -> String {
                 .filter(|f| f.kept == Kept::Lost)
                 .min_by_key(|f| f.kind)
                 .expect("one lost");
-            let text: String = crate::truncate(&crate::framing::first_line(&first.text), 60);
+            // (Shown on a terminal: a control character as a visible escape.)
+            let text = crate::truncate(&crate::framing::first_line(&first.text), 60);
+            let text = interband::text::terminal(&text);
             format!("{n} lost: {} ({text})", first.kind.name())
         }
     };
@@ -351,6 +355,21 @@ mod tests {
         begin(&bus, "s", "auto", "/n.md", None, None, r.facts.clone()).unwrap();
         let r = judge_summary(&bus, "s", None, true).unwrap().unwrap();
         assert_eq!(r.summary_read, Some(false));
+    }
+
+    #[test]
+    fn a_lost_fact_s_text_reaches_no_terminal_raw() {
+        let r = CompactionRecord {
+            summary_read: Some(true),
+            settled: true,
+            facts: vec![Fact {
+                kept: Kept::Lost,
+                ..fact(FactKind::Request, "wipe \x1b]52;c;eA==\x07 it")
+            }],
+            ..Default::default()
+        };
+        let l = line(&r);
+        assert!(!l.contains('\x1b') && !l.contains('\x07'), "{l}");
     }
 
     #[test]

@@ -110,6 +110,9 @@ pub fn instructions(d: &Digest, note: &Path, limit: usize) -> String {
         }
     }
     out += &format!("\n{tail}");
+    // A host may show it on a terminal: a control character as a visible
+    // escape (newlines stay), before the bound.
+    let mut out = interband::text::terminal_block(&out).into_owned();
     if cost(&out) > limit {
         // A note path longer than the room itself: the start, cut.
         out = cut(&out, limit);
@@ -232,6 +235,19 @@ mod tests {
         - the last tool error, word for word: Bash: test stream_eof failed: expected 3 tokens, got 2
         - the memory note's path, /n/a-pre_compact_manual.md, so the work can go on from it.
         "#);
+    }
+
+    #[test]
+    fn control_characters_reach_no_terminal() {
+        let d = Digest {
+            latest_prompt: Some("clear \x1b[2J the screen".into()),
+            ..Default::default()
+        };
+        let text = instructions(&d, Path::new("/n"), 4_000);
+        assert!(
+            !text.contains('\x1b') && text.contains("clear \\x1b[2J the screen"),
+            "{text}"
+        );
     }
 
     #[test]
