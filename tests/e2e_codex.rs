@@ -10,7 +10,9 @@
 //! Codex's real figure from its rollout (within 1% of what Codex recorded, against its
 //! effective window), that the warning reaches the model, that at red the Stop hook of a
 //! headless `codex exec` writes the note and makes no model request, that a low-usage run warns of nothing and writes no checkpoint note, and that
-//! SessionEnd writes the session's final note.
+//! SessionEnd writes the session's final note; and at Codex's own compaction, that no
+//! PreCompact hook output reaches the summary request (canaries in each shape), that the
+//! note comes back at SessionStart, and that the compaction's record is on the bus.
 
 mod common;
 mod e2e;
@@ -44,10 +46,42 @@ struct Codex<'a> {
 }
 
 impl Codex<'_> {
+    /// Writes Codex's config: the mock as provider, a 200k model.
+    fn configure(&self, mock: &Mock) {
+        std::fs::write(
+            self.home.join("config.toml"),
+            format!(
+                "model = \"gpt-5.1-codex\"\nmodel_provider = \"mock\"\napproval_policy = \"never\"\n\
+                 sandbox_mode = \"danger-full-access\"\nmodel_context_window = 200000\n\n\
+                 [model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\n",
+                mock.base_url()
+            ),
+        )
+        .unwrap();
+    }
+
+    /// Has Codex compact on its own past `tokens`, keeping the rest of the
+    /// config (the hooks' trust among it).
+    fn compact_at(&self, tokens: u64) {
+        let config = self.home.join("config.toml");
+        let rest = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            format!("model_auto_compact_token_limit = {tokens}\n{rest}"),
+        )
+        .unwrap();
+    }
+
     fn exec(&self, prompt: &str) {
+        self.exec_with(&[], prompt);
+    }
+
+    fn exec_with(&self, flags: &[&str], prompt: &str) {
         let path = e2e::path_with_interband();
         let mut c = Command::new(&self.bin);
-        c.args(["exec", "--skip-git-repo-check", prompt])
+        c.args(["exec", "--skip-git-repo-check"])
+            .args(flags)
+            .arg(prompt)
             .current_dir(&self.project)
             .env_clear()
             .env("PATH", path)
@@ -122,16 +156,13 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
     let project = w.dir.path().join("proj");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "model = \"gpt-5.1-codex\"\nmodel_provider = \"mock\"\napproval_policy = \"never\"\n\
-             sandbox_mode = \"danger-full-access\"\nmodel_context_window = 200000\n\n\
-             [model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\n",
-            mock.base_url()
-        ),
-    )
-    .unwrap();
+    let codex = Codex {
+        bin,
+        w: &w,
+        home: home.clone(),
+        project,
+    };
+    codex.configure(&mock);
     let hooks = home.join("hooks.json");
     let o = w.run(&[
         "install",
@@ -144,12 +175,6 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
         "--trust",
     ]);
     assert_eq!(code(&o), 0, "interband install: {}", stderr(&o));
-    let codex = Codex {
-        bin,
-        w: &w,
-        home: home.clone(),
-        project,
-    };
 
     // 1. A low-usage run of several tool calls: no warning, no checkpoint note.
     mock.script([
@@ -250,6 +275,73 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
     assert!(
         all.len() >= 3,
         "a checkpoint's note and SessionEnd's: {all:?}"
+    );
+
+    // 3. Codex's own compaction (past `model_auto_compact_token_limit`),
+    //    with two more PreCompact hooks beside interband's printing canaries
+    //    in each shape a hook's output takes: none reaches the summary
+    //    request (docs/hosts.md, "Steering a compaction"); the note comes
+    //    back at SessionStart (`compact`) in the next request; the record is
+    //    on the bus and in `pressure`.
+    codex.compact_at(150_000);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&hooks).unwrap()).unwrap();
+    let canary = |cmd: &str| serde_json::json!({"hooks": [{"type": "command", "command": cmd, "timeout": 10}]});
+    let pre = v["hooks"]["PreCompact"]
+        .as_array_mut()
+        .expect("interband's PreCompact hook");
+    pre.push(canary(
+        r#"printf '%s' '{"additionalContext":"CANARY-JSON-CONTEXT","systemMessage":"CANARY-JSON-MESSAGE","hookSpecificOutput":{"hookEventName":"PreCompact","additionalContext":"CANARY-HSO-CONTEXT"}}'"#,
+    ));
+    pre.push(canary("echo CANARY-PLAIN-STDOUT"));
+    std::fs::write(&hooks, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let before = mock.requests().len();
+    mock.script([command(100_000), command(200_000), text(20_000, "Done.")]);
+    // The canaries are not trusted: this run alone passes over trust.
+    codex.exec_with(&["--dangerously-bypass-hook-trust"], "run echo twice more");
+    let run = mock.requests().split_off(before);
+    let summary = run
+        .iter()
+        .position(|r| r.kind == Kind::Summary)
+        .unwrap_or_else(|| panic!("Codex compacted: {} requests", run.len()));
+    for c in [
+        "CANARY-JSON-CONTEXT",
+        "CANARY-JSON-MESSAGE",
+        "CANARY-HSO-CONTEXT",
+        "CANARY-PLAIN-STDOUT",
+    ] {
+        assert!(
+            run.iter().all(|r| !r.body.contains(c)),
+            "{c} reached a request: Codex lets a PreCompact hook steer its summary"
+        );
+    }
+    let next = run[summary + 1..]
+        .iter()
+        .find(|r| r.kind == Kind::Main)
+        .expect("a request after the compaction");
+    assert!(
+        next.body
+            .contains("saved by interband before it was compacted"),
+        "the note came back after the compaction"
+    );
+    let third = sessions(&w)
+        .into_iter()
+        .find(|s| !first.contains(s) && *s != session)
+        .expect("a third session");
+    let record = w.bus().read("intermem", "compaction", &third).unwrap();
+    let r = &record.envelope.payload;
+    println!("e2e: codex's record: {r}");
+    assert_eq!(r["tokens_before"], 200_000, "{r}");
+    assert_eq!(r["tokens_after"], 20_000, "the first figure after: {r}");
+    assert_eq!(
+        r["summary_read"], true,
+        "the summary read from the rollout's `compacted` line: {r}"
+    );
+    assert_eq!(r["settled"], true, "{r}");
+    let o = w.run(&["pressure", "--session", &third]);
+    assert!(
+        stdout(&o).contains("last compaction: compacted"),
+        "{}",
+        stdout(&o)
     );
     println!("e2e: codex passed; {} notes", all.len());
 }

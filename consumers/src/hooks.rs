@@ -430,20 +430,23 @@ fn transcript_summary(input: &Input) -> Option<String> {
 /// the note was written from, fact by fact. A failure is logged: the record
 /// must never keep the note or the compaction from happening.
 fn begin_record(ctx: &Ctx, input: &Input, note: &Path, digest: &crate::digest::Digest) {
-    // The published figure, else the transcript's (a session resumed to
-    // be compacted has published none since it started).
-    let tokens = ctx
+    // The larger of the published figure and the transcript's: both fall
+    // short of the size being compacted (the host may have written a later
+    // answer's usage since the last hook published, as Codex 0.145 does
+    // after its tool ran; a session resumed to be compacted has published
+    // nothing since it started), and nothing shrank it before this moment.
+    let published = ctx
         .bus
         .read_typed::<Pressure>(&input.session_id)
         .ok()
-        .and_then(|p| p.payload.used_tokens)
-        .or_else(|| {
-            let t = input.transcript_path.as_deref()?;
-            tail::read_tail(Path::new(t), tail::DEFAULT_SCAN_CAP, input.host())
-                .ok()?
-                .usage
-                .map(|u| u.used_tokens)
-        });
+        .and_then(|p| p.payload.used_tokens);
+    let written = input.transcript_path.as_deref().and_then(|t| {
+        tail::read_tail(Path::new(t), tail::DEFAULT_SCAN_CAP, input.host())
+            .ok()?
+            .usage
+            .map(|u| u.used_tokens)
+    });
+    let tokens = published.max(written);
     let begun = record::begin(
         ctx.bus,
         &input.session_id,
