@@ -1,14 +1,19 @@
 //! Continuity: what survives a compaction. Over real Claude Code transcripts
 //! with compactions (`benches/continuity/transcripts/`, and the `.jsonl`
 //! files of `$INTERBAND_CONTINUITY_EXTRA`, see `benches/continuity/SOURCES.md`),
-//! for each compaction: the facts of the context it replaced (every user
-//! request, the files changed, the commands run, those that failed, the open
-//! todos, the step in progress), and the share of them found in the host's
-//! own summary (the `isCompactSummary` line after the boundary) and in that
-//! summary plus the note interband writes at `PreCompact` (from the
-//! transcript as it stood at the boundary, at the default settings, as it
-//! comes back: led by the facts of interband's own compaction record that
-//! the summary dropped, then the note, cut at `inject_max_bytes` in all).
+//! and, as a second set, every host's session files in `tests/fixtures/` that
+//! hold a compaction (Claude Code's `isCompactSummary` line, Codex's
+//! `compacted`, Qwen Code's `chat_compression`, Copilot CLI's
+//! `session.compaction_complete`; captured from the real CLIs against a mock,
+//! whose summary is a stock sentence; Gemini CLI's headless runs cannot
+//! compress, so none of its files has one), for each compaction: the facts of
+//! the context it replaced (every user request, the files changed, the
+//! commands run, those that failed, the open todos, the step in progress),
+//! and the share of them found in the host's own summary and in that summary
+//! plus the note interband writes at `PreCompact` (from the session file as
+//! it stood at the boundary, at the default settings, as it comes back: led
+//! by the facts of interband's own compaction record that the summary
+//! dropped, then the note, cut at `inject_max_bytes` in all).
 //!
 //! A fact is found in a text when the file's name is in it (a changed file),
 //! or when at least [`FOUND`] of the fact's words are (anything else): words
@@ -29,6 +34,10 @@ use interband_consumers::summary::{self, record};
 use interband_hosts::Host;
 use serde_json::Value;
 
+#[path = "continuity/read.rs"]
+mod read;
+use read::Event;
+
 /// The share of a fact's words a text must hold for the fact to be found in it.
 const FOUND: f64 = 0.6;
 /// The most words of a fact that count (a long prompt is found by its start).
@@ -45,14 +54,6 @@ enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 6] = [
-        Kind::Request,
-        Kind::File,
-        Kind::Command,
-        Kind::Failed,
-        Kind::Todo,
-        Kind::Step,
-    ];
     fn name(self) -> &'static str {
         match self {
             Kind::Request => "user requests",
@@ -146,65 +147,16 @@ fn words_in_order(text: &str) -> Vec<String> {
     v.into_iter().map(|(_, w)| w).collect()
 }
 
-/// A user line's prompt text, when it is a person's request.
-fn prompt(line: &Value) -> Option<String> {
-    if line["isMeta"] == true || line["isCompactSummary"] == true || line["isSidechain"] == true {
-        return None;
-    }
-    let content = &line["message"]["content"];
-    let text = match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => {
-            if blocks.iter().any(|b| b["type"] == "tool_result") {
-                return None;
-            }
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
-        _ => return None,
-    };
-    let t = text.trim();
-    let echo = [
-        "<command-name>",
-        "<command-message>",
-        "<local-command-stdout>",
-        "<local-command-stderr>",
-        "Caveat:",
-        "[Request interrupted",
-        "<system-reminder>",
-        "<bash-input>",
-        "<bash-stdout>",
-        "<bash-stderr>",
-    ];
-    if t.is_empty() || echo.iter().any(|e| t.starts_with(e)) {
-        return None;
-    }
-    Some(t.chars().take(600).collect())
-}
-
-fn summary_text(line: &Value) -> String {
-    match &line["message"]["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(b) => b
-            .iter()
-            .filter_map(|x| x["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The compactions of a Claude Code transcript.
-fn compactions(bytes: &[u8]) -> Vec<Compaction> {
+/// The compactions of `host`'s session file: at each boundary, the facts of
+/// the context it replaces (the open todos and the step in progress as they
+/// stood); at the summary, one compaction. What happens between the two (the
+/// agent works on while Copilot CLI compacts) counts towards the next.
+fn compactions(bytes: &[u8], host: Host) -> Vec<Compaction> {
     let mut out = Vec::new();
     let mut facts: Vec<Fact> = Vec::new();
     let mut todos: Vec<(String, String)> = Vec::new();
     let mut commands: HashMap<String, String> = HashMap::new();
-    let mut boundary: Option<usize> = None;
+    let mut pending: Option<(usize, Vec<Fact>)> = None;
     let mut offset = 0usize;
     for raw in bytes.split_inclusive(|&b| b == b'\n') {
         let start = offset;
@@ -212,121 +164,75 @@ fn compactions(bytes: &[u8]) -> Vec<Compaction> {
         let Ok(line) = serde_json::from_slice::<Value>(raw) else {
             continue;
         };
-        let kind = line["type"].as_str().unwrap_or("");
-        if kind == "system" && line["subtype"] == "compact_boundary" {
-            boundary = Some(start);
-            continue;
-        }
-        if kind == "user" && line["isCompactSummary"] == true {
-            let before = boundary.take().unwrap_or(start);
-            let mut all = std::mem::take(&mut facts);
-            for (content, status) in std::mem::take(&mut todos) {
-                if status == "in_progress" {
-                    all.push(Fact {
-                        kind: Kind::Step,
-                        text: content.clone(),
+        for event in read::events(host, &line) {
+            let fact = |kind, text: String| Fact { kind, text };
+            match event {
+                Event::Boundary => {
+                    if pending.is_none() {
+                        pending = Some((start, replaced(&mut facts, &todos)));
+                    }
+                }
+                Event::Summary(summary) => {
+                    let (before, facts) = pending
+                        .take()
+                        .unwrap_or_else(|| (start, replaced(&mut facts, &todos)));
+                    todos.clear();
+                    commands.clear();
+                    out.push(Compaction {
+                        facts,
+                        summary,
+                        before,
                     });
                 }
-                if status != "completed" {
-                    all.push(Fact {
-                        kind: Kind::Todo,
-                        text: content,
-                    });
+                Event::Request(t) => facts.push(fact(Kind::Request, t)),
+                Event::File(p) => facts.push(fact(Kind::File, p)),
+                Event::Command { id, text } => {
+                    if let Some(id) = id {
+                        commands.insert(id, text.clone());
+                    }
+                    facts.push(fact(Kind::Command, text));
                 }
-            }
-            if !all.iter().any(|f| f.kind == Kind::Step)
-                && let Some(last) = all.iter().rev().find(|f| f.kind == Kind::Request)
-            {
-                all.push(Fact {
-                    kind: Kind::Step,
-                    text: last.text.clone(),
-                });
-            }
-            dedup(&mut all);
-            out.push(Compaction {
-                facts: all,
-                summary: summary_text(&line),
-                before,
-            });
-            commands.clear();
-            continue;
-        }
-        if line["isSidechain"] == true {
-            continue;
-        }
-        if kind == "user" {
-            if let Some(p) = prompt(&line) {
-                facts.push(Fact {
-                    kind: Kind::Request,
-                    text: p,
-                });
-            }
-            if let Some(blocks) = line["message"]["content"].as_array() {
-                for b in blocks {
-                    let failed = b["type"] == "tool_result" && b["is_error"] == true;
-                    if let (true, Some(cmd)) = (
-                        failed,
-                        b["tool_use_id"].as_str().and_then(|id| commands.get(id)),
-                    ) {
-                        facts.push(Fact {
-                            kind: Kind::Failed,
-                            text: cmd.clone(),
-                        });
+                Event::Failed(id) => {
+                    if let Some(cmd) = commands.get(&id) {
+                        facts.push(fact(Kind::Failed, cmd.clone()));
                     }
                 }
-            }
-        }
-        if kind == "assistant"
-            && let Some(blocks) = line["message"]["content"].as_array()
-        {
-            for b in blocks.iter().filter(|b| b["type"] == "tool_use") {
-                let input = &b["input"];
-                match b["name"].as_str().unwrap_or("") {
-                    "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => {
-                        if let Some(p) = input["file_path"]
-                            .as_str()
-                            .or(input["notebook_path"].as_str())
-                        {
-                            facts.push(Fact {
-                                kind: Kind::File,
-                                text: p.to_owned(),
-                            });
-                        }
-                    }
-                    "Bash" => {
-                        if let Some(c) = input["command"].as_str() {
-                            let first: String =
-                                c.lines().next().unwrap_or("").chars().take(200).collect();
-                            if let Some(id) = b["id"].as_str() {
-                                commands.insert(id.to_owned(), first.clone());
-                            }
-                            facts.push(Fact {
-                                kind: Kind::Command,
-                                text: first,
-                            });
-                        }
-                    }
-                    "TodoWrite" => {
-                        todos = input["todos"]
-                            .as_array()
-                            .map(|l| {
-                                l.iter()
-                                    .map(|t| {
-                                        (
-                                            t["content"].as_str().unwrap_or("").to_owned(),
-                                            t["status"].as_str().unwrap_or("").to_owned(),
-                                        )
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                    }
-                    _ => {}
-                }
+                Event::Todos(list) => todos = list,
             }
         }
     }
     out
+}
+
+/// The facts of the context a compaction replaces: those read since the
+/// last one, the open todos, and the step in progress (the todo in
+/// progress, else the last request).
+fn replaced(facts: &mut Vec<Fact>, todos: &[(String, String)]) -> Vec<Fact> {
+    let mut all = std::mem::take(facts);
+    for (content, status) in todos {
+        if status == "in_progress" {
+            all.push(Fact {
+                kind: Kind::Step,
+                text: content.clone(),
+            });
+        }
+        if status != "completed" {
+            all.push(Fact {
+                kind: Kind::Todo,
+                text: content.clone(),
+            });
+        }
+    }
+    if !all.iter().any(|f| f.kind == Kind::Step)
+        && let Some(last) = all.iter().rev().find(|f| f.kind == Kind::Request)
+    {
+        all.push(Fact {
+            kind: Kind::Step,
+            text: last.text.clone(),
+        });
+    }
+    dedup(&mut all);
+    all
 }
 
 /// Each fact once (a file edited ten times is one fact).
@@ -339,13 +245,13 @@ fn dedup(facts: &mut Vec<Fact>) {
 /// at the boundary, and what of it comes back (the default settings): led
 /// by the facts of interband's own record that `summary` dropped, then the
 /// note, within the same bound.
-fn note(before: &[u8], session: &str, summary: &str) -> (String, String) {
+fn note(before: &[u8], host: Host, session: &str, summary: &str) -> (String, String) {
     let settings = intermem::Settings::default();
-    let d = digest_as(before, &Limits::default(), Host::Claude);
+    let d = digest_as(before, &Limits::default(), host);
     let info = SessionInfo {
         session: session.to_owned(),
         cwd: d.cwd.as_deref().map(PathBuf::from),
-        host: Host::Claude,
+        host,
         ..Default::default()
     };
     let trigger = Trigger {
@@ -395,39 +301,89 @@ fn pct(n: usize, d: usize) -> String {
     }
 }
 
-fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/continuity/transcripts");
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut dirs = vec![dir];
-    if let Some(extra) = std::env::var_os("INTERBAND_CONTINUITY_EXTRA") {
-        dirs.push(PathBuf::from(extra));
+/// The session files under `dir` (one level of folders below it), sorted.
+fn files_in(dir: &Path, nested: bool) -> Vec<PathBuf> {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        eprintln!("continuity: {} cannot be read", dir.display());
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in list.flatten().map(|e| e.path()) {
+        if p.is_dir() && nested {
+            out.extend(files_in(&p, false));
+        } else if p.extension().is_some_and(|e| e == "jsonl") {
+            out.push(p);
+        }
     }
-    for d in &dirs {
-        let Ok(list) = std::fs::read_dir(d) else {
-            eprintln!("continuity: {} cannot be read", d.display());
+    out.sort();
+    out
+}
+
+/// One set of session files measured together: a table per compaction,
+/// then the totals per kind of fact.
+struct Set {
+    title: &'static str,
+    files: Vec<PathBuf>,
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut real = files_in(&root.join("benches/continuity/transcripts"), false);
+    if let Some(extra) = std::env::var_os("INTERBAND_CONTINUITY_EXTRA") {
+        real.extend(files_in(Path::new(&extra), false));
+    }
+    let sets = [
+        Set {
+            title: "Real sessions (benches/continuity/transcripts, and $INTERBAND_CONTINUITY_EXTRA)",
+            files: real,
+        },
+        Set {
+            title: "Every host's compactions captured from its real CLI against a mock (tests/fixtures: the mock's summary is a stock sentence)",
+            files: files_in(&root.join("tests/fixtures"), true),
+        },
+    ];
+    for set in sets {
+        measure(&set);
+    }
+}
+
+fn measure(set: &Set) {
+    println!("## {}", set.title);
+    println!();
+    println!(
+        "| session file | host | compaction | facts | in the summary | in summary + note | note | comes back |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut total = Tally::default();
+    let mut by_kind: HashMap<(Host, Kind), Tally> = HashMap::new();
+    let mut hosts: BTreeSet<&'static str> = BTreeSet::new();
+    let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+    let (mut largest, mut count, mut files) = (0usize, 0usize, 0usize);
+    for f in &set.files {
+        let bytes = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let Some(host) = read::host_of(&bytes) else {
             continue;
         };
-        files.extend(
-            list.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "jsonl")),
-        );
-    }
-    files.sort();
-    println!(
-        "| transcript | compaction | facts | in the summary | in summary + note | note | comes back |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    let mut total = Tally::default();
-    let mut by_kind: HashMap<Kind, Tally> = HashMap::new();
-    let mut largest = 0usize;
-    let mut count = 0usize;
-    for f in &files {
-        let bytes = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
-        for (i, c) in compactions(&bytes).iter().enumerate() {
+        let found_here = compactions(&bytes, host);
+        // A capture kept twice (a copy under another name) counts once.
+        if found_here.is_empty() || !seen.insert(bytes.clone()) {
+            continue;
+        }
+        files += 1;
+        hosts.insert(host.as_str());
+        let name = match f.parent().and_then(|p| p.file_name()) {
+            Some(dir) if dir != "transcripts" => {
+                format!(
+                    "{}/{}",
+                    dir.to_string_lossy(),
+                    f.file_name().unwrap().to_string_lossy()
+                )
+            }
+            _ => f.file_stem().unwrap().to_string_lossy().into_owned(),
+        };
+        for (i, c) in found_here.iter().enumerate() {
             count += 1;
-            let (full, back) = note(&bytes[..c.before], &name, &c.summary);
+            let (full, back) = note(&bytes[..c.before], host, &name, &c.summary);
             largest = largest.max(full.len());
             let summary_words = words(&c.summary);
             let both_text = format!("{}\n{}", c.summary, back);
@@ -442,14 +398,15 @@ fn main() {
                     both: b as usize,
                 };
                 t.add(one);
-                by_kind.entry(fact.kind).or_default().add(one);
+                by_kind.entry((host, fact.kind)).or_default().add(one);
                 if std::env::var_os("INTERBAND_CONTINUITY_LOST").is_some() && !b {
                     eprintln!("lost: {name} #{} {:?}: {}", i + 1, fact.kind, fact.text);
                 }
             }
             total.add(t);
             println!(
-                "| {name} | {} | {} | {} | {} | {:.1} KB | {:.1} KB |",
+                "| {name} | {} | {} | {} | {} | {} | {:.1} KB | {:.1} KB |",
+                host.as_str(),
                 i + 1,
                 t.facts,
                 pct(t.summary, t.facts),
@@ -460,24 +417,28 @@ fn main() {
         }
     }
     println!(
-        "| **all** ({} files) | {count} | {} | **{}** | **{}** | at most {:.1} KB | |",
-        files.len(),
+        "| **all** ({files} files) | {} | {count} | {} | **{}** | **{}** | at most {:.1} KB | |",
+        hosts.into_iter().collect::<Vec<_>>().join(", "),
         total.facts,
         pct(total.summary, total.facts),
         pct(total.both, total.facts),
         largest as f64 / 1000.0
     );
     println!();
-    println!("| facts | count | in the summary | in summary + note |");
-    println!("|---|---|---|---|");
-    for k in Kind::ALL {
-        let t = by_kind.get(&k).copied().unwrap_or_default();
+    println!("| host | facts | count | in the summary | in summary + note |");
+    println!("|---|---|---|---|---|");
+    let mut keys: Vec<_> = by_kind.keys().copied().collect();
+    keys.sort_by_key(|(h, k)| (h.as_str(), *k));
+    for key in keys {
+        let t = by_kind[&key];
         println!(
-            "| {} | {} | {} | {} |",
-            k.name(),
+            "| {} | {} | {} | {} | {} |",
+            key.0.as_str(),
+            key.1.name(),
             t.facts,
             pct(t.summary, t.facts),
             pct(t.both, t.facts)
         );
     }
+    println!();
 }

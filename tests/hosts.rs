@@ -600,3 +600,42 @@ fn a_repository_s_gemini_threshold_counts_only_where_gemini_and_the_user_trust_i
     .unwrap();
     assert_eq!(level(&w), "green", "Gemini does not trust it");
 }
+
+/// Gemini CLI 0.61.0, driven interactively in tmux (`/compress` after three
+/// prompts), with two `PreCompress` hooks printing a canary in each shape a
+/// hook's output takes: none reaches the compression request or any later
+/// one; a `systemMessage` (and plain stdout, made one) shows to the person
+/// alone (`tests/fixtures/gemini-cli-0.61.0-compress-canary/README.md`).
+#[test]
+fn no_pre_compress_output_reaches_gemini_s_summary_request() {
+    let dir = repo().join("tests/fixtures/gemini-cli-0.61.0-compress-canary");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let canaries = [
+        "CANARY-HSO-CONTEXT",
+        "CANARY-JSON-CONTEXT",
+        "CANARY-JSON-MESSAGE",
+        "CANARY-PLAIN-STDOUT",
+    ];
+    let compress = read("request.compress.json");
+    assert!(
+        compress.contains("state_snapshot"),
+        "the compression's own request"
+    );
+    let after = read("request.after-compress.json");
+    assert!(
+        after.contains("<state_snapshot>"),
+        "the request after it opens with the snapshot"
+    );
+    for request in [&compress, &read("request.compress-verify.json"), &after] {
+        for c in canaries {
+            assert!(!request.contains(c), "{c} reached a request");
+        }
+    }
+    let input: Value = serde_json::from_str(&read("PreCompress.manual.input.json")).unwrap();
+    assert_eq!(input["trigger"], "manual", "{input}");
+    let pane = read("pane.after-compress.txt");
+    assert!(
+        pane.contains("CANARY-JSON-MESSAGE") && pane.contains("CANARY-PLAIN-STDOUT"),
+        "the person sees a hook's systemMessage and plain stdout: {pane}"
+    );
+}

@@ -496,6 +496,42 @@ mod tests {
     }
 
     #[test]
+    fn an_interactive_compression_s_snapshot_is_the_summary_and_the_prompts_stay() {
+        // The real 0.61.0 in tmux: three prompts, `/compress`, a fourth.
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/gemini-cli-0.61.0-compress-canary/transcript.session.jsonl"
+        ))
+        .unwrap();
+        let mut items = Vec::new();
+        for line in bytes.split(|&b| b == b'\n') {
+            digest::items(line, &mut items);
+        }
+        let summaries: Vec<_> = items
+            .iter()
+            .filter_map(|i| match i {
+                crate::digest::Item::Summary(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(summaries.len(), 1, "{summaries:?}");
+        assert!(summaries[0].starts_with("<state_snapshot>"));
+        let prompts: Vec<_> = items
+            .iter()
+            .filter_map(|i| match i {
+                crate::digest::Item::Prompt(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            prompts.len(),
+            4,
+            "the person's four, no context part: {prompts:?}"
+        );
+        assert!(prompts[3].starts_with("Fourth question"), "{prompts:?}");
+    }
+
+    #[test]
     fn user_lines_metadata_and_torn_lines_decide_nothing() {
         let bytes = concat!(
             r#"{"id":"a","type":"gemini","tokens":{"input":1000,"output":5},"model":"gemini-2.5-pro"}"#,
