@@ -110,6 +110,20 @@ fn the_plot_is_svg_only_and_its_label_box_is_light() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains(".svg"), "{}", stderr(&o));
     assert!(!bad.exists());
+    // A compaction's marker carries interband's record of it.
+    let good = w.dir.path().join("out.svg");
+    let o = w.run(&[
+        "replay",
+        fixture.to_str().unwrap(),
+        "--plot",
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&good).unwrap();
+    assert!(
+        svg.contains("compaction at call 1: compacted at 32k: the summary kept 2 of 2 facts"),
+        "{svg}"
+    );
     let svg = plot(&w, &PCTS);
     assert!(
         !svg.contains("paint-order"),

@@ -247,7 +247,24 @@ fn rising_usage_goes_green_yellow_orange_red_and_a_compaction_makes_it_green() {
         (&change["from"], &change["to"]),
         (&json!("red"), &json!("green"))
     );
-    assert_eq!(events.last().unwrap()["event"], "note_back");
+    let n = events.len();
+    assert_eq!(events[n - 2]["event"], "note_back");
+    // Then interband's record of the compaction, once the note came back.
+    let record = &events[n - 1];
+    assert_eq!(record["event"], "record", "{record}");
+    assert!(
+        record["line"].as_str().unwrap().starts_with("compacted"),
+        "{record}"
+    );
+    assert_eq!(
+        record["facts"].as_u64().unwrap(),
+        record["summary"].as_u64().unwrap()
+            + record["note"].as_u64().unwrap()
+            + record["lost"].as_u64().unwrap(),
+        "each fact counted once: {record}"
+    );
+    assert_eq!(s["records"], 1);
+    assert_eq!(s["lost_facts"], record["lost"]);
 }
 
 fn subagent_calls_never_change_the_level() {

@@ -202,6 +202,7 @@ fn line(e: &Event) -> String {
                 trigger.as_deref().unwrap_or("?"),
             )
         }
+        What::Record { line, .. } => format!("record: {line}"),
         What::NoteBack { bytes } => {
             format!("the latest note comes back into the new context ({bytes} bytes)")
         }
@@ -260,6 +261,15 @@ fn summary(s: &Summary) -> String {
     row("memory notes", s.notes.to_string());
     row("compactions", s.compactions.to_string());
     row("notes brought back", s.notes_back.to_string());
+    if s.records > 0 {
+        row(
+            "compactions recorded",
+            format!(
+                "{} ({} facts lost by the summary and the note)",
+                s.records, s.lost_facts
+            ),
+        );
+    }
     row("trigger firings", s.trigger_firings.to_string());
     row("final level", s.final_level.as_str().to_owned());
     if s.skipped_lines > 0 {

@@ -82,6 +82,12 @@ struct Play {
     pressure: Option<Pressure>,
     checkpoint_seq: u64,
     note_seq: u64,
+    /// The last compaction record reported: its sequence, line, note (one
+    /// per compaction) and lost facts.
+    record_seq: u64,
+    record_line: String,
+    record_note: String,
+    record_lost: u64,
     out: Replay,
 }
 
@@ -145,6 +151,10 @@ pub fn replay(path: &Path, opts: &Options, progress: &mut dyn FnMut(u64)) -> Res
         pressure: None,
         checkpoint_seq: 0,
         note_seq: 0,
+        record_seq: 0,
+        record_line: String::new(),
+        record_note: String::new(),
+        record_lost: 0,
         out: Replay {
             host,
             events: Vec::new(),

@@ -199,7 +199,7 @@ pub fn svg(r: &Replay, thresholds: &Thresholds) -> String {
     // Markers.
     s.push_str("<g class=\"markers\">\n");
     let mut seen = std::collections::HashSet::new();
-    for e in &r.events {
+    for (i, e) in r.events.iter().enumerate() {
         let (kind, color, dash, width) = match &e.what {
             What::Warning { level, .. } => ("warning", level_color(*level), "", 1.0),
             What::Checkpoint { .. } => ("checkpoint", "#6a1b9a", "4 3", 1.5),
@@ -216,11 +216,25 @@ pub fn svg(r: &Replay, thresholds: &Thresholds) -> String {
         } else {
             format!(r#" stroke-dasharray="{dash}""#)
         };
+        // A compaction's title is its record's last line, where interband made one.
+        let record = matches!(e.what, What::Compaction { .. })
+            .then(|| {
+                r.events[i + 1..]
+                    .iter()
+                    .take_while(|n| !matches!(n.what, What::Compaction { .. }))
+                    .filter_map(|n| match &n.what {
+                        What::Record { line, .. } => Some(format!(": {line}")),
+                        _ => None,
+                    })
+                    .last()
+            })
+            .flatten()
+            .unwrap_or_default();
         let _ = writeln!(
             s,
             r#"<line class="marker-{kind}" x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{:.1}" stroke="{color}" stroke-width="{width}" stroke-opacity="0.8"{dash}><title>{}</title></line>"#,
             top + ph,
-            escape(&format!("{kind} at call {}", e.call))
+            escape(&format!("{kind} at call {}{record}", e.call))
         );
     }
     s.push_str("</g>\n");

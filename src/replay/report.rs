@@ -89,6 +89,22 @@ pub enum What {
         /// Tokens after, as the transcript says.
         post_tokens: Option<u64>,
     },
+    /// interband's record of a compaction, once the note came back: what
+    /// the host's summary kept, what the note brought back, what was lost.
+    Record {
+        /// The line the person is shown.
+        line: String,
+        /// Facts of the working state before the compaction.
+        facts: usize,
+        /// Of which the host's summary kept.
+        summary: usize,
+        /// Of which the note brought back.
+        note: usize,
+        /// Of which neither.
+        lost: usize,
+        /// Whether the host's summary was read (`None`: not yet).
+        summary_read: Option<bool>,
+    },
     /// The latest note came back into the new context.
     NoteBack {
         /// Bytes given back.
@@ -189,6 +205,10 @@ pub struct Summary {
     pub compactions: u64,
     /// Notes brought back after a compaction.
     pub notes_back: u64,
+    /// Compactions interband recorded (see [`What::Record`]).
+    pub records: u64,
+    /// Facts those records counted lost: kept by neither the summary nor the note.
+    pub lost_facts: u64,
     /// Times the compaction trigger fired.
     pub trigger_firings: u64,
     /// The level at the end.

@@ -1,6 +1,8 @@
 //! The stage the hooks run on: a private home and root, the hooks' copy of the transcript, and each happening turned into the host's events.
 
 use super::*;
+use interband::payloads::{CompactionRecord, Kept};
+use interband_consumers::summary::record;
 
 /// A call waiting for its result.
 pub(super) struct Pending {
@@ -619,6 +621,40 @@ impl Stage {
         {
             p.out.summary.notes_back += 1;
             self.record(p, What::NoteBack { bytes: text.len() });
+        }
+        // The compaction's record, once settled, and again when it learns
+        // more (the summary read at the turn's end).
+        let record = self
+            .latest::<CompactionRecord>(&published)
+            .filter(|e| e.seq > p.record_seq && e.payload.settled);
+        if let Some(e) = record {
+            p.record_seq = e.seq;
+            let line = record::line(&e.payload);
+            if line != p.record_line {
+                let r = &e.payload;
+                let lost = r.count(Kept::Lost);
+                if r.note == p.record_note {
+                    // The same compaction, known better: its count replaces the last.
+                    p.out.summary.lost_facts -= p.record_lost;
+                } else {
+                    p.out.summary.records += 1;
+                    p.record_note.clone_from(&r.note);
+                }
+                p.out.summary.lost_facts += lost as u64;
+                p.record_lost = lost as u64;
+                p.record_line.clone_from(&line);
+                self.record(
+                    p,
+                    What::Record {
+                        line,
+                        facts: r.facts.len(),
+                        summary: r.count(Kept::Summary),
+                        note: r.count(Kept::Note),
+                        lost,
+                        summary_read: r.summary_read,
+                    },
+                );
+            }
         }
     }
 
