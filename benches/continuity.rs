@@ -155,6 +155,7 @@ fn compactions(bytes: &[u8], host: Host) -> Vec<Compaction> {
     let mut out = Vec::new();
     let mut facts: Vec<Fact> = Vec::new();
     let mut todos: Vec<(String, String)> = Vec::new();
+    let mut tasks: Vec<Task> = Vec::new();
     let mut commands: HashMap<String, String> = HashMap::new();
     let mut pending: Option<(usize, Vec<Fact>)> = None;
     let mut offset = 0usize;
@@ -169,13 +170,13 @@ fn compactions(bytes: &[u8], host: Host) -> Vec<Compaction> {
             match event {
                 Event::Boundary => {
                     if pending.is_none() {
-                        pending = Some((start, replaced(&mut facts, &todos)));
+                        pending = Some((start, replaced(&mut facts, &open_work(&todos, &tasks))));
                     }
                 }
                 Event::Summary(summary) => {
-                    let (before, facts) = pending
-                        .take()
-                        .unwrap_or_else(|| (start, replaced(&mut facts, &todos)));
+                    let (before, facts) = pending.take().unwrap_or_else(|| {
+                        (start, replaced(&mut facts, &open_work(&todos, &tasks)))
+                    });
                     todos.clear();
                     commands.clear();
                     out.push(Compaction {
@@ -198,10 +199,48 @@ fn compactions(bytes: &[u8], host: Host) -> Vec<Compaction> {
                     }
                 }
                 Event::Todos(list) => todos = list,
+                Event::Task { call, subject } => tasks.push(Task {
+                    call,
+                    id: None,
+                    subject,
+                    status: "pending".into(),
+                }),
+                Event::TaskId { call, id } => {
+                    if let Some(t) = tasks.iter_mut().find(|t| t.call == call) {
+                        t.id = Some(id);
+                    }
+                }
+                Event::TaskChange {
+                    id,
+                    status,
+                    subject,
+                } => {
+                    if let Some(t) = tasks.iter_mut().find(|t| t.id.as_ref() == Some(&id)) {
+                        t.status = status.unwrap_or(std::mem::take(&mut t.status));
+                        t.subject = subject.unwrap_or(std::mem::take(&mut t.subject));
+                    }
+                }
             }
         }
     }
     out
+}
+
+/// A task kept with Claude Code's task tools.
+struct Task {
+    call: String,
+    id: Option<String>,
+    subject: String,
+    status: String,
+}
+
+/// The todo list and the tasks, as (text, status) pairs (a deleted task is none).
+fn open_work(todos: &[(String, String)], tasks: &[Task]) -> Vec<(String, String)> {
+    let tasks = tasks
+        .iter()
+        .filter(|t| t.status != "deleted")
+        .map(|t| (t.subject.clone(), t.status.clone()));
+    todos.iter().cloned().chain(tasks).collect()
 }
 
 /// The facts of the context a compaction replaces: those read since the

@@ -18,8 +18,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use e2e::{Kind, MockApi, Request, bash, run_timed, text};
-use serde_json::Value;
+use e2e::{Kind, MockApi, Request, bash, run_timed, text, tool};
+use serde_json::{Value, json};
 
 /// Usage at which a 200k window is orange: usable context (167k) less than 20% left.
 const ORANGE_TOKENS: u64 = 134_000;
@@ -218,8 +218,27 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
     let before = run0.len();
 
     // 1. A session of the 200k model whose reported usage rises through
-    // yellow, orange and red.
-    api.script([
+    // yellow, orange and red; in the release pinned, the agent keeps its
+    // work as tasks (TaskCreate, TaskUpdate), which the note and the
+    // summary's instructions carry as open todos.
+    let task = "Make the greeting louder";
+    let mut turns = Vec::new();
+    if pinned {
+        turns.extend([
+            tool(
+                20_000,
+                "TaskCreate",
+                json!({"subject": task, "description": "Print the greeting in capitals.",
+                    "activeForm": "Making the greeting louder"}),
+            ),
+            tool(
+                25_000,
+                "TaskUpdate",
+                json!({"taskId": "1", "status": "in_progress"}),
+            ),
+        ]);
+    }
+    turns.extend([
         bash(30_000),
         bash(90_000),
         bash(140_000),
@@ -231,6 +250,7 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         text(166_000, "Done."),
         text(166_500, "Noted."),
     ]);
+    api.script(turns);
     let sonnet = "claude-sonnet-4-5";
     let result = claude.run(sonnet, &["-p", "Run `echo hi` a few times"]);
     let session = result["session_id"].as_str().unwrap().to_owned();
@@ -351,6 +371,18 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
                 && steered,
             "the summary request carries the person's instructions, then interband's with the note: {}",
             excerpt(&summary.body, "Additional Instructions:", 1200)
+        );
+    }
+    if pinned {
+        // The task kept with TaskCreate/TaskUpdate, read from the real
+        // transcript: in the note and in the summary's instructions.
+        let note =
+            std::fs::read_to_string(w.root().join("intermem/notes").join(&pre_compact)).unwrap();
+        assert!(note.contains(task), "the task in the note: {note}");
+        assert!(
+            summary.body[ours.unwrap()..].contains(task),
+            "the task in the instructions: {}",
+            excerpt(&summary.body, "interband (a context monitor) saved", 1500)
         );
     }
     println!(

@@ -19,6 +19,16 @@ pub enum Event {
     Failed(String),
     /// The whole todo list, as (text, status) pairs.
     Todos(Vec<(String, String)>),
+    /// A task made by the call `call` (Claude Code's `TaskCreate`).
+    Task { call: String, subject: String },
+    /// The call `call`'s result gave its task the id `id`.
+    TaskId { call: String, id: String },
+    /// The task `id` changed (`TaskUpdate`): its status, its new subject.
+    TaskChange {
+        id: String,
+        status: Option<String>,
+        subject: Option<String>,
+    },
     /// The context to be replaced ends here: what a `PreCompact` hook sees.
     Boundary,
     /// The host's summary of the context it replaced.
@@ -151,6 +161,13 @@ fn claude(line: &Value) -> Vec<Event> {
             if b["type"] == "tool_result" && b["is_error"] == true {
                 out.extend(b["tool_use_id"].as_str().map(|i| Event::Failed(i.into())));
             }
+            let task = &line["toolUseResult"]["task"]["id"];
+            if let (Some(call), Some(id)) = (b["tool_use_id"].as_str(), task.as_str()) {
+                out.push(Event::TaskId {
+                    call: call.into(),
+                    id: id.into(),
+                });
+            }
         }
     }
     if kind == "assistant" {
@@ -172,6 +189,17 @@ fn claude(line: &Value) -> Vec<Event> {
                         .map(|c| command(b["id"].as_str(), c)),
                 ),
                 "TodoWrite" => out.push(todos(&input["todos"], "content")),
+                "TaskCreate" => out.extend(b["id"].as_str().zip(input["subject"].as_str()).map(
+                    |(call, subject)| Event::Task {
+                        call: call.into(),
+                        subject: subject.into(),
+                    },
+                )),
+                "TaskUpdate" => out.extend(input["taskId"].as_str().map(|id| Event::TaskChange {
+                    id: id.into(),
+                    status: input["status"].as_str().map(str::to_owned),
+                    subject: input["subject"].as_str().map(str::to_owned),
+                })),
                 _ => {}
             }
         }

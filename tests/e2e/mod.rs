@@ -25,8 +25,29 @@ use serde_json::{Value, json};
 /// One scripted answer of the main loop, with the usage (input tokens) it reports.
 #[derive(Clone, Debug)]
 pub enum Turn {
-    Bash { command: String, usage: u64 },
-    Text { text: String, usage: u64 },
+    Bash {
+        command: String,
+        usage: u64,
+    },
+    Text {
+        text: String,
+        usage: u64,
+    },
+    /// Any other tool, with its input.
+    Tool {
+        name: String,
+        input: Value,
+        usage: u64,
+    },
+}
+
+/// A call of the tool `name` with `input`.
+pub fn tool(usage: u64, name: &str, input: Value) -> Turn {
+    Turn::Tool {
+        name: name.into(),
+        input,
+        usage,
+    }
 }
 
 pub fn bash(usage: u64) -> Turn {
@@ -46,7 +67,9 @@ pub fn text(usage: u64, text: &str) -> Turn {
 impl Turn {
     fn usage(&self) -> u64 {
         match self {
-            Turn::Bash { usage, .. } | Turn::Text { usage, .. } => *usage,
+            Turn::Bash { usage, .. } | Turn::Text { usage, .. } | Turn::Tool { usage, .. } => {
+                *usage
+            }
         }
     }
 }
@@ -249,6 +272,11 @@ fn events(turn: &Turn, n: usize, model: &str) -> String {
         Turn::Bash { command, .. } => (
             json!({"type": "tool_use", "id": format!("toolu_mock_{n}"), "name": "Bash", "input": {}}),
             json!({"type": "input_json_delta", "partial_json": json!({"command": command}).to_string()}),
+            "tool_use",
+        ),
+        Turn::Tool { name, input, .. } => (
+            json!({"type": "tool_use", "id": format!("toolu_mock_{n}"), "name": name, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": input.to_string()}),
             "tool_use",
         ),
         Turn::Text { text, .. } => (

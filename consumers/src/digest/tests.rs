@@ -888,6 +888,25 @@ proptest! {
     }
 }
 
+/// The real Claude Code 2.1.332 (`tests/fixtures/claude-code-2.1.332-tasks/`):
+/// a task made with `TaskCreate`, numbered by its result, set in progress
+/// with `TaskUpdate`, is the open todo in progress.
+#[test]
+fn the_real_task_tools_give_the_todo_in_progress() {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/claude-code-2.1.332-tasks/transcript.tasks.jsonl"
+    ))
+    .unwrap();
+    let d = digest(&bytes, &Limits::default());
+    let todos: Vec<(&str, &str)> = d
+        .todos
+        .iter()
+        .map(|t| (t.content.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(todos, [("Make the greeting louder", "in_progress")]);
+}
+
 /// Claude Code's task tools (2.1.16 on; the shapes of 2.1.332's
 /// `sdk-tools.d.ts`): `TaskCreate` makes a task its result numbers,
 /// `TaskUpdate` changes one by id, `TaskList` gives the whole list.
