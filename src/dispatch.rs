@@ -111,6 +111,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             }
         }
         let restores = !profile.start_after_compaction && !input.in_subagent();
+        let mut line = None;
         // (Its cycle state tells, before the consumers' settings are loaded.)
         let cycle = reply
             .cycle
@@ -119,8 +120,13 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             // The host compacts without a SessionStart (Gemini): the note of
             // a new context comes back with this tool call's output.
             let ci = &input;
-            let record = consumers(&|ctx| hooks::restore_note_for_cycle(ctx, ci, cycle))?;
-            said.extend(record);
+            let back = with_consumers(o, &theirs, unpublished.get(), &log_problem, |ctx| {
+                hooks::restore_note_for_cycle(ctx, ci, cycle)
+            })?;
+            if let Some(back) = back {
+                said.push(back.text);
+                line = back.line;
+            }
         }
         if !input.in_subagent() {
             match interband::notice::take(o.bus, &input.session_id) {
@@ -128,7 +134,8 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
                 Err(e) => log_problem(&e.to_string()),
             }
         }
-        return Ok((!said.is_empty()).then(|| (profile.context_output)(event, &said.join("\n\n"))));
+        let out = (!said.is_empty()).then(|| (profile.context_output)(event, &said.join("\n\n")));
+        return Ok(out.map(|out| shown(profile, out, line)));
     }
     if moment == Moment::TurnStart {
         // Gemini: a compression at the end of the last turn shows as the
@@ -137,8 +144,10 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             return Ok(None);
         };
         let ci = &input;
-        let record = consumers(&|ctx| hooks::restore_note_for_cycle(ctx, ci, cycle))?;
-        return Ok(record.map(|r| (profile.context_output)(event, &r)));
+        let back = with_consumers(o, &theirs, unpublished.get(), &log_problem, |ctx| {
+            hooks::restore_note_for_cycle(ctx, ci, cycle)
+        })?;
+        return Ok(back.map(|b| shown(profile, (profile.context_output)(event, &b.text), b.line)));
     }
     if moment == Moment::SessionEnd {
         // The session's last value is marked ended, before the consumers' final note.
@@ -212,4 +221,15 @@ fn with_consumers<T>(
         unpublished,
     };
     Ok(f(&ctx)?)
+}
+
+/// `out`, with the compaction's record `line` shown to the person where the
+/// host shows a hook's `systemMessage`.
+fn shown(profile: &interband_hosts::Profile, out: String, line: Option<String>) -> String {
+    match line {
+        Some(line) if profile.shows_system_message => {
+            interband_hosts::input::with_system_message(&out, &format!("interband: {line}"))
+        }
+        _ => out,
+    }
 }

@@ -317,7 +317,18 @@ fn gemini_turns_end_at_after_agent_and_a_compression_brings_the_note_back() {
         "{out}"
     );
     assert_eq!(pressure(&w, session)["level"], "green");
+    // With the note, the compaction's record, read against the snapshot,
+    // for the person (interactive Gemini shows a systemMessage as an info
+    // line and never sends it to the model); the turn's end says no more.
+    let line = out["systemMessage"].as_str().unwrap_or("");
+    assert!(
+        line.starts_with("interband: compacted at 530k: ")
+            && line.contains("the summary kept 0 of ")
+            && line.contains("the note brought back"),
+        "{out}"
+    );
     assert_eq!(hook(&w, &tool), Value::Null, "once");
+    assert_eq!(hook(&w, &end), Value::Null, "said once");
 }
 
 #[test]

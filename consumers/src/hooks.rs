@@ -587,12 +587,13 @@ pub fn restore_note(ctx: &Ctx, input: &Input, how: Fresh) -> Result<Option<Strin
 }
 
 /// What came back into a fresh context.
-struct Restored {
+#[derive(Debug)]
+pub struct Restored {
     /// The note, framed as a record, for the agent.
-    text: String,
+    pub text: String,
     /// The compaction's record in one line, for the person, when this
     /// context followed a compaction that has one.
-    line: Option<String>,
+    pub line: Option<String>,
 }
 
 /// On a host with no start event after a compaction (Gemini CLI): brings
@@ -604,7 +605,7 @@ pub fn restore_note_for_cycle(
     ctx: &Ctx,
     input: &Input,
     cycle: u64,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<Restored>, Error> {
     if cycle == 0 {
         return Ok(None);
     }
@@ -644,7 +645,7 @@ pub fn restore_note_for_cycle(
         true
     });
     match taken {
-        Ok(true) => Ok(restore(ctx, input, Fresh::Compacted, Some(cycle))?.map(|b| b.text)),
+        Ok(true) => restore(ctx, input, Fresh::Compacted, Some(cycle)),
         Ok(false) => Ok(None),
         // Where this cannot be recorded, every call would bring it back.
         Err(e) => {

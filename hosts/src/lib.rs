@@ -594,7 +594,10 @@ pub const GEMINI: Profile = Profile {
     context_output: input::additional_context,
     steer: None,
     post_compaction: None,
-    shows_system_message: false,
+    // Interactive 0.61.0 shows a hook's `systemMessage` as an info line and
+    // never sends it to the model; headless prints it to stderr
+    // (tests/fixtures/gemini-cli-0.61.0-compress-canary/).
+    shows_system_message: true,
     post_compaction_message: None,
     compact_command: "/compress",
     headless_compact: None,
