@@ -325,3 +325,32 @@ fn config_init_writes_every_setting_commented_out_and_never_over_a_file() {
         stdout(&o)
     );
 }
+
+#[test]
+fn no_sessions_yet_says_whether_the_hooks_are_installed() {
+    let w = World::new();
+    for command in [&["pressure"][..], &["top", "--once"]] {
+        let o = w.run(command);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("`interband install` puts them there"),
+            "{command:?}: {}",
+            stdout(&o)
+        );
+    }
+    let o = w.run(&["install", "--host", "claude"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for command in [&["pressure"][..], &["top", "--once"]] {
+        let said = stdout(&w.run(command));
+        assert!(
+            said.contains(
+                "installed for Claude Code; a session shows here from its first tool call"
+            ),
+            "{command:?} right after a healthy install: {said}"
+        );
+        assert!(
+            !said.contains("once `interband hook` is installed"),
+            "{said}"
+        );
+    }
+}

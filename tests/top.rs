@@ -125,6 +125,79 @@ fn the_age_of_the_last_warning_and_the_last_events_are_shown() {
     assert_eq!(cell, "3m", "{out}");
 }
 
+/// What a person reads in `top --once`: the machine and the agent apart, the
+/// model whole (`[1m]` too), the level counts of live sessions only, and
+/// what the marks mean.
+fn the_table_says_what_it_shows() {
+    let w = World::new();
+    let t = now();
+    let home = w.home().to_string_lossy().into_owned();
+    let session =
+        |name: &str, level: &str, used: u64, window: u64, transcript: String, extra: Value| {
+            let mut payload = json!({"level": level, "pressure": 10, "est_tokens": used, "ts": t,
+            "context_usable": 4.0, "used_tokens": used, "window": window,
+            "compact_at": window * 967 / 1000, "source": "transcript", "calls": 40,
+            "cwd": format!("/work/{name}"), "transcript_path": transcript});
+            payload
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            publish(&w, "interpulse/pressure", "context_pressure", name, payload);
+        };
+    session(
+        "alpha",
+        "red",
+        940_000,
+        1_000_000,
+        format!("{home}/.claude/projects/-work-alpha/alpha.jsonl"),
+        json!({"model": "claude-opus-4-5[1m]"}),
+    );
+    session(
+        "beta",
+        "red",
+        180_000,
+        200_000,
+        format!("{home}/.codex/sessions/2026/12/04/rollout-2026-12-04T00-00-00-beta.jsonl"),
+        json!({"model": "gpt-5.1-codex", "ended_at": t}),
+    );
+    session(
+        "gamma",
+        "green",
+        20_000,
+        1_048_576,
+        format!("{home}/.gemini/tmp/gamma/chats/session-2026-12-04T00-00-gamma.jsonl"),
+        json!({"model": "gemini-2.5-flash"}),
+    );
+    let o = w.run(&["top", "--once"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let machine = regex_escape(&interband_bridge_host(&w));
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&format!("(?m)^{machine} +"), "[MACHINE]  ");
+    settings.add_filter(r"(?m)^MACHINE +", "MACHINE    ");
+    settings.add_filter(r"\b\ds\b", "Ns");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("top", stdout(&o)));
+}
+
+/// The machine's name as `top` shows it (its JSON says it).
+fn interband_bridge_host(w: &World) -> String {
+    let o = w.run(&["top", "--json"]);
+    let list: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    list[0]["machine"].as_str().unwrap().to_owned()
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
+}
+
 /// A tmux server of the test's own (its socket in the temp folder).
 struct Tmux {
     socket: std::path::PathBuf,
@@ -221,6 +294,10 @@ fn main() -> std::process::ExitCode {
         (
             "the_age_of_the_last_warning_and_the_last_events_are_shown",
             Ok(the_age_of_the_last_warning_and_the_last_events_are_shown),
+        ),
+        (
+            "the_table_says_what_it_shows",
+            Ok(the_table_says_what_it_shows),
         ),
         (
             "the_live_view_follows_the_bus_and_its_keys_in_a_real_terminal",

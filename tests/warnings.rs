@@ -75,10 +75,13 @@ fn the_warnings_inform_and_never_order_a_commit() {
         );
     }
     assert!(
-        said[2].contains("save your work the way this project does"),
+        said[2].contains("work saved the way this project does"),
         "{}",
         said[2]
     );
+    for s in &said {
+        assert_eq!(orders(s), Vec::<&str>::new(), "an order: {s}");
+    }
 }
 
 #[test]
@@ -112,7 +115,7 @@ fn each_level_speaks_the_users_words_when_their_settings_say_so() {
     let said = told(&w, &RISING, &[]);
     assert!(
         said[2].starts_with(
-            "Heads up (ORANGE): 140k of 200k used, 16% of the room left. Bring the current step"
+            "Heads up (ORANGE): 140k of 200k used, 16% of the room left. A compaction is near"
         ),
         "{}",
         said[2]

@@ -195,7 +195,7 @@ fn with_no_evidence_the_agent_is_told_both_windows_a_note_is_written_and_no_stop
         "{told}"
     );
     assert!(told.contains("nothing needs to stop"), "{told}");
-    for order in ["start nothing new", "Context RED", "Context ORANGE"] {
+    for order in ["new work started now", "Context RED", "Context ORANGE"] {
         assert!(!told.contains(order), "an order on a guess: {told}");
     }
     assert!(

@@ -736,7 +736,7 @@ fn restore(
         journal.unwrap_or_else(|| intermem::journal_not_in(ctx.bus, session, &note.path, since));
     let journal = match journal {
         Ok(lines) if !lines.is_empty() => format!(
-            "\n\n## Wind-down journal not in this note (calls at red since the last compaction)\n\n{}",
+            "\n\n## Calls at red this note does not list (since the last compaction)\n\n{}",
             cut(&lines, max / 3)
         ),
         Ok(_) => String::new(),

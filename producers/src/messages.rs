@@ -14,12 +14,14 @@ use crate::engine::State;
 pub fn next_step(level: Level) -> &'static str {
     match level {
         Level::Green => "No action needed.",
-        Level::Yellow => "Finish the current task before starting another one.",
+        Level::Yellow => {
+            "There is room to finish the current task; a large new one may not fit before the host compacts."
+        }
         Level::Orange => {
-            "Bring the current step to a stable point, and save your work the way this project does: what only this context holds may not survive a compaction."
+            "A compaction is near, and what only this context holds may not survive it: work saved the way this project does, at a stable point, will."
         }
         Level::Red => {
-            "The context is nearly full: start nothing new, bring the current step to a stable point, and save your work the way this project does."
+            "The context is nearly full and the host compacts soon: new work started now would run into it; work saved the way this project does, at a stable point, survives it."
         }
     }
 }
@@ -37,7 +39,7 @@ pub fn next_step(level: Level) -> &'static str {
 /// assert!(!text.contains("commit"));
 /// let mine = interpulse::config::Warnings { orange: "{level}: {used}/{window}, {left} left. {next}".into(), ..Default::default() };
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);
-/// assert!(text.starts_with("ORANGE: 140k/200k, 16% left. Bring the current step"), "{text}");
+/// assert!(text.starts_with("ORANGE: 140k/200k, 16% left. A compaction is near"), "{text}");
 /// // As everywhere, a share shows by the one rule, half up: 19.94% left shows 20%.
 /// let f = Figures::new(133_700, 200_000, 167_000, Source::Transcript);
 /// let text = interpulse::messages::warning(Level::Orange, Some(&f), &Default::default(), &mine);

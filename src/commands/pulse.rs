@@ -113,9 +113,7 @@ impl Pressure {
             }
             say_json!(serde_json::Value::Array(list));
         } else if rows.is_empty() && remote.is_empty() {
-            say!(
-                "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed"
-            );
+            say!("{}", super::install::doctor::no_sessions_yet());
         } else {
             for r in &rows {
                 say!("{}", interpulse::dashboard::line(r));

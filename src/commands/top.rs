@@ -19,6 +19,7 @@ use interband::paths::safe_key;
 use interband::payloads::{
     Checkpoint, CompactionRecord, CompactionRequested, ContextWindow, Level, MemoryNote,
 };
+use interband_hosts::Host;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Modifier, Style};
@@ -173,15 +174,26 @@ impl Session {
         (self.pressure.ts + self.age_secs - ts).max(0.0).round()
     }
 
+    /// The agent CLI whose session it is, as its transcript's place tells.
+    fn agent(&self) -> Option<Host> {
+        Host::of_transcript(self.pressure.transcript_path.as_deref()?)
+    }
+
+    /// "✎" a memory note is saved, "⟳ /compact" compacting is advised (the
+    /// host's own command); see [`LEGEND`].
     fn markers(&self) -> String {
-        let mut m = String::new();
+        let mut m = Vec::new();
         if self.note.is_some() {
-            m.push_str("note ");
+            m.push("✎".to_owned());
         }
-        if self.pending.is_some() {
-            m.push_str("compact");
+        if self.pending.is_some() || self.level() == Level::Red && self.pressure.ended_at.is_none()
+        {
+            let command = self
+                .agent()
+                .map_or("/compact", |h| h.profile().compact_command);
+            m.push(format!("⟳ {command}"));
         }
-        m.trim_end().to_owned()
+        m.join(" ")
     }
 
     fn matches(&self, text: &str) -> bool {
@@ -194,7 +206,8 @@ impl Session {
     fn json(&self) -> Value {
         let p = &self.pressure;
         json!({
-            "session": self.session, "host": self.host, "project": self.project,
+            "session": self.session, "host": self.host, "machine": self.host,
+            "agent": self.agent().map(Host::as_str), "project": self.project,
             "model": self.model, "level": p.level.as_str(),
             "used_pct": interpulse::dashboard::used_share(p).map(interband::context::percent),
             "to_compact_tokens": interpulse::dashboard::to_compact(p),
@@ -361,8 +374,9 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
         .collect()
 }
 
-const HEADER: [&str; 12] = [
-    "HOST",
+const HEADER: [&str; 13] = [
+    "MACHINE",
+    "AGENT",
     "PROJECT",
     "MODEL",
     "LEVEL",
@@ -376,9 +390,15 @@ const HEADER: [&str; 12] = [
     "SESSION",
 ];
 
-fn cells(s: &Session) -> [String; 12] {
+/// What the MARKS column's signs mean.
+const LEGEND: &str =
+    "marks: ✎ a memory note is saved · ⟳ compacting is advised, with the agent's own command";
+
+fn cells(s: &Session) -> [String; 13] {
     [
         s.host.clone(),
+        s.agent()
+            .map_or_else(|| "-".to_owned(), |h| h.as_str().to_owned()),
         or_dash(&s.project),
         or_dash(&s.model),
         if s.pressure.ended_at.is_some() {
@@ -424,7 +444,7 @@ impl Top {
 
 /// The snapshot as aligned columns, every field terminal-safe.
 fn print_table(list: &[Session]) {
-    let rows: Vec<[String; 12]> = list.iter().map(cells).collect();
+    let rows: Vec<[String; 13]> = list.iter().map(cells).collect();
     let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -443,6 +463,9 @@ fn print_table(list: &[Session]) {
     for r in &rows {
         line(r.iter().map(String::as_str).collect());
     }
+    if list.iter().any(|s| !s.markers().is_empty()) {
+        say!("{LEGEND}");
+    }
 }
 
 /// What an empty table means: no session at all, or none the filter matches.
@@ -456,7 +479,7 @@ fn empty_view(bus: &Bus, filter: Option<&str>) -> String {
             "no session matches --filter {f:?} ({all} session{} in all; the filter looks at session id, host, project and model)",
             if all == 1 { "" } else { "s" }
         ),
-        _ => "no sessions yet: interpulse publishes on every tool call once `interband hook` is installed".into(),
+        _ => super::install::doctor::no_sessions_yet(),
     }
 }
 
@@ -585,13 +608,21 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         Constraint::Length(if ui.details { 12 } else { 1 }),
     ])
     .areas(frame.area());
-    let count = |l: Level| list.iter().filter(|s| s.level() == l).count();
+    // An ended session's level is its last: the counts are the live ones'.
+    let live = |s: &&Session| s.pressure.ended_at.is_none();
+    let count = |l: Level| list.iter().filter(live).filter(|s| s.level() == l).count();
+    let ended = list.len() - list.iter().filter(live).count();
     let summary = format!(
-        " interband top · {} sessions · {} red · {} orange · {} yellow · sort: {}{}",
+        " interband top · {} sessions · {} red · {} orange · {} yellow{} · sort: {}{}",
         list.len(),
         count(Level::Red),
         count(Level::Orange),
         count(Level::Yellow),
+        if ended > 0 {
+            format!(" · {ended} ended")
+        } else {
+            String::new()
+        },
         ui.sort.name(),
         if ui.filter.is_empty() {
             String::new()
@@ -604,7 +635,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         let c = cells(s);
         Row::new(c.into_iter().enumerate().map(|(i, text)| {
             let span = Span::raw(safe(&text));
-            if i == 3 {
+            if i == 4 {
                 span.style(level_style(s.level(), ui.color))
             } else {
                 span
@@ -612,9 +643,10 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         }))
     });
     let widths = [
-        Constraint::Length(12),
+        Constraint::Length(10),
+        Constraint::Length(7),
         Constraint::Length(16),
-        Constraint::Length(18),
+        Constraint::Length(24),
         Constraint::Length(7),
         Constraint::Length(16),
         Constraint::Length(12),
@@ -622,7 +654,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         Constraint::Length(6),
         Constraint::Length(7),
         Constraint::Length(8),
-        Constraint::Length(12),
+        Constraint::Length(14),
         Constraint::Length(9),
     ];
     let highlight = if ui.color {
@@ -673,7 +705,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         let keys = if ui.editing_filter {
             format!(" filter: {}▏ (Enter to apply)", ui.filter)
         } else {
-            " q quit · / filter · s sort · ↑↓ select · Enter details".to_owned()
+            format!(" q quit · / filter · s sort · ↑↓ select · Enter details · {LEGEND}")
         };
         frame.render_widget(Paragraph::new(safe(&keys)), foot);
     }

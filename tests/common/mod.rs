@@ -362,3 +362,24 @@ pub fn claude_transcript(dir: &Path, name: &str, used: u64) -> PathBuf {
     std::fs::write(&path, format!("{}\n{last}\n", lines[..boundary].join("\n"))).unwrap();
     path
 }
+
+/// The clauses of `text` that give an order: those opening with a verb in
+/// the imperative (interband informs and never orders: README, docs/hooks.md).
+pub fn orders(text: &str) -> Vec<&str> {
+    const VERBS: [&str; 14] = [
+        "bring", "finish", "start", "save", "stop", "do", "don't", "run", "commit", "wrap",
+        "avoid", "keep", "make", "never",
+    ];
+    text.split(['.', ':', ';', '!', '\n'])
+        .map(str::trim)
+        .filter(|clause| {
+            let first = clause
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_lowercase();
+            VERBS.contains(&first.as_str())
+        })
+        .collect()
+}

@@ -71,9 +71,10 @@ pub const PRESSURE_CHANNEL: (&str, &str) = ("interpulse", "pressure");
 pub const FALLBACK_LINE: &str = "interband";
 
 /// Shown in the `note` segment when a note was saved for the session.
-pub(crate) const NOTE_MARKER: &str = "✎note";
-/// Shown in the `compact` segment when a compaction is pending.
-pub(crate) const COMPACT_MARKER: &str = "⟳compact";
+pub(crate) const NOTE_MARKER: &str = "✎ note saved";
+/// Shown in the `compact` segment when a compaction is pending, after the
+/// host's own command (`/compact advised`, `/compress advised`).
+pub(crate) const COMPACT_MARKER: &str = "advised";
 /// The widest gauge drawn, whatever the settings say.
 pub(crate) const MAX_GAUGE: usize = 100;
 

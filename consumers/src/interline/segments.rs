@@ -283,5 +283,6 @@ pub(crate) fn note_segment(ctx: &Ctx) -> Option<String> {
 /// `compact`: a compaction is pending (red level, or a `compact/pending` message).
 pub(crate) fn compact_segment(ctx: &Ctx) -> Option<String> {
     let pending = ctx.level() == Some(Level::Red) || ctx.exists(PENDING_CHANNEL);
-    pending.then(|| COMPACT_MARKER.to_owned())
+    let command = ctx.input().host.profile().compact_command;
+    pending.then(|| format!("⟳ {command} {COMPACT_MARKER}"))
 }

@@ -361,7 +361,10 @@ fn the_level_is_computed_from_the_input_alone() {
     let out = render(&bus, &used(150_000), &usable(), &none, 1.0);
     assert_eq!(out.line, "Sonnet │ ctx 10% usable █░░░░░░░░░ ORANGE");
     let out = render(&bus, &used(155_000), &usable(), &none, 1.0);
-    assert_eq!(out.line, "Sonnet │ ctx 7% usable █░░░░░░░░░ RED │ ⟳compact");
+    assert_eq!(
+        out.line,
+        "Sonnet │ ctx 7% usable █░░░░░░░░░ RED │ ⟳ /compact advised"
+    );
     let out = render(&bus, &used(190_000), &usable(), &none, 1.0);
     assert!(
         out.line.contains("ctx 0% usable ░░░░░░░░░░ RED"),
@@ -433,7 +436,7 @@ fn markers_show_a_saved_note_and_a_pending_compaction() {
     };
     bus.publish_typed("s", "s", &note).unwrap();
     let out = render(&bus, &input, &usable(), &none, 1.0);
-    assert!(out.line.ends_with(" │ ✎note"), "{}", out.line);
+    assert!(out.line.ends_with(" │ ✎ note saved"), "{}", out.line);
     assert!(!out.line.contains(COMPACT_MARKER));
     // Another session's note is not ours.
     let mut other = used(10_000);
@@ -451,7 +454,11 @@ fn markers_show_a_saved_note_and_a_pending_compaction() {
     )
     .unwrap();
     let out = render(&bus, &input, &usable(), &none, 1.0);
-    assert!(out.line.ends_with(" │ ✎note │ ⟳compact"), "{}", out.line);
+    assert!(
+        out.line.ends_with(" │ ✎ note saved │ ⟳ /compact advised"),
+        "{}",
+        out.line
+    );
     assert!(out.line.contains("GREEN"), "pending alone, not the level");
 
     // Red from the producer alone also means a compaction is coming.
@@ -463,7 +470,11 @@ fn markers_show_a_saved_note_and_a_pending_compaction() {
     };
     bus2.publish_typed("s", "s", &red).unwrap();
     let out = render(&bus2, &input, &usable(), &none, 1.0);
-    assert!(out.line.ends_with("RED │ ⟳compact"), "{}", out.line);
+    assert!(
+        out.line.ends_with("RED │ ⟳ /compact advised"),
+        "{}",
+        out.line
+    );
 }
 
 #[test]

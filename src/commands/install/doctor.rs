@@ -783,3 +783,35 @@ fn log_end(path: &Path) -> Option<String> {
 fn shown(p: &Path) -> String {
     interband::text::terminal(&p.display().to_string()).into_owned()
 }
+
+/// The hosts whose user settings hold interband's hooks (where a session
+/// will show once it makes its first call).
+pub(crate) fn installed_for() -> Vec<Host> {
+    Host::ALL
+        .into_iter()
+        .filter(|&host| {
+            target(host, false)
+                .path()
+                .ok()
+                .and_then(|p| read_settings_with_comments(&p, host).ok().flatten())
+                .is_some_and(|(o, _)| !our_hooks(&o.json).is_empty())
+        })
+        .collect()
+}
+
+/// What an empty list of sessions means, for `pressure` and `top`: the
+/// hooks are in place and no session has made a call yet, or nothing is
+/// installed.
+pub(crate) fn no_sessions_yet() -> String {
+    let hosts = installed_for();
+    if hosts.is_empty() {
+        return "no sessions yet, and interband's hooks are in no agent's user settings: \
+                `interband install` puts them there (`interband doctor` says what it finds)"
+            .to_owned();
+    }
+    let names: Vec<&str> = hosts.iter().map(|h| h.profile().name).collect();
+    format!(
+        "no sessions yet: interband's hooks are installed for {}; a session shows here from its first tool call",
+        names.join(", ")
+    )
+}
