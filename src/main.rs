@@ -93,7 +93,7 @@ enum Command {
     Config(commands::config::ShowConfig),
     /// Trust a project's settings file as it is now (or --list, --revoke).
     Trust(commands::config::Trust),
-    /// Print the effective threshold table.
+    /// Print the thresholds in force, as JSON (--markdown: as a table).
     Thresholds(commands::pulse::Thresholds),
     /// Show each session's context level, usable context, tokens and calls.
     Pressure(commands::pulse::Pressure),

@@ -354,3 +354,48 @@ fn no_sessions_yet_says_whether_the_hooks_are_installed() {
         );
     }
 }
+
+#[test]
+fn the_help_and_config_say_what_they_do() {
+    let w = World::new();
+    let help = stdout(&w.run(&["--help"]));
+    for host in [
+        "Claude Code",
+        "Codex CLI",
+        "Gemini CLI",
+        "Qwen Code",
+        "Copilot CLI",
+    ] {
+        assert!(help.contains(host), "{host} in --help: {help}");
+    }
+    assert!(
+        help.contains("thresholds   Print the thresholds in force, as JSON"),
+        "{help}"
+    );
+    let uninstall = stdout(&w.run(&["uninstall", "--help"]));
+    assert!(
+        !uninstall.contains("--command"),
+        "uninstall finds the hooks whatever they run: {uninstall}"
+    );
+    let config = stdout(&w.run(&["config"]));
+    let heavy = config
+        .lines()
+        .find(|l| l.starts_with("interpulse.heavy_tools = "))
+        .unwrap();
+    let list: Vec<String> = serde_json::from_str(
+        heavy
+            .trim_start_matches("interpulse.heavy_tools = ")
+            .split("    #")
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut once = list.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(once.len(), list.len(), "each tool once: {heavy}");
+    assert!(
+        config.contains("interpulse.window = 0    # default; 0: no fixed window"),
+        "{config}"
+    );
+}

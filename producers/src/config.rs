@@ -108,11 +108,16 @@ impl Default for Config {
             legacy_dual_write: true,
             window: 0,
             // Every host's heavy tools: their names never clash.
+            // Every host's, each name once, in the hosts' order.
             heavy_tools: interband_hosts::Host::ALL
                 .iter()
                 .flat_map(|h| h.profile().heavy_tools)
-                .map(|t| (*t).to_owned())
-                .collect(),
+                .fold(Vec::new(), |mut all, t| {
+                    if !all.iter().any(|a| a == t) {
+                        all.push((*t).to_owned());
+                    }
+                    all
+                }),
             reinject: Reinject::default(),
             warnings: Warnings::default(),
         }

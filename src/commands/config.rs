@@ -164,7 +164,15 @@ impl ShowConfig {
                 println!("#   {}", terminal(&format!("{}{state}", f.path.display())));
             }
             for (k, v, o) in &rows {
-                println!("{}", terminal(&format!("{k} = {}    # {o}", whole(v))));
+                let value = whole(v);
+                // What a value means where it is not plain.
+                let means = match (k.as_str(), value.as_u64()) {
+                    ("interpulse.window", Some(0)) => {
+                        "; 0: no fixed window, each session's own is found (see below)"
+                    }
+                    _ => "",
+                };
+                println!("{}", terminal(&format!("{k} = {value}    # {o}{means}")));
             }
             println!(
                 "# each session's window, best first (`interband pressure --json` says which it took):"

@@ -47,8 +47,11 @@ pub struct Install {
     statusline_only: bool,
 }
 
-/// `interband uninstall`
+/// `interband uninstall`. (`--command` stays, hidden: uninstall finds
+/// interband's hooks whatever program they run; it names the program only to
+/// untrust Codex's hooks where no install record does.)
 #[derive(Args)]
+#[command(mut_arg("command", |a| a.hide(true)))]
 pub struct Uninstall {
     #[command(flatten)]
     target: Target,

@@ -16,7 +16,7 @@ pub fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// `interband thresholds`: the effective threshold table.
+/// `interband thresholds`: the thresholds in force, as JSON or a table.
 #[derive(Args)]
 pub struct Thresholds {
     /// Print the markdown table (docs/hooks.md carries the default one).
