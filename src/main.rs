@@ -93,6 +93,8 @@ enum Command {
     Config(commands::config::ShowConfig),
     /// Trust a project's settings file as it is now (or --list, --revoke).
     Trust(commands::config::Trust),
+    /// Start a fresh session of the same agent in the same folder, its memory note as the first prompt (prints the command; --run runs it).
+    Handoff(commands::handoff::Handoff),
     /// Print the thresholds in force, as JSON (--markdown: as a table).
     Thresholds(commands::pulse::Thresholds),
     /// Show each session's context level, usable context, tokens and calls.
@@ -226,6 +228,7 @@ fn main() -> ExitCode {
         Command::Config(a) => a.run(),
         Command::Trust(a) => a.run(),
         Command::Thresholds(a) => a.run(),
+        Command::Handoff(a) => a.run(),
         Command::Pressure(a) => a.run(),
         Command::Top(a) => a.run(),
         Command::Bridge(a) => a.run(),

@@ -79,7 +79,7 @@ fn config_shows_each_value_and_where_it_came_from() {
     );
     assert!(out.contains("config.toml (project: trusted)"), "{out}");
     assert!(line("intermem.max_bytes").contains("4000    # env INTERBAND_INTERMEM_MAX_BYTES"));
-    assert!(line("interpulse.window").ends_with("# default"));
+    assert!(line("interpulse.window").contains("# default; 0: no fixed window"));
 
     // A bad value is reported (exit 1) and ignored.
     std::fs::write(&user, "[interpulse]\ndebounce_calls = \"often\"\n").unwrap();

@@ -462,5 +462,37 @@ fn the_real_claude_code_runs_the_loop_offline(cli: e2e::Cli) {
         "{}",
         stdout(&o)
     );
+    // 6. A fresh session instead: `interband handoff` gives the command line
+    //    of a fresh session in the same folder; its prompt is the note, and
+    //    the fresh session's first request carries it (headless here: `-p`
+    //    with the same prompt).
+    let o = w.run(&["handoff", "--session", &session, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let h: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(h["agent"], "claude", "{h}");
+    let argv: Vec<String> = serde_json::from_value(h["argv"].clone()).unwrap();
+    assert_eq!(argv[0], "claude", "{argv:?}");
+    let prompt = argv.last().unwrap();
+    api.script([text(9_000, "Picked up.")]);
+    let before = api.requests().len();
+    let fresh = claude.run(sonnet, &["-p", prompt]);
+    assert_ne!(fresh["session_id"], session.as_str(), "a fresh session");
+    let first = api
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .find(|r| r.kind == Kind::Main)
+        .expect("the fresh session's first request");
+    let note = Path::new(h["note"].as_str().unwrap())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        first.body.contains("interband-memory-note") && first.body.contains(&note),
+        "the first request carries the note: {}",
+        excerpt(&first.body, "interband-memory-note", 300)
+    );
+    println!("e2e: handoff: the fresh session's first request carried {note}");
     println!("e2e: passed in {:.1} s", started.elapsed().as_secs_f64());
 }

@@ -115,25 +115,44 @@ fn told_the_person(w: &World, out: &Value, command: &str) {
     assert_eq!(pending(w)["strategy"], "advise", "announced");
 }
 
+/// The advice for the person at the keyboard, in interband's words: the
+/// command marked, the turn's end as the moment, the fresh session beside it,
+/// and no order.
+fn advice_for_the_person(said: &str, command: &str) {
+    assert!(
+        said.starts_with("interband: the context is nearly full")
+            && said.contains(&format!("`{command}`"))
+            && said.contains("The turn has ended")
+            && said.contains("`interband handoff --session ")
+            && orders(said).is_empty(),
+        "{said}"
+    );
+}
+
+/// Where the host shows no hook's message: the block has the agent relay it.
 fn blocked(out: &Value, command: &str) {
     assert_eq!(out["decision"], "block", "{out}");
     let reason = out["reason"].as_str().unwrap();
     assert!(
-        reason.contains("Tell the user") && reason.contains(command),
+        reason.contains("let them know") && reason.contains(&format!("`{command}`")),
         "{reason}"
     );
-    // Beside the block, interband's own word to the user at the keyboard
-    // (the UI frames a block's reason as a hook's feedback).
-    let said = out["systemMessage"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a message for the user beside the block: {out}"));
-    assert!(
-        said.starts_with("interband: the context is nearly full")
-            && said.contains(command)
-            && said.contains("stable point")
-            && !said.contains("Tell the user"),
-        "{said}"
+    assert!(!reason.contains("do not start new work"), "{reason}");
+    advice_for_the_person(
+        out["systemMessage"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a message for the user beside the block: {out}")),
+        command,
     );
+}
+
+/// Where the host shows a hook's message to the person (Claude Code): the
+/// advice is that message, with no block (which the UI shows as "Stop hook
+/// reported a problem" and the model as a "blocking error").
+fn shown(out: &Value, command: &str) {
+    assert!(out.get("decision").is_none(), "no block: {out}");
+    assert_eq!(out.as_object().map(|o| o.len()), Some(1), "{out}");
+    advice_for_the_person(out["systemMessage"].as_str().unwrap(), command);
 }
 
 #[test]
@@ -159,7 +178,7 @@ fn claude_print_mode_is_told_not_blocked() {
 }
 
 #[test]
-fn an_interactive_or_unknown_claude_session_is_advised_through_the_agent() {
+fn an_interactive_or_unknown_claude_session_is_advised_in_its_ui() {
     for env in [
         &[("CLAUDE_CODE_ENTRYPOINT", "cli")][..],
         &[
@@ -173,7 +192,10 @@ fn an_interactive_or_unknown_claude_session_is_advised_through_the_agent() {
         ],
     ] {
         let w = World::new();
-        blocked(&claude_red_stop(&w, env), "/compact");
+        shown(
+            &claude_red_stop(&w, env),
+            "/compact keep: Port the cache to the new store",
+        );
         assert_eq!(notes(&w).len(), 1, "{env:?}");
     }
 }

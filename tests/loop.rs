@@ -134,14 +134,15 @@ fn a_scripted_session_runs_the_whole_loop() {
 
     // Stop: intermem writes the notes the checkpoints asked for, then the trigger advises once.
     let out = hook(&w, &event("Stop", &t, json!({"stop_hook_active": false})));
-    let block: Value =
-        serde_json::from_str(&out).unwrap_or_else(|_| panic!("Stop should block once: {out:?}"));
-    assert_eq!(block["decision"], "block");
-    let reason = block["reason"].as_str().unwrap();
+    let advice: Value =
+        serde_json::from_str(&out).unwrap_or_else(|_| panic!("Stop should advise once: {out:?}"));
+    // Claude Code shows a hook's message to the person: the advice, no block.
+    assert!(advice.get("decision").is_none(), "{advice}");
+    let said = advice["systemMessage"].as_str().unwrap();
     assert!(
-        reason.contains("/compact")
-            && reason.contains(&format!("intermem{}notes", std::path::MAIN_SEPARATOR)),
-        "{reason}"
+        said.contains("`/compact")
+            && said.contains(&format!("intermem{}notes", std::path::MAIN_SEPARATOR)),
+        "{said}"
     );
     let notes_after_stop = note_files(&w);
     assert!(
@@ -576,13 +577,12 @@ fn a_failing_compaction_strategy_still_advises_once_and_says_why() {
     ];
     let stop = event("Stop", &t, json!({"stop_hook_active": false}));
     let out: Value = serde_json::from_str(&hook_env(&w, &stop, &env)).unwrap();
-    assert_eq!(out["decision"], "block");
-    let reason = out["reason"].as_str().unwrap();
+    let said = out["systemMessage"].as_str().unwrap();
     assert!(
-        reason.contains("the compaction command failed (/bin/sh: exited with code 3)")
-            && reason.contains("/compact keep: Ship the release notes")
-            && reason.contains("intermem/notes"),
-        "{reason}"
+        said.contains("the compaction command failed (/bin/sh: exited with code 3)")
+            && said.contains("`/compact keep: Ship the release notes`")
+            && said.contains("intermem/notes"),
+        "{said}"
     );
     assert_eq!(compaction(&w)["strategy"], "advise");
     assert_eq!(hook_env(&w, &stop, &env), "", "once per cycle");
@@ -603,7 +603,7 @@ fn a_failing_compaction_strategy_still_advises_once_and_says_why() {
     let stop = event("Stop", &t, json!({"stop_hook_active": false}));
     let out: Value = serde_json::from_str(&hook_env(&w, &stop, &env)).unwrap();
     assert!(
-        out["reason"]
+        out["systemMessage"]
             .as_str()
             .unwrap()
             .contains("typing /compact into tmux pane %7 failed"),
@@ -629,7 +629,7 @@ fn tmux_never_types_into_a_shell_and_types_only_plain_text() {
     );
     let stop = event("Stop", &t, json!({"stop_hook_active": false}));
     let out = hook_env(&w, &stop, &env);
-    assert!(out.contains("\"decision\":\"block\""), "{out}");
+    assert!(out.contains("\"systemMessage\""), "{out}");
     assert!(out.contains("not the agent"), "{out}");
     let calls = std::fs::read_to_string(&log).unwrap();
     assert!(!calls.contains("send-keys"), "{calls}");

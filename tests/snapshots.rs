@@ -94,6 +94,50 @@ fn the_warning_at_each_level_and_the_note_a_checkpoint_writes() {
     settings(&w).bind(|| insta::assert_snapshot!("note", text));
 }
 
+/// What the person (and, where the host shows them nothing, the agent) is
+/// told at a red turn's end: Claude Code's message, Codex's block and its
+/// message, a headless session's line.
+#[test]
+fn the_advice_at_a_red_turn_s_end() {
+    let w = World::new();
+    let mut said = String::new();
+    for (name, host, env) in [
+        (
+            "claude, interactive",
+            "claude",
+            vec![("CLAUDE_CODE_ENTRYPOINT", "cli")],
+        ),
+        (
+            "claude -p",
+            "claude",
+            vec![("CLAUDE_CODE_ENTRYPOINT", "sdk-cli")],
+        ),
+    ] {
+        let session = format!("s-{}", name.len());
+        let t = transcript(w.dir.path(), 165_000);
+        hook(&w, &session, &t);
+        let mut v: Value = serde_json::from_slice(&capture("Stop.input.json")).unwrap();
+        v["session_id"] = json!(session);
+        v["transcript_path"] = json!(t);
+        v["cwd"] = json!(w.dir.path());
+        v["stop_hook_active"] = json!(false);
+        let mut cmd = w.cmd(&["hook", "--host", host]);
+        cmd.env_remove("CLAUDE_CODE_ENTRYPOINT").envs(env);
+        let o = with_stdin(&mut cmd, v.to_string().as_bytes());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+        let message = out["systemMessage"].as_str().unwrap();
+        said.push_str(&format!("--- {name}: {keys:?}\n{message}\n"));
+    }
+    let mut settings = settings(&w);
+    // The notes' folder is named for the project's path (the temp folder's).
+    // (Paths as Unix writes them, Windows' too.)
+    settings.add_filter(r"\\", "/");
+    settings.add_filter(r"/notes/[^/\s]+/s-", "/notes/[PROJECT]/s-");
+    settings.bind(|| insta::assert_snapshot!("advice", said));
+}
+
 #[test]
 fn the_statusline_at_each_level() {
     let w = World::new();

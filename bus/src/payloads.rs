@@ -469,6 +469,10 @@ pub struct Pressure {
     /// The model the session runs, as its transcript names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The agent CLI that runs the session (`claude`, `codex`, `gemini`,
+    /// `qwen`, `copilot`), as its hook was installed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 contract!(
     Pressure,

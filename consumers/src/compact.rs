@@ -210,44 +210,63 @@ impl Advice {
     fn new(info: &SessionInfo, why: &str, note: Result<&str, &Error>, focus: &str) -> Advice {
         let profile = info.host.profile();
         let command = profile.compact_command;
-        let with_focus = if focus.is_empty() {
+        // The focus is the person's words, without the sentence's own end
+        // (a request "…then say done." is no command "…say done..").
+        let focus = focus
+            .trim()
+            .trim_end_matches(['.', '!', '?', ';', ':', ',']);
+        let with_focus = if focus.is_empty() || !profile.compact_takes_focus {
             command.to_owned()
         } else {
             format!("{command} {focus}")
         };
+        let handoff = format!(
+            "interband handoff --session {} --run",
+            shell_words::quote(&info.session)
+        );
         // Plain text, for a terminal: the command as a shell reads it (the
         // focus is the user's words, quoted so they are never run).
         let how = match profile.headless_compact {
             Some(t) => format!(
-                "{} (or {with_focus} in the session)",
+                "`{}` (or `{with_focus}` in the session)",
                 t.replace("{session}", &shell_words::quote(&info.session))
                     .replace("{command}", &shell_words::quote(&with_focus))
             ),
-            None => format!("resume the session and run {with_focus}"),
+            None => {
+                let resume: Vec<String> = profile
+                    .resume
+                    .iter()
+                    .map(|w| w.replace("{session}", &info.session))
+                    .collect();
+                format!(
+                    "resume it (`{}`) and run `{with_focus}`",
+                    shell_words::join(&resume)
+                )
+            }
         };
         match note {
             Ok(path) => Advice {
                 agent: format!(
-                    "Context is nearly full{why}. A memory note of this session was saved to {path}. Tell the user to run `{with_focus}` now (the note will be brought back after the compaction), and do not start new work."
+                    "Context is nearly full{why}. A memory note of this session was saved to {path}; it comes back after a compaction. The turn's end is a good moment for the user to run `{with_focus}`, or to start a fresh session from the note (`{handoff}`): let them know."
                 ),
                 person: for_terminal(format!(
-                    "interband: session {}'s context is nearly full{why}. A memory note of it was saved to {path}; compact it before its next turn: {how}.",
+                    "interband: session {}'s context is nearly full{why}. A memory note of it was saved to {path}. To compact it before its next turn, {how}; or start a fresh session from the note: `{handoff}`.",
                     info.session
                 )),
                 user: for_terminal(format!(
-                    "interband: the context is nearly full{why}. A memory note was saved to {path}; run {with_focus} when the work is at a stable point (the note is brought back after the compaction)."
+                    "interband: the context is nearly full{why}. A memory note was saved to {path}. The turn has ended: a good moment to run `{with_focus}` (the note comes back after it), or to start a fresh session from the note: `{handoff}`."
                 )),
             },
             Err(e) => Advice {
                 agent: format!(
-                    "Context is nearly full, and interband could not save a memory note of this session ({e}). Tell the user to run `{command}` now, and do not start new work."
+                    "Context is nearly full, and interband could not save a memory note of this session ({e}). The turn's end is a good moment for the user to run `{command}`: let them know."
                 ),
                 person: for_terminal(format!(
-                    "interband: session {}'s context is nearly full, and no memory note of it could be saved ({e}); compact it before its next turn: {how}.",
+                    "interband: session {}'s context is nearly full, and no memory note of it could be saved ({e}). To compact it before its next turn, {how}.",
                     info.session
                 )),
                 user: for_terminal(format!(
-                    "interband: the context is nearly full, and no memory note could be saved ({e}); run {command} when the work is at a stable point."
+                    "interband: the context is nearly full, and no memory note could be saved ({e}). The turn has ended: a good moment to run `{command}`."
                 )),
             },
         }
@@ -801,15 +820,20 @@ mod tests {
             a.person
         );
         assert!(a.person.starts_with("interband: ") && a.person.contains("/n.md"));
-        assert!(a.agent.contains("Tell the user") && a.agent.contains("/n.md"));
-        // A host with no way from a shell: resume and run its own command.
+        assert!(a.agent.contains("let them know") && a.agent.contains("/n.md"));
+        assert!(!a.agent.contains("do not start new work"), "{}", a.agent);
+        // A host with no way from a shell: how to resume it, then its own
+        // command, which takes no focus on Gemini.
         let g = Advice::new(&info(Host::Gemini), "", Ok("/n.md"), focus);
         assert!(
             g.person
-                .contains("resume the session and run /compress keep:"),
+                .contains("resume it (`gemini --resume 's 1'`) and run `/compress`;"),
             "{}",
             g.person
         );
+        // A focus ends without the request's own full stop.
+        let d = Advice::new(&info(Host::Claude), "", Ok("/n.md"), "then say done.");
+        assert!(d.user.contains("`/compact then say done`"), "{}", d.user);
         // No note: said, with why.
         let e = Error::Command {
             command: "intermem".into(),
@@ -817,7 +841,7 @@ mod tests {
         };
         let n = Advice::new(&info(Host::Codex), "", Err(&e), "");
         assert!(
-            n.person.contains("disk full") && n.person.contains("run /compact"),
+            n.person.contains("disk full") && n.person.contains("run `/compact`"),
             "{}",
             n.person
         );

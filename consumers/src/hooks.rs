@@ -257,9 +257,14 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
             ));
             Ok(Some(input::system_message(&advice.person)))
         }
-        // The block makes the agent relay the advice; the message beside it
-        // is interband's own word to the user (the UI shows the block's
-        // reason as a hook's feedback, which reads as a fault).
+        // Where the host shows a hook's message to the person, that is the
+        // advice, in interband's own words: no block (Claude Code shows a
+        // block as "Stop hook reported a problem" and the model as a
+        // "blocking error", and asks the model once more at a full
+        // context). Elsewhere the block makes the agent relay it.
+        _ if input.host().profile().shows_system_message => {
+            Ok(Some(input::system_message(&advice.user)))
+        }
         _ => Ok(Some(input::block(&advice.agent, &advice.user))),
     }
 }

@@ -9,6 +9,7 @@ pub mod compact;
 pub mod digest;
 pub mod framing;
 mod group;
+pub mod handoff;
 pub mod hooks;
 pub mod interline;
 pub mod intermem;

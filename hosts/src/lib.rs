@@ -183,6 +183,16 @@ pub struct Profile {
     /// interactive UI, when the host has a way: `{command}` is the command
     /// with its focus, `{session}` the session (each shell-quoted).
     pub headless_compact: Option<&'static str>,
+    /// Whether the compact command takes the person's focus after it
+    /// (`/compact keep the failing test`): Codex's `/compact` and Gemini's
+    /// `/compress` take no text.
+    pub compact_takes_focus: bool,
+    /// The command line that opens a session again, interactive: a
+    /// `{session}` word is the session's id.
+    pub resume: &'static [&'static str],
+    /// The command line that starts a fresh interactive session whose first
+    /// prompt is a `{prompt}` word (run in the session's folder).
+    pub fresh_session: &'static [&'static str],
     /// Where a session's window comes from, best first, for people
     /// (`interband config`; [`Host::limits`] is the rule).
     pub window_order: &'static str,
@@ -457,6 +467,9 @@ pub const CLAUDE: Profile = Profile {
     post_compaction_message: Some(input::plain),
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
+    compact_takes_focus: true,
+    resume: &["claude", "--resume", "{session}"],
+    fresh_session: &["claude", "{prompt}"],
     window_order: "the statusline for the same session; the model the transcript asked for \
         with `[1m]` (1M); the session's own history (an automatic compaction below 967k: 200k; \
         usage past 200k: 1M); the model the transcript asked for, by its release's table; \
@@ -534,6 +547,9 @@ pub const CODEX: Profile = Profile {
     post_compaction_message: None,
     compact_command: "/compact",
     headless_compact: None,
+    compact_takes_focus: false,
+    resume: &["codex", "resume", "{session}"],
+    fresh_session: &["codex", "{prompt}"],
     window_order: "the rollout's model_context_window; config.toml's model_context_window \
         (95% of it); interpulse.window; 258,400",
     heavy_tools: &["web_search", "view_image"],
@@ -601,6 +617,9 @@ pub const GEMINI: Profile = Profile {
     post_compaction_message: None,
     compact_command: "/compress",
     headless_compact: None,
+    compact_takes_focus: false,
+    resume: &["gemini", "--resume", "{session}"],
+    fresh_session: &["gemini", "-i", "{prompt}"],
     window_order: "the model's limit (1,048,576; Gemma 4: 256,000); interpulse.window",
     heavy_tools: &[
         "read_file",
@@ -680,6 +699,9 @@ pub const QWEN: Profile = Profile {
     post_compaction_message: None,
     compact_command: "/compress",
     headless_compact: None,
+    compact_takes_focus: true,
+    resume: &["qwen", "--resume", "{session}"],
+    fresh_session: &["qwen", "-i", "{prompt}"],
     window_order: "the Stop input's context_limit (Qwen's own, when it holds the usage \
         stated with it); model.generationConfig.contextWindowSize in Qwen's settings; \
         interpulse.window; the session's own history (a compression at its limit below 850k: \
@@ -770,6 +792,9 @@ pub const COPILOT: Profile = Profile {
     post_compaction_message: None,
     compact_command: "/compact",
     headless_compact: None,
+    compact_takes_focus: true,
+    resume: &["copilot", "--resume", "{session}"],
+    fresh_session: &["copilot", "-i", "{prompt}"],
     window_order: "the statusline's displayed_context_limit; the session log's maxPromptTokens \
         (each call's) or a compaction's tokenLimit; COPILOT_PROVIDER_MAX_PROMPT_TOKENS; \
         interpulse.window; the session's own history (a threshold compaction below 102k: 64,000; \

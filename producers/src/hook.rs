@@ -678,6 +678,7 @@ fn publish_pressure(
         warned_level: (s.last_warning > 0.0).then_some(s.warned_level),
         ended_at: None,
         model: state.model.clone(),
+        agent: Some(input.host().as_str().to_owned()),
     };
     h.bus.publish_typed(session, session, &p)?;
     // Older statuslines read only the legacy level: rewrite it when the level

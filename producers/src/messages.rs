@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn each_level_names_its_next_step() {
-        assert!(next_step(Level::Yellow).contains("before starting another"));
+        assert!(next_step(Level::Yellow).contains("room to finish the current task"));
         // Whether a note was saved is said by whoever saved it, when it was.
         assert!(!next_step(Level::Orange).contains("note"));
         for level in [Level::Green, Level::Yellow, Level::Orange, Level::Red] {
@@ -157,7 +157,7 @@ mod tests {
                 "{level:?} promises a compaction: {t}"
             );
         }
-        assert!(next_step(Level::Orange).contains("save your work the way this project does"));
+        assert!(next_step(Level::Orange).contains("work saved the way this project does"));
         assert!(next_step(Level::Red).contains("nearly full"));
         let s = State {
             pressure: 95.0,

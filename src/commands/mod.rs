@@ -5,6 +5,7 @@ pub mod bus;
 pub mod codex_trust;
 pub mod config;
 pub mod demo;
+pub mod handoff;
 pub mod hook;
 pub mod install;
 pub mod pulse;

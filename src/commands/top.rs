@@ -174,9 +174,14 @@ impl Session {
         (self.pressure.ts + self.age_secs - ts).max(0.0).round()
     }
 
-    /// The agent CLI whose session it is, as its transcript's place tells.
+    /// The agent CLI whose session it is, as its hook said (else its
+    /// transcript's place tells).
     fn agent(&self) -> Option<Host> {
-        Host::of_transcript(self.pressure.transcript_path.as_deref()?)
+        match self.pressure.agent.as_deref() {
+            Some(a) => Host::from_key(a),
+            // Published before the producer said it.
+            None => Host::of_transcript(self.pressure.transcript_path.as_deref()?),
+        }
     }
 
     /// "✎" a memory note is saved, "⟳ /compact" compacting is advised (the
