@@ -123,12 +123,21 @@ fn the_advice_at_a_red_turn_s_end() {
         v["stop_hook_active"] = json!(false);
         let mut cmd = w.cmd(&["hook", "--host", host]);
         cmd.env_remove("CLAUDE_CODE_ENTRYPOINT").envs(env);
+        // The terminal it runs in: iTerm2 (OSC 9).
+        for v in ["TERM", "KITTY_WINDOW_ID", "WT_SESSION"] {
+            cmd.env_remove(v);
+        }
+        cmd.env("TERM_PROGRAM", "iTerm.app");
         let o = with_stdin(&mut cmd, v.to_string().as_bytes());
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let out: Value = serde_json::from_str(&stdout(&o)).unwrap();
         let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
         let message = out["systemMessage"].as_str().unwrap();
         said.push_str(&format!("--- {name}: {keys:?}\n{message}\n"));
+        if let Some(t) = out["terminalSequence"].as_str() {
+            let shown = t.replace('\x1b', "ESC").replace('\x07', "BEL");
+            said.push_str(&format!("terminal: {shown}\n"));
+        }
     }
     let mut settings = settings(&w);
     // The notes' folder is named for the project's path (the temp folder's).

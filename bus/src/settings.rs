@@ -156,10 +156,12 @@ pub const MAX_SETTINGS_BYTES: u64 = 64 << 10;
 /// - `intermem.claude_memory`: writes into `~/.claude`, which Claude Code
 ///   loads into every later session of the project;
 /// - `bridge`: sends this machine's sessions to a server (a project could
-///   name its own).
+///   name its own);
+/// - `notify`: runs the desktop's notifier or the user's command.
 pub const PRIVILEGED: &[&str] = &[
     "bridge",
     "compact",
+    "notify",
     "interpulse.thresholds",
     "interpulse.window",
     "interpulse.reinject.files",

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compact::{self, Acted};
 use crate::intermem::{self, Intermem, SessionInfo, Trigger};
 use crate::summary::{self, record};
-use crate::{Error, interline};
+use crate::{Error, interline, notify};
 
 /// Every consumer's settings, with where each value came from.
 #[derive(Debug, Clone)]
@@ -32,6 +32,8 @@ pub struct AllSettings {
     pub interline: Layered<interline::Settings>,
     /// `[compact]`.
     pub compact: Layered<compact::Settings>,
+    /// `[notify]`.
+    pub notify: Layered<notify::Settings>,
 }
 
 impl AllSettings {
@@ -80,7 +82,16 @@ impl AllSettings {
                 format!("interline.wrap_timeout_ms = {given}: at most {most}; {most} is used");
             interline.bounded("interline.wrap_timeout_ms", given, problem);
         }
+        let mut notify: Layered<notify::Settings> = load_from(files, "notify", env, &[]);
+        let given = notify.value.timeout_ms;
+        if given > notify::MAX_TIMEOUT_MS {
+            let most = notify::MAX_TIMEOUT_MS;
+            notify.value.timeout_ms = most;
+            let problem = format!("notify.timeout_ms = {given}: at most {most}; {most} is used");
+            notify.bounded("notify.timeout_ms", given, problem);
+        }
         AllSettings {
+            notify,
             files: files
                 .problems
                 .iter()
@@ -101,6 +112,7 @@ impl AllSettings {
             &self.intermem.problems,
             &self.interline.problems,
             &self.compact.problems,
+            &self.notify.problems,
         ]
         .into_iter()
         .flatten()
@@ -168,12 +180,13 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         // Claude Code's and Codex's Stop, Gemini's AfterAgent: the same
         // answer (`decision: block` with a reason) makes the agent go on.
         Moment::TurnEnd => {
-            let line = late_summary(ctx, input);
+            let late = late_summary(ctx, input);
             let out = stop(ctx, input)?;
             // The record's line, where nothing more urgent is said.
-            Ok(match (out, line) {
-                (None, Some(line)) if profile.shows_system_message => {
-                    Some(input::system_message(&format!("interband: {line}")))
+            Ok(match (out, late) {
+                (None, Some((line, terminal))) if profile.shows_system_message => {
+                    let out = input::system_message(&format!("interband: {line}"));
+                    Some(with_terminal(out, terminal))
                 }
                 (out, _) => out,
             })
@@ -262,10 +275,29 @@ fn stop(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         // block as "Stop hook reported a problem" and the model as a
         // "blocking error", and asks the model once more at a full
         // context). Elsewhere the block makes the agent relay it.
-        _ if input.host().profile().shows_system_message => {
-            Ok(Some(input::system_message(&advice.user)))
+        _ => {
+            let moment = ctx
+                .bus
+                .read_typed::<interband::payloads::CompactionRequested>(&input.session_id)
+                .map_or(0, |e| e.payload.ts as u64);
+            let command = input.host().profile().compact_command;
+            let terminal = tell(
+                ctx,
+                input,
+                &format!("red-{moment}"),
+                "the context is nearly full",
+                &format!(
+                    "{}: a memory note is saved; run {command} now, or start afresh with interband handoff --run",
+                    project_of(input)
+                ),
+            );
+            let out = if input.host().profile().shows_system_message {
+                input::system_message(&advice.user)
+            } else {
+                input::block(&advice.agent, &advice.user)
+            };
+            Ok(Some(with_terminal(out, terminal)))
         }
-        _ => Ok(Some(input::block(&advice.agent, &advice.user))),
     }
 }
 
@@ -364,7 +396,7 @@ fn pre_compact(ctx: &Ctx, input: &Input) -> Result<Option<intermem::Written>, Er
 /// from the transcript, once; where it is not there either, the record says
 /// it could not be read. Returns the record's line when the summary was
 /// judged now.
-fn late_summary(ctx: &Ctx, input: &Input) -> Option<String> {
+fn late_summary(ctx: &Ctx, input: &Input) -> Option<(String, Option<String>)> {
     let session = input.session_id.as_str();
     let waiting = record::read(ctx.bus, session)
         .filter(|r| r.settled && (r.summary_read.is_none() || r.tokens_after.is_none()))?;
@@ -386,7 +418,15 @@ fn late_summary(ctx: &Ctx, input: &Input) -> Option<String> {
     match record::judge_summary(ctx.bus, session, transcript_summary(input).as_deref(), true) {
         Ok(Some(r)) if r.summary_read.is_some() => {
             bring_back_lost(ctx, input, &r);
-            Some(record::line(&r))
+            let line = record::line(&r);
+            let terminal = tell(
+                ctx,
+                input,
+                &format!("compacted-{}", r.ts),
+                "compacted",
+                &line,
+            );
+            Some((line, terminal))
         }
         Ok(_) => None,
         Err(e) => {
@@ -511,12 +551,13 @@ fn session_start(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
     };
     let out = (profile.context_output)(&input.hook_event_name, &back.text);
     // The record of the compaction, to the person, where the host shows it.
-    Ok(Some(match back.line {
+    let out = match back.line {
         Some(line) if profile.shows_system_message => {
             input::with_system_message(&out, &format!("interband: {line}"))
         }
         _ => out,
-    }))
+    };
+    Ok(Some(with_terminal(out, back.terminal)))
 }
 
 /// What interband has told the user once, on this machine.
@@ -599,6 +640,8 @@ pub struct Restored {
     /// The compaction's record in one line, for the person, when this
     /// context followed a compaction that has one.
     pub line: Option<String>,
+    /// The terminal's notification of it, where the host takes one.
+    pub terminal: Option<String>,
 }
 
 /// On a host with no start event after a compaction (Gemini CLI): brings
@@ -763,14 +806,21 @@ fn restore(
         });
     let body =
         lead.clone() + &cut(&text, max.saturating_sub(journal.len() + lead.len())) + &journal;
-    let line = record.and_then(|r| match record::settle(ctx.bus, session, r, &body) {
-        // The line once the summary is judged; else its own event says it.
-        Ok(r) => r.summary_read.map(|_| record::line(&r)),
+    let settled = record.and_then(|r| match record::settle(ctx.bus, session, r, &body) {
+        Ok(r) => Some(r),
         Err(e) => {
             (ctx.problem)(&e.to_string());
             None
         }
     });
+    // The line once the summary is judged; else its own event says it.
+    let line = settled
+        .as_ref()
+        .and_then(|r| r.summary_read.map(|_| record::line(r)));
+    let terminal = settled
+        .as_ref()
+        .zip(line.as_deref())
+        .and_then(|(r, l)| tell(ctx, input, &format!("compacted-{}", r.ts), "compacted", l));
     let what = if how == Fresh::Compacted {
         "compacted"
     } else {
@@ -788,7 +838,11 @@ fn restore(
     if let Err(e) = recorded {
         (ctx.problem)(&e.to_string());
     }
-    Ok(Some(Restored { text: record, line }))
+    Ok(Some(Restored {
+        text: record,
+        line,
+        terminal,
+    }))
 }
 
 /// The record of the compaction this context follows, still to be
@@ -833,6 +887,21 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {
+    // A headless session that ended at red: its person hears of it (by the
+    // desktop or their command: no terminal is the host's to write to).
+    let red = ctx
+        .bus
+        .read_typed::<Pressure>(&input.session_id)
+        .is_ok_and(|p| p.payload.level == interband::payloads::Level::Red);
+    if red && !interactive(ctx, input) {
+        let body = format!(
+            "{}: session {} ended with its context nearly full; its memory note is saved (interband handoff --session {} --run starts afresh from it)",
+            project_of(input),
+            input.session_id,
+            input.session_id
+        );
+        tell(ctx, input, "ended", "a session ended at red", &body);
+    }
     // No compaction is pending for a session that is gone.
     if let Err(e) = ctx
         .bus
@@ -852,6 +921,89 @@ fn session_end(ctx: &Ctx, input: &Input) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The session's project, by its folder's name, for a notification.
+fn project_of(input: &Input) -> String {
+    input
+        .cwd
+        .as_deref()
+        .and_then(|c| Path::new(c).file_name())
+        .map_or_else(
+            || "a session".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+}
+
+/// Whether someone is at the session's keyboard (not a headless run, as
+/// far as the host lets a hook tell).
+fn interactive(ctx: &Ctx, input: &Input) -> bool {
+    input
+        .host()
+        .headless(input.transcript_path.as_deref().map(Path::new), ctx.env)
+        .is_none()
+}
+
+/// Tells the person of a moment of `input`'s session (`red-…`,
+/// `compacted-…`, `ended`) as `[notify]` says, once: the desktop and their
+/// command now; returns the terminal's notification for the host's answer,
+/// where the session is interactive and its host's release takes one.
+fn tell(ctx: &Ctx, input: &Input, moment: &str, what: &str, body: &str) -> Option<String> {
+    let s = &ctx.settings.notify.value;
+    let interactive = interactive(ctx, input);
+    let terminal = s.terminal && interactive && takes_terminal_sequence(input);
+    if !terminal && !s.desktop && s.command.is_empty() {
+        return None;
+    }
+    if !notify::first_time(ctx.bus, &input.session_id, moment) {
+        return None;
+    }
+    let title = format!("interband: {what}");
+    let body = body.strip_prefix("interband: ").unwrap_or(body);
+    let notice = notify::Notice {
+        session: input.session_id.clone(),
+        moment: moment.to_owned(),
+        title: title.clone(),
+        body: body.to_owned(),
+    };
+    notify::outside(s, &notice, ctx.problem);
+    terminal.then(|| notify::terminal_sequence(ctx.env, &title, body))
+}
+
+/// Whether the session's host, in the release that wrote its transcript,
+/// takes a `terminalSequence` in a hook's answer.
+fn takes_terminal_sequence(input: &Input) -> bool {
+    let host = input.host();
+    let Some(since) = host.profile().terminal_sequence_since else {
+        return false;
+    };
+    let version = input.transcript_path.as_deref().and_then(|t| {
+        tail::read_tail(Path::new(t), tail::DEFAULT_SCAN_CAP, host)
+            .ok()?
+            .usage?
+            .version
+    });
+    version.is_some_and(|v| at_least(&v, since))
+}
+
+/// Whether the dotted release `version` is `since` or later (`2.1.332` ≥
+/// `2.1.141`; a part that is no number counts as 0).
+fn at_least(version: &str, since: &str) -> bool {
+    let parts = |v: &str| -> Vec<u64> {
+        v.split(['.', '-', ' '])
+            .take(3)
+            .map(|p| p.parse().unwrap_or(0))
+            .collect()
+    };
+    parts(version) >= parts(since)
+}
+
+/// `out` with the terminal's notification, where there is one.
+fn with_terminal(out: String, terminal: Option<String>) -> String {
+    match terminal {
+        Some(t) => input::with_terminal_sequence(&out, &t),
+        None => out,
+    }
 }
 
 /// In watch mode, the compaction trigger's `command` strategy acts as soon as
@@ -922,4 +1074,23 @@ pub fn watch_consumers(settings: &AllSettings, home: Option<PathBuf>) -> Vec<Box
         }));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_least;
+
+    #[test]
+    fn a_release_is_compared_part_by_part() {
+        assert!(at_least("2.1.332", "2.1.141"));
+        assert!(at_least("2.1.141", "2.1.141"));
+        assert!(!at_least("2.1.105", "2.1.141"));
+        assert!(!at_least("1.0.128", "2.1.141"));
+        assert!(at_least("10.0.0", "2.1.141"));
+        assert!(
+            !at_least("2.1", "2.1.141"),
+            "a missing part is no later one"
+        );
+        assert!(!at_least("", "2.1.141"));
+    }
 }

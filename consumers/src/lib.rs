@@ -13,6 +13,7 @@ pub mod handoff;
 pub mod hooks;
 pub mod interline;
 pub mod intermem;
+pub mod notify;
 #[cfg(test)]
 mod stand_in;
 pub mod summary;

@@ -318,6 +318,19 @@ pub fn with_system_message(out: &str, text: &str) -> String {
     }
 }
 
+/// `out` (a JSON answer) with a `terminalSequence` for the terminal the
+/// session runs in (Claude Code writes it there, and nowhere else); any
+/// other answer as it is.
+pub fn with_terminal_sequence(out: &str, sequence: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(out) {
+        Ok(serde_json::Value::Object(mut o)) => {
+            o.insert("terminalSequence".into(), sequence.into());
+            serde_json::Value::Object(o).to_string()
+        }
+        _ => out.to_owned(),
+    }
+}
+
 /// The stdout that blocks a turn's end: the agent goes on with `reason`;
 /// `message` is shown to the person beside it.
 ///

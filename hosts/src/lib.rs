@@ -177,6 +177,10 @@ pub struct Profile {
     /// [command] completed successfully: ..."; it may come after the next
     /// context's start).
     pub post_compaction_message: Option<fn(event: &str, text: &str) -> String>,
+    /// The first release whose hooks may answer with a `terminalSequence`
+    /// for the terminal the session runs in (a notification), where the
+    /// host has such an answer: Claude Code from 2.1.141.
+    pub terminal_sequence_since: Option<&'static str>,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -465,6 +469,7 @@ pub const CLAUDE: Profile = Profile {
     post_compaction: Some("PostCompact"),
     shows_system_message: true,
     post_compaction_message: Some(input::plain),
+    terminal_sequence_since: Some("2.1.141"),
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     compact_takes_focus: true,
@@ -545,6 +550,7 @@ pub const CODEX: Profile = Profile {
     post_compaction: None,
     shows_system_message: false,
     post_compaction_message: None,
+    terminal_sequence_since: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: false,
@@ -615,6 +621,7 @@ pub const GEMINI: Profile = Profile {
     // (tests/fixtures/gemini-cli-0.61.0-compress-canary/).
     shows_system_message: true,
     post_compaction_message: None,
+    terminal_sequence_since: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: false,
@@ -697,6 +704,7 @@ pub const QWEN: Profile = Profile {
     post_compaction: Some("PostCompact"),
     shows_system_message: false,
     post_compaction_message: None,
+    terminal_sequence_since: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: true,
@@ -790,6 +798,7 @@ pub const COPILOT: Profile = Profile {
     post_compaction: None,
     shows_system_message: false,
     post_compaction_message: None,
+    terminal_sequence_since: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: true,

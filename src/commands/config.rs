@@ -60,6 +60,10 @@ pub fn template() -> Result<String> {
         toml::Value::try_from(compact::Settings::default()),
     )?;
     put(
+        "notify",
+        toml::Value::try_from(interband_consumers::notify::Settings::default()),
+    )?;
+    put(
         "bridge",
         toml::Value::try_from(interband_bridge::Settings::default()),
     )?;
@@ -138,6 +142,7 @@ impl ShowConfig {
         rows.extend(consumers.intermem.entries("intermem"));
         rows.extend(consumers.interline.entries("interline"));
         rows.extend(consumers.compact.entries("compact"));
+        rows.extend(consumers.notify.entries("notify"));
         let bridge = super::bridge::settings(&files);
         rows.extend(bridge.entries("bridge"));
         if self.json {
@@ -262,8 +267,14 @@ pub fn whole(v: &serde_json::Value) -> serde_json::Value {
 /// untrusted project file's ignored settings are notices, not problems).
 pub fn problems(files: &Files, parts: &[&[String]]) -> Vec<String> {
     let notices = files.notices();
-    let unknown =
-        files.unknown_tables(&["interpulse", "intermem", "interline", "compact", "bridge"]);
+    let unknown = files.unknown_tables(&[
+        "interpulse",
+        "intermem",
+        "interline",
+        "compact",
+        "notify",
+        "bridge",
+    ]);
     let mut out: Vec<String> = Vec::new();
     for p in files
         .problems
