@@ -121,7 +121,7 @@ fn told_the_person(w: &World, out: &Value, command: &str) {
 fn advice_for_the_person(said: &str, command: &str) {
     assert!(
         said.starts_with("interband: the context is nearly full")
-            && said.contains(&format!("`{command}`"))
+            && said.contains(&format!("`{command}"))
             && said.contains("The turn has ended")
             && said.contains("`interband handoff --session ")
             && orders(said).is_empty(),
@@ -134,7 +134,7 @@ fn blocked(out: &Value, command: &str) {
     assert_eq!(out["decision"], "block", "{out}");
     let reason = out["reason"].as_str().unwrap();
     assert!(
-        reason.contains("let them know") && reason.contains(&format!("`{command}`")),
+        reason.contains("let them know") && reason.contains(&format!("`{command}")),
         "{reason}"
     );
     assert!(!reason.contains("do not start new work"), "{reason}");
@@ -252,7 +252,7 @@ fn codex_exec_is_told_not_blocked_and_its_interactive_ui_is_advised() {
     for (source, originator) in [("cli", "codex-tui"), ("vscode", "codex_vscode")] {
         let w = World::new();
         let ui = codex_rollout(w.dir.path(), source, originator);
-        blocked(&codex_red_stop(&w, &ui), "/compact");
+        shown(&codex_red_stop(&w, &ui), "/compact");
     }
 }
 
@@ -476,10 +476,12 @@ fn qwen_and_copilot_headless_runs_are_told_not_blocked() {
         let mut cmd = w.cmd(&["hook", "--host", host]);
         let o = with_stdin(&mut cmd, &input);
         assert_eq!(code(&o), 0);
-        assert!(
-            stdout(&o).contains("\"block\""),
-            "{name}: advised through the agent: {}",
-            stdout(&o)
-        );
+        // (Neither shows a hook's message alone: the agent relays it.)
+        let command = if name == "qwen" {
+            "/compress"
+        } else {
+            "/compact"
+        };
+        blocked(&serde_json::from_str(&stdout(&o)).unwrap(), command);
     }
 }

@@ -583,6 +583,59 @@ contract!(
     }
 );
 
+/// `interpulse/subagent_context`: the context of one of a session's
+/// subagents, at its latest tool call (keyed `<session>--<agent>`). It
+/// never moves its parent's level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct SubagentContext {
+    /// The parent session.
+    #[schemars(extend("pattern" = r"\S"))]
+    pub session: String,
+    /// The subagent, as its host names it (Claude Code's `agent_id`).
+    #[schemars(extend("pattern" = r"\S"))]
+    pub agent: String,
+    /// Its kind (`Explore`, `general-purpose`...), when told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// Tokens in its context, when its transcript tells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_tokens: Option<u64>,
+    /// Its window, tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// The model it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Its tool calls so far.
+    pub calls: u64,
+    /// When it ended (its parent's turn no longer lists it running), Unix
+    /// seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
+    /// Unix time, seconds.
+    #[serde(serialize_with = "seconds")]
+    pub ts: f64,
+}
+contract!(
+    SubagentContext,
+    "interpulse",
+    "subagent",
+    "subagent_context",
+    "the context of one of a session's subagents, at its latest tool call",
+    |f| {
+        f.text("session")?;
+        f.text("agent")?;
+        f.opt_string("agent_type")?;
+        f.opt("used_tokens", Fields::count)?;
+        f.opt("window", Fields::count)?;
+        f.opt_string("model")?;
+        f.opt("calls", Fields::count)?;
+        f.opt("ended_at", Fields::count)?;
+        f.number("ts")?;
+    }
+);
+
 /// `intermem/memory_note`: a memory note was written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryNote {

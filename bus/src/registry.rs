@@ -48,6 +48,7 @@ pub const CONTRACTS: &[Contract] = &[
     contract::<MemoryNote>(),
     contract::<CompactionRequested>(),
     contract::<CompactionRecord>(),
+    contract::<SubagentContext>(),
 ];
 
 /// The contract for a `(namespace, type)` pair, if it is a known one.

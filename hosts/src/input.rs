@@ -29,6 +29,13 @@ pub struct HookInput {
     pub tool_response: Option<Box<RawValue>>,
     /// Set when the call happened inside a subagent.
     pub agent_id: Option<String>,
+    /// The subagent's kind (`Explore`...), with `agent_id`.
+    #[serde(deserialize_with = "or_default")]
+    pub agent_type: Option<String>,
+    /// At a turn's end, the session's tasks still running in the background
+    /// (Claude Code: `[{"id", "type": "subagent", "status": "running"}]`).
+    #[serde(deserialize_with = "or_default")]
+    pub background_tasks: Option<serde_json::Value>,
     /// The context window, if a host ever sends it in hook input.
     pub context_window: Option<HostContext>,
     /// The prompt's tokens of the last reply (Qwen Code's `Stop`).

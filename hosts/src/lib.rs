@@ -181,6 +181,11 @@ pub struct Profile {
     /// for the terminal the session runs in (a notification), where the
     /// host has such an answer: Claude Code from 2.1.141.
     pub terminal_sequence_since: Option<&'static str>,
+    /// Where a subagent's own transcript is, from its session's transcript
+    /// and the subagent's id, where the host keeps one (Claude Code:
+    /// `<session>/subagents/agent-<id>.jsonl`).
+    pub subagent_transcript:
+        Option<fn(parent: &std::path::Path, agent: &str) -> std::path::PathBuf>,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -470,6 +475,7 @@ pub const CLAUDE: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: Some(input::plain),
     terminal_sequence_since: Some("2.1.141"),
+    subagent_transcript: Some(claude::subagent_transcript),
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     compact_takes_focus: true,
@@ -548,9 +554,13 @@ pub const CODEX: Profile = Profile {
     context_output: input::additional_context,
     steer: None,
     post_compaction: None,
-    shows_system_message: false,
+    // Both 0.145.0 and 0.171.0 show a Stop hook's message alone after the
+    // answer (`↳ Hook · …`, `• Stop (completed) says: …`), never to the model
+    // (tests/fixtures/interactive-stop/).
+    shows_system_message: true,
     post_compaction_message: None,
     terminal_sequence_since: None,
+    subagent_transcript: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: false,
@@ -622,6 +632,7 @@ pub const GEMINI: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: None,
     terminal_sequence_since: None,
+    subagent_transcript: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: false,
@@ -705,6 +716,7 @@ pub const QWEN: Profile = Profile {
     shows_system_message: false,
     post_compaction_message: None,
     terminal_sequence_since: None,
+    subagent_transcript: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: true,
@@ -799,6 +811,7 @@ pub const COPILOT: Profile = Profile {
     shows_system_message: false,
     post_compaction_message: None,
     terminal_sequence_since: None,
+    subagent_transcript: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: true,

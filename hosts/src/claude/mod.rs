@@ -838,6 +838,16 @@ pub(crate) fn limits(k: &crate::Known, env: &dyn interband::settings::Env) -> cr
 }
 
 /// Whether a transcript at `path` is Claude Code's (`~/.claude/projects/`).
+/// A subagent's transcript: `<session>/subagents/agent-<id>.jsonl` beside
+/// the session's own `<session>.jsonl` (2.1.332, its `SubagentStop`'s
+/// `agent_transcript_path`).
+pub(crate) fn subagent_transcript(parent: &std::path::Path, agent: &str) -> std::path::PathBuf {
+    parent
+        .with_extension("")
+        .join("subagents")
+        .join(format!("agent-{}.jsonl", interband::paths::safe_key(agent)))
+}
+
 pub(crate) fn owns_transcript(path: &std::path::Path) -> bool {
     // Either separator: a Windows session's path (`C:\Users\me\.claude\projects\...`).
     path.to_str()
