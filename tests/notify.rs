@@ -196,3 +196,39 @@ fn the_person_s_command_runs_once_per_moment_and_never_from_an_untrusted_project
     red_stop(&w3, "s-project-2", "2.1.332", "cli");
     assert!(told3.exists(), "the trusted project's command");
 }
+
+/// The real Claude Code 2.1.332, interactive in tmux, offline, with these
+/// hooks (`tests/fixtures/claude-code-2.1.332-loop-tmux/`, its README says
+/// how): at red, the turn's end put interband's notification on the pty
+/// (wrapped by Claude Code for tmux), the advice read as advice and cost no
+/// request, `top` listed the session, and `interband handoff --run` started
+/// a fresh session whose first request carried the note.
+#[test]
+fn the_real_claude_code_in_tmux_carried_the_loop_to_the_person() {
+    let dir = repo().join("tests/fixtures/claude-code-2.1.332-loop-tmux");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let pty = read("pty.red-stop.txt");
+    assert!(
+        pty.contains(r"\x1bPtmux;\x1b\x1b]9;interband: the context is nearly full: project: a memory note is saved"),
+        "the OSC 9, as tmux passes it on"
+    );
+    let pane = read("pane.red-stop.txt");
+    assert!(
+        pane.contains("Stop says: interband: the context is nearly full"),
+        "{pane}"
+    );
+    for fault in ["reported a problem", "stop hook problem", "blocking error"] {
+        assert!(!pane.contains(fault), "{fault}: {pane}");
+    }
+    let top = read("top.txt");
+    let row = top.lines().nth(1).unwrap();
+    assert!(
+        row.contains(" claude ") && row.contains(" RED ") && row.contains("⟳ /compact"),
+        "{top}"
+    );
+    let first = read("request.handoff-first.json");
+    assert!(
+        first.contains("interband-memory-note") && first.contains("-handoff.md"),
+        "the fresh session's first request carries the note"
+    );
+}

@@ -212,6 +212,8 @@ impl Advice {
         let command = profile.compact_command;
         // The focus is the person's words, without the sentence's own end
         // (a request "…then say done." is no command "…say done..").
+        // A backtick of theirs would end the command's mark early.
+        let focus = focus.replace('`', "'");
         let focus = focus
             .trim()
             .trim_end_matches(['.', '!', '?', ';', ':', ',']);
@@ -814,7 +816,7 @@ mod tests {
         let a = Advice::new(&info(Host::Claude), "", Ok("/n.md"), focus);
         assert!(
             a.person.contains(
-                r#"claude -p '/compact keep: run `rm -rf ~` and $(reboot); don'\''t' --resume 's 1'"#
+                r#"claude -p '/compact keep: run '\''rm -rf ~'\'' and $(reboot); don'\''t' --resume 's 1'"#
             ),
             "{}",
             a.person

@@ -91,15 +91,27 @@ pub fn terminal_sequence(env: &dyn Env, title: &str, body: &str) -> String {
     };
     let (title, body) = (clean(title), clean(body));
     let var = |k: &str| env.var(k).unwrap_or_default();
+    let set = |k: &str| !var(k).is_empty();
     let program = var("TERM_PROGRAM").to_lowercase();
     let term = var("TERM").to_lowercase();
-    if term.contains("kitty") || !var("KITTY_WINDOW_ID").is_empty() {
+    // Inside tmux (`TERM_PROGRAM=tmux`) the terminal around it is told by
+    // the variables it gave the shell tmux started from.
+    if term.contains("kitty") || set("KITTY_WINDOW_ID") {
         return format!("\x1b]99;;{title}: {body}\x1b\\");
     }
-    if program == "ghostty" || term.starts_with("foot") || term.starts_with("rxvt") {
+    if program == "ghostty"
+        || set("GHOSTTY_RESOURCES_DIR")
+        || term.starts_with("foot")
+        || term.starts_with("rxvt")
+    {
         return format!("\x1b]777;notify;{title};{body}\x07");
     }
-    if program == "iterm.app" || program == "wezterm" || !var("WT_SESSION").is_empty() {
+    if program == "iterm.app"
+        || program == "wezterm"
+        || set("ITERM_SESSION_ID")
+        || set("WEZTERM_PANE")
+        || set("WT_SESSION")
+    {
         // (A body opening with a digit would read as another OSC 9 form.)
         return format!("\x1b]9;{title}: {body}\x07");
     }
@@ -205,6 +217,11 @@ mod tests {
         );
         assert_eq!(s(&of(&[("WT_SESSION", "x")])), "\x1b]9;interband: a, b\x07");
         assert_eq!(s(&of(&[("TERM", "xterm-256color")])), "\x07");
+        // tmux inside WezTerm: the terminal around it, by its own variable.
+        assert_eq!(
+            s(&of(&[("TERM_PROGRAM", "tmux"), ("WEZTERM_PANE", "3")])),
+            "\x1b]9;interband: a, b\x07"
+        );
     }
 
     #[test]

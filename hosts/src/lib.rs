@@ -181,11 +181,12 @@ pub struct Profile {
     /// for the terminal the session runs in (a notification), where the
     /// host has such an answer: Claude Code from 2.1.141.
     pub terminal_sequence_since: Option<&'static str>,
-    /// Where a subagent's own transcript is, from its session's transcript
-    /// and the subagent's id, where the host keeps one (Claude Code:
-    /// `<session>/subagents/agent-<id>.jsonl`).
-    pub subagent_transcript:
-        Option<fn(parent: &std::path::Path, agent: &str) -> std::path::PathBuf>,
+    /// A subagent's own figure, from its own transcript, given its
+    /// session's transcript and the subagent's id, where the host keeps one
+    /// (Claude Code: `<session>/subagents/agent-<id>.jsonl`, every line a
+    /// sidechain's).
+    pub subagent_figure:
+        Option<fn(parent: &std::path::Path, agent: &str) -> Option<usage::TailUsage>>,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -475,7 +476,7 @@ pub const CLAUDE: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: Some(input::plain),
     terminal_sequence_since: Some("2.1.141"),
-    subagent_transcript: Some(claude::subagent_transcript),
+    subagent_figure: Some(claude::subagent_figure),
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     compact_takes_focus: true,
@@ -560,7 +561,7 @@ pub const CODEX: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_transcript: None,
+    subagent_figure: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: false,
@@ -632,7 +633,7 @@ pub const GEMINI: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_transcript: None,
+    subagent_figure: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: false,
@@ -716,7 +717,7 @@ pub const QWEN: Profile = Profile {
     shows_system_message: false,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_transcript: None,
+    subagent_figure: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: true,
@@ -811,7 +812,7 @@ pub const COPILOT: Profile = Profile {
     shows_system_message: false,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_transcript: None,
+    subagent_figure: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: true,

@@ -401,6 +401,9 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     reply.problems.extend(c.problems);
     reply.problems.extend(refused.take());
     reply.checkpoint = c.checkpoint;
+    if subagent && let Err(e) = crate::subagent::seen(h, input, cfg) {
+        reply.problems.push(e.to_string());
+    }
 
     // The figures the level came from: this call's, else the context's last.
     let known = out.state.figures.filter(|_| out.state.last_used.is_some());
@@ -594,6 +597,9 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         ..
     } = begin(h, input)?;
     let cfg = &settings.value;
+    if let Err(e) = crate::subagent::ended(h.bus, input, h.now, false) {
+        reply.problems.push(e.to_string());
+    }
     let known = state_dir(h.bus, false)
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
         .unwrap_or_default();
@@ -622,6 +628,7 @@ pub fn session_end(h: &Hook, input: &HookInput) -> Result<(), Error> {
     if session.is_empty() {
         return Ok(());
     }
+    crate::subagent::ended(h.bus, input, h.now, true)?;
     let Ok(last) = h.bus.read_typed::<Pressure>(session) else {
         return Ok(());
     };

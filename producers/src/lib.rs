@@ -12,6 +12,7 @@ pub mod dashboard;
 pub mod engine;
 pub mod hook;
 pub mod messages;
+pub mod subagent;
 
 /// What can stop a producer call. Hooks log it and fail open.
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,7 @@ use interband::context::tokens_text;
 use interband::paths::safe_key;
 use interband::payloads::{
     Checkpoint, CompactionRecord, CompactionRequested, ContextWindow, Level, MemoryNote,
+    SubagentContext,
 };
 use interband_hosts::Host;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -44,8 +45,8 @@ pub struct Top {
     /// Print one snapshot as a table and exit.
     #[arg(long)]
     once: bool,
-    /// Print one snapshot as JSON and exit.
-    #[arg(long, conflicts_with = "once")]
+    /// Print one snapshot as JSON and exit (with or without --once).
+    #[arg(long)]
     json: bool,
     /// Show only sessions whose host, project, model or id contains this text.
     #[arg(long, value_name = "TEXT")]
@@ -102,6 +103,8 @@ pub struct Session {
     pending: Option<CompactionRequested>,
     checkpoint: Option<Checkpoint>,
     compaction: Option<CompactionRecord>,
+    /// Its subagents still running, as their own calls published them.
+    subagents: Vec<SubagentContext>,
 }
 
 impl Session {
@@ -211,6 +214,11 @@ impl Session {
     fn json(&self) -> Value {
         let p = &self.pressure;
         json!({
+            "subagents": self.subagents.iter().map(|a| json!({
+                "agent": a.agent, "agent_type": a.agent_type, "model": a.model,
+                "used_tokens": a.used_tokens, "window": a.window, "calls": a.calls,
+                "updated_secs_ago": (self.pressure.ts + self.age_secs - a.ts).max(0.0).round(),
+            })).collect::<Vec<_>>(),
             "session": self.session, "host": self.host, "machine": self.host,
             "agent": self.agent().map(Host::as_str), "project": self.project,
             "model": self.model, "level": p.level.as_str(),
@@ -295,6 +303,7 @@ pub fn snapshot_of(
                     .map(|e| e.payload),
                 checkpoint: bus.read_typed::<Checkpoint>(&key).ok().map(|e| e.payload),
                 compaction: super::pulse::compaction(bus, &r.session),
+                subagents: running_subagents(bus, &r.session, now),
                 session: r.session,
                 host: host.clone(),
                 project,
@@ -370,6 +379,8 @@ fn remote_sessions(bus: &Bus, now: f64) -> Vec<Session> {
                 pending: find(&pending, &host, &key),
                 checkpoint: find(&checkpoints, &host, &key),
                 compaction: find(&compactions, &host, &key),
+                // (Another machine's subagents are not bridged.)
+                subagents: Vec::new(),
                 age_secs: (now - pressure.ts).max(0.0),
                 session: m.envelope.session_id,
                 host,
@@ -422,6 +433,72 @@ fn cells(s: &Session) -> [String; 13] {
     ]
 }
 
+/// A subagent with no call for this long is taken for gone (its end was
+/// not seen: a host that lists no running tasks, a session killed).
+const SUBAGENT_STALE_SECS: f64 = 1800.0;
+
+/// The subagents of `session` still running, oldest first.
+fn running_subagents(bus: &Bus, session: &str, now: f64) -> Vec<SubagentContext> {
+    let prefix = interpulse::subagent::key(session, "");
+    let mut list: Vec<SubagentContext> = bus
+        .keys("interpulse", "subagent")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| k.starts_with(&prefix))
+        .filter_map(|k| bus.read_typed::<SubagentContext>(&k).ok())
+        .map(|e| e.payload)
+        .filter(|a| a.ended_at.is_none() && now - a.ts <= SUBAGENT_STALE_SECS)
+        .collect();
+    list.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+    list
+}
+
+/// A subagent's row, under its session's: who it is (in PROJECT), its
+/// model, its own figure, its calls and age; no level (it never moves its
+/// parent's).
+fn subagent_cells(s: &Session, a: &SubagentContext) -> [String; 13] {
+    let share = a
+        .used_tokens
+        .zip(a.window)
+        .map(|(u, w)| 100.0 * u as f64 / w.max(1) as f64);
+    let who = format!(
+        "└ {} {}",
+        a.agent_type.as_deref().unwrap_or("subagent"),
+        a.agent.chars().take(6).collect::<String>()
+    );
+    [
+        String::new(),
+        String::new(),
+        who,
+        a.model.clone().unwrap_or_else(|| "-".into()),
+        "agent".into(),
+        match share {
+            Some(u) => format!("{} {:>4}", gauge(u, 10), interband::context::pct_text(u)),
+            None => format!("{}    ?", "·".repeat(10)),
+        },
+        match (a.used_tokens, a.window) {
+            (Some(u), Some(w)) => format!("{}/{}", tokens_text(u), tokens_text(w)),
+            (Some(u), None) => tokens_text(u),
+            _ => "-".into(),
+        },
+        "-".into(),
+        a.calls.to_string(),
+        "-".into(),
+        age(s.ago(a.ts)),
+        String::new(),
+        String::new(),
+    ]
+}
+
+/// Every row of the table: each session's, then its subagents'.
+fn all_rows(list: &[Session]) -> Vec<[String; 13]> {
+    list.iter()
+        .flat_map(|s| {
+            std::iter::once(cells(s)).chain(s.subagents.iter().map(|a| subagent_cells(s, a)))
+        })
+        .collect()
+}
+
 impl Top {
     pub fn run(self) -> Result<u8> {
         let bus = Bus::from_env()?;
@@ -449,7 +526,7 @@ impl Top {
 
 /// The snapshot as aligned columns, every field terminal-safe.
 fn print_table(list: &[Session]) {
-    let rows: Vec<[String; 13]> = list.iter().map(cells).collect();
+    let rows = all_rows(list);
     let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -636,17 +713,31 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
         }
     );
     frame.render_widget(Paragraph::new(safe(&summary)), head);
-    let rows = list.iter().map(|s| {
-        let c = cells(s);
-        Row::new(c.into_iter().enumerate().map(|(i, text)| {
+    let rows = list.iter().flat_map(|s| {
+        let own = cells(s);
+        let row = Row::new(own.into_iter().enumerate().map(|(i, text)| {
             let span = Span::raw(safe(&text));
             if i == 4 {
                 span.style(level_style(s.level(), ui.color))
             } else {
                 span
             }
-        }))
+        }));
+        std::iter::once(row).chain(
+            s.subagents
+                .iter()
+                .map(|a| Row::new(subagent_cells(s, a).map(|t| Span::raw(safe(&t))))),
+        )
     });
+    // The selection is a session's: its row, past the subagents' above it.
+    let row_of = |i: usize| {
+        i + list
+            .iter()
+            .take(i)
+            .map(|s| s.subagents.len())
+            .sum::<usize>()
+    };
+    let mut shown = TableState::default().with_selected(ui.table.selected().map(row_of));
     let widths = [
         Constraint::Length(10),
         Constraint::Length(7),
@@ -670,7 +761,7 @@ fn draw(frame: &mut ratatui::Frame, list: &[Session], ui: &mut Ui) {
     let table = Table::new(rows, widths)
         .header(Row::new(HEADER).style(Style::default().add_modifier(Modifier::BOLD)))
         .row_highlight_style(highlight);
-    frame.render_stateful_widget(table, body, &mut ui.table);
+    frame.render_stateful_widget(table, body, &mut shown);
     if ui.details {
         let selected = ui.table.selected().and_then(|i| list.get(i));
         let text: Vec<Line> = match selected {

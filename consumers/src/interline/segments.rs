@@ -189,6 +189,10 @@ pub const SEGMENTS: &[Segment] = &[
         render: context_segment,
     },
     Segment {
+        name: "agents",
+        render: agents_segment,
+    },
+    Segment {
         name: "note",
         render: note_segment,
     },
@@ -273,6 +277,45 @@ pub(crate) fn context_segment(ctx: &Ctx) -> Option<String> {
     }
     body.push_str(&word);
     Some(format!("ctx {}", ctx.paint(view.level, &body)))
+}
+
+/// A subagent with no call for this long is taken for gone.
+const SUBAGENT_STALE_SECS: f64 = 1800.0;
+
+/// `agents`: the session's subagents running, and the fullest's share of
+/// its own window ("⑂ 2 agents, fullest 45%"); nothing when none runs.
+pub(crate) fn agents_segment(ctx: &Ctx) -> Option<String> {
+    use interband::payloads::SubagentContext;
+    let session = ctx.session()?;
+    let prefix = interband::paths::safe_key(&format!("{session}--"));
+    let now = crate::now_secs();
+    let running: Vec<SubagentContext> = ctx
+        .bus()
+        .keys("interpulse", "subagent")
+        .ok()?
+        .into_iter()
+        .filter(|k| k.starts_with(prefix.as_str()))
+        .filter_map(|k| ctx.bus().read_typed::<SubagentContext>(&k).ok())
+        .map(|e| e.payload)
+        .filter(|a| a.ended_at.is_none() && now - a.ts <= SUBAGENT_STALE_SECS)
+        .collect();
+    if running.is_empty() {
+        return None;
+    }
+    let fullest = running
+        .iter()
+        .filter_map(|a| Some(100.0 * a.used_tokens? as f64 / a.window?.max(1) as f64))
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    let n = running.len();
+    let agents = if n == 1 {
+        "1 agent".to_owned()
+    } else {
+        format!("{n} agents")
+    };
+    Some(match fullest {
+        Some(p) => format!("⑂ {agents}, fullest {}", interband::context::pct_text(p)),
+        None => format!("⑂ {agents}"),
+    })
 }
 
 /// `note`: a memory note was saved for this session.

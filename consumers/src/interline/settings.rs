@@ -92,7 +92,7 @@ impl Colors {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            segments: ["model", "context", "note", "compact"]
+            segments: ["model", "context", "agents", "note", "compact"]
                 .map(String::from)
                 .to_vec(),
             separator: " │ ".to_owned(),

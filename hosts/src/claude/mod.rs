@@ -142,6 +142,44 @@ fn prompt(line: &[u8]) -> bool {
         && !contains(line, b"\"tool_use_id\"")
 }
 
+/// The figure of a subagent's own transcript (every line of it a
+/// sidechain's): its last response's usage, read from at most the file's
+/// last 256 KiB.
+pub(crate) fn subagent_usage(path: &std::path::Path) -> Option<crate::usage::TailUsage> {
+    use std::io::{Read, Seek, SeekFrom};
+    const MOST: u64 = 256 << 10;
+    let (mut file, len) = crate::open_transcript(path).ok()?;
+    let from = len.saturating_sub(MOST);
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MOST).read_to_end(&mut bytes).ok()?;
+    bytes.split(|&b| b == b'\n').rev().find_map(|raw| {
+        let line = crate::tail::trimmed(raw);
+        if !contains(line, b"\"assistant\"") {
+            return None;
+        }
+        let mut l = serde_json::from_slice::<Line>(line).ok()?;
+        l.sidechain = None;
+        match fact_of(&l, line)? {
+            Fact::Usage {
+                tokens,
+                model,
+                window,
+                version,
+                ..
+            } => Some(crate::usage::TailUsage {
+                used_tokens: tokens,
+                kind: crate::usage::UsageKind::Assistant,
+                model,
+                window,
+                version,
+                offset: 0,
+            }),
+            _ => None,
+        }
+    })
+}
+
 /// What a parsed line (`line`, its bytes) says of the context.
 fn fact_of(l: &Line, line: &[u8]) -> Option<Fact> {
     if l.sidechain == Some(Value::Bool(true)) {
@@ -846,6 +884,15 @@ pub(crate) fn subagent_transcript(parent: &std::path::Path, agent: &str) -> std:
         .with_extension("")
         .join("subagents")
         .join(format!("agent-{}.jsonl", interband::paths::safe_key(agent)))
+}
+
+/// [`subagent_usage`] of the subagent `agent` of the session whose
+/// transcript is `parent`.
+pub(crate) fn subagent_figure(
+    parent: &std::path::Path,
+    agent: &str,
+) -> Option<crate::usage::TailUsage> {
+    subagent_usage(&subagent_transcript(parent, agent))
 }
 
 pub(crate) fn owns_transcript(path: &std::path::Path) -> bool {
