@@ -343,5 +343,23 @@ fn the_real_codex_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
         "{}",
         stdout(&o)
     );
+
+    // 4. A fresh session instead: `interband handoff`'s prompt, given to a
+    //    fresh Codex (`codex exec` here), reaches its first request.
+    let (prompt, note) = e2e::handoff(&w, &third, "codex");
+    let before = mock.requests().len();
+    mock.script([text(9_000, "Picked up.")]);
+    // (The canaries are still there, untrusted.)
+    codex.exec_with(&["--dangerously-bypass-hook-trust"], &prompt);
+    let first = mock
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .find(|r| r.kind == Kind::Main)
+        .expect("the fresh session's first request");
+    assert!(
+        first.body.contains("interband-memory-note") && first.body.contains(&note),
+        "the fresh session's first request carries the note {note}"
+    );
     println!("e2e: codex passed; {} notes", all.len());
 }

@@ -274,5 +274,22 @@ fn the_real_copilot_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
             .unwrap_or_default()
     );
     assert_eq!(r["settled"], true, "the note came back: {r}");
+
+    // 4. A fresh session instead: `interband handoff`'s prompt, given to a
+    //    fresh Copilot (headless here), reaches its first request.
+    let (prompt, note) = e2e::handoff(&w, &keys[0], "copilot");
+    let before = mock.requests().len();
+    mock.script([text(9_000, "Picked up.")]);
+    run(&bin, &w, &mock, &project, &prompt);
+    let first = mock
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .find(|r| r.kind == Kind::Main)
+        .expect("the fresh session's first request");
+    assert!(
+        first.body.contains("interband-memory-note") && first.body.contains(&note),
+        "the fresh session's first request carries the note {note}"
+    );
     println!("e2e: copilot passed; {} notes", notes(&w).len());
 }

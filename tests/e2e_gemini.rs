@@ -208,5 +208,21 @@ fn the_real_gemini_cli_reads_its_real_figures_offline(cli: e2e::Cli) {
         all.iter().any(|n| !n.ends_with("session_end.md")),
         "the end-of-turn note: {all:?}"
     );
+    // 3. A fresh session instead: `interband handoff`'s prompt, given to a
+    //    fresh Gemini (headless here), reaches its first request.
+    let (prompt, note) = e2e::handoff(&w, &session, "gemini");
+    let before = mock.requests().len();
+    mock.script([text(9_000, "Picked up.")]);
+    run(&bin, &w, &mock, &project, &prompt);
+    let first = mock
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .find(|r| r.main)
+        .expect("the fresh session's first request");
+    assert!(
+        first.body.contains("interband-memory-note") && first.body.contains(&note),
+        "the fresh session's first request carries the note {note}"
+    );
     println!("e2e: gemini passed; {} notes", all.len());
 }

@@ -226,5 +226,22 @@ fn the_real_qwen_code_reads_its_real_figures_offline(cli: e2e::Cli) {
     );
     let o = w.run(&["pressure"]);
     println!("e2e: {}", stdout(&o).lines().nth(1).unwrap_or_default());
+
+    // 4. A fresh session instead: `interband handoff`'s prompt, given to a
+    //    fresh Qwen (headless here), reaches its first request.
+    let (prompt, note) = e2e::handoff(&w, &keys[0], "qwen");
+    let before = mock.requests().len();
+    mock.script([text(9_000, "Picked up.")]);
+    run(&bin, &w, &mock, &project, &[], &prompt);
+    let first = mock
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .find(|r| r.kind == Kind::Main)
+        .expect("the fresh session's first request");
+    assert!(
+        first.body.contains("interband-memory-note") && first.body.contains(&note),
+        "the fresh session's first request carries the note {note}"
+    );
     println!("e2e: qwen passed; {} notes", notes(&w).len());
 }

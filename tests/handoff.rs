@@ -67,21 +67,25 @@ fn the_fresh_session_s_command_carries_the_note() {
             && prompt.contains("fresh Claude Code session"),
         "{prompt}"
     );
-    // Printed: a command line a shell runs as it is.
-    let o = w.run(&["handoff", "--session", SESSION]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let line = stdout(&o);
-    let words = shell_words::split(line.trim()).unwrap();
-    assert_eq!(
-        &words[..3],
-        ["cd", project.to_str().unwrap(), "&&"],
-        "{line}"
-    );
-    assert_eq!(words[3], "claude");
-    assert!(
-        words[4].contains("Port the cache to the new store"),
-        "{line}"
-    );
+    // The prompt is in a file beside the note, for the printed line.
+    let file = v["prompt_file"].as_str().unwrap();
+    assert!(file.ends_with("-handoff.prompt.txt"), "{file}");
+    let held = std::fs::read_to_string(file).unwrap();
+    assert_eq!(&held, prompt, "the file holds the prompt");
+    let command = v["command"].as_str().unwrap();
+    assert!(command.contains(file), "the printed line reads it: {v}");
+    // For the shell a person has there (on Windows, PowerShell).
+    if cfg!(windows) {
+        assert!(
+            command.starts_with("Set-Location '") && command.contains("(Get-Content -Raw '"),
+            "{command}"
+        );
+    } else {
+        assert!(
+            command.starts_with("cd ") && command.contains(" && claude \"$(cat "),
+            "{command}"
+        );
+    }
 }
 
 #[test]
@@ -111,7 +115,7 @@ fn run_starts_the_agent_in_the_session_s_folder_with_the_note() {
     let o = w
         .cmd(&["handoff", "--run"])
         .current_dir(&project)
-        .env("PATH", path)
+        .env("PATH", &path)
         .finish();
     assert_eq!(code(&o), 7, "the agent's exit code: {}", stderr(&o));
     let ran = std::fs::read_to_string(&record).unwrap();
@@ -123,5 +127,29 @@ fn run_starts_the_agent_in_the_session_s_folder_with_the_note() {
     assert!(
         prompt.contains("<interband-memory-note") && prompt.contains("Port the cache"),
         "{prompt}"
+    );
+
+    // The printed line, run by a shell elsewhere, does the same: the same
+    // folder, the prompt whole, its newlines and quotes as they are.
+    let o = w.run(&["handoff", "--session", SESSION]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(!line.trim().contains('\n'), "one line: {line}");
+    std::fs::remove_file(&record).unwrap();
+    let shell = std::process::Command::new("/bin/sh")
+        .args(["-c", line.trim()])
+        .current_dir(w.dir.path())
+        .env("PATH", &path)
+        .finish();
+    assert_eq!(shell.status.code(), Some(7), "{line}");
+    let ran = std::fs::read_to_string(&record).unwrap();
+    let (cwd, printed) = ran.split_once('\n').unwrap();
+    assert_eq!(
+        std::fs::canonicalize(cwd).unwrap(),
+        std::fs::canonicalize(&project).unwrap()
+    );
+    assert!(
+        printed.contains("<interband-memory-note") && printed.contains('\n'),
+        "{printed}"
     );
 }

@@ -147,10 +147,73 @@ fn the_advice_at_a_red_turn_s_end() {
     settings.bind(|| insta::assert_snapshot!("advice", said));
 }
 
+/// What `pressure` says with no session, before and after an install, and
+/// the line `interband handoff` prints.
+#[test]
+fn the_lines_around_a_session() {
+    let w = World::new();
+    let mut said = String::new();
+    said.push_str(&format!(
+        "--- pressure, nothing installed\n{}",
+        stdout(&w.run(&["pressure"]))
+    ));
+    let o = w.run(&["install", "--host", "claude"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    said.push_str(&format!(
+        "--- pressure, installed\n{}",
+        stdout(&w.run(&["pressure"]))
+    ));
+    let t = transcript(w.dir.path(), 120_000);
+    hook(&w, "s-handoff", &t);
+    let o = w.run(&["handoff", "--session", "s-handoff"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    said.push_str(&format!("--- handoff: stderr\n{}", stderr(&o)));
+    let o = w.run(&["handoff", "--session", "s-handoff", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    said.push_str(&format!(
+        "--- handoff: the prompt\n{}\n",
+        v["argv"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+    ));
+    let mut settings = settings(&w);
+    settings.add_filter(r"\\", "/");
+    settings.add_filter(r"/notes/[^/\s]+/s-", "/notes/[PROJECT]/s-");
+    settings.add_filter(r"\d{8}T\d{6}-\d+-handoff", "[STAMP]-handoff");
+    settings.add_filter(r"written: \S+", "written: [TIME]");
+    settings.bind(|| insta::assert_snapshot!("around", said));
+}
+
 #[test]
 fn the_statusline_at_each_level() {
     let w = World::new();
     let mut lines = String::new();
+    // One session runs a subagent (its own figure: 90k of 200k).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let session = "s-200000-140000";
+    w.bus()
+        .publish_typed(
+            &format!("{session}--a1b2c3"),
+            session,
+            &interband::payloads::SubagentContext {
+                session: session.into(),
+                agent: "a1b2c3".into(),
+                agent_type: Some("Explore".into()),
+                used_tokens: Some(90_000),
+                window: Some(200_000),
+                calls: 3,
+                ts: now,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     for (window, used) in [
         (200_000, 40_000),
         (200_000, 120_000),

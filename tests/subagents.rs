@@ -128,3 +128,31 @@ fn a_subagent_s_own_figure_shows_under_its_parent_until_it_ends() {
     assert!(sub.envelope.payload["ended_at"].as_u64().is_some());
     assert!(!c.statusline().contains("agent"), "{}", c.statusline());
 }
+
+/// The real Claude Code 2.1.332, interactive in tmux, offline, with these
+/// hooks (`tests/fixtures/claude-code-2.1.332-subagent-tmux/`, its README
+/// says how): while its background `Explore` subagent ran, `top` showed the
+/// subagent's own figure under its parent; after the parent's turn no
+/// longer listed it running, it was gone.
+#[test]
+fn the_real_claude_code_in_tmux_showed_a_running_subagent_under_its_parent() {
+    let dir = repo().join("tests/fixtures/claude-code-2.1.332-subagent-tmux");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let table = read("top.running.txt");
+    let lines: Vec<&str> = table.lines().collect();
+    let sub = lines
+        .iter()
+        .position(|l| l.contains("└ Explore"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(sub >= 2 && lines[sub - 1].contains(" claude "), "{table}");
+    assert!(
+        lines[sub].contains(" agent ") && lines[sub].contains("/200k"),
+        "{table}"
+    );
+    let after: Vec<Value> = serde_json::from_str(&read("top.after.json")).unwrap();
+    assert_eq!(
+        after[0]["subagents"],
+        json!([]),
+        "ended with its parent's turn"
+    );
+}

@@ -30,6 +30,9 @@ pub struct Handoff {
     pub cwd: PathBuf,
     /// The memory note written for it.
     pub note: PathBuf,
+    /// The first prompt, in a file beside the note (for a command line a
+    /// person copies: `claude "$(cat FILE)"`).
+    pub prompt_file: PathBuf,
     /// The fresh session's command line (the host's own, with the prompt).
     pub argv: Vec<String>,
 }
@@ -83,6 +86,13 @@ pub fn prepare(
     let path = written.path.to_string_lossy().into_owned();
     let text = intermem::read_note(bus, session, &path)?;
     let prompt = prompt(host, session, &path, &text);
+    let name = written
+        .path
+        .file_stem()
+        .map_or_else(|| "handoff".into(), |s| s.to_string_lossy().into_owned())
+        + ".prompt.txt";
+    intermem::open_notes(bus, &info, false)?.write(&name, prompt.as_bytes(), false)?;
+    let prompt_file = written.path.with_file_name(&name);
     let argv = host
         .profile()
         .fresh_session
@@ -94,6 +104,7 @@ pub fn prepare(
         host,
         cwd,
         note: written.path,
+        prompt_file,
         argv,
     })
 }

@@ -401,7 +401,7 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     reply.problems.extend(c.problems);
     reply.problems.extend(refused.take());
     reply.checkpoint = c.checkpoint;
-    if subagent && let Err(e) = crate::subagent::seen(h, input, cfg) {
+    if subagent && let Err(e) = crate::subagent::seen(h, input) {
         reply.problems.push(e.to_string());
     }
 
@@ -597,7 +597,7 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         ..
     } = begin(h, input)?;
     let cfg = &settings.value;
-    if let Err(e) = crate::subagent::ended(h.bus, input, h.now, false) {
+    if let Err(e) = crate::subagent::ended(h, input, false) {
         reply.problems.push(e.to_string());
     }
     let known = state_dir(h.bus, false)
@@ -628,7 +628,7 @@ pub fn session_end(h: &Hook, input: &HookInput) -> Result<(), Error> {
     if session.is_empty() {
         return Ok(());
     }
-    crate::subagent::ended(h.bus, input, h.now, true)?;
+    crate::subagent::ended(h, input, true)?;
     let Ok(last) = h.bus.read_typed::<Pressure>(session) else {
         return Ok(());
     };

@@ -63,7 +63,8 @@ impl Handoff {
         if self.json {
             say_json!(serde_json::json!({
                 "session": h.session, "agent": h.host.as_str(), "cwd": h.cwd,
-                "note": h.note, "argv": h.argv,
+                "note": h.note, "prompt_file": h.prompt_file, "argv": h.argv,
+                "command": printed(&h),
             }));
             return Ok(exit::OK);
         }
@@ -75,11 +76,7 @@ impl Handoff {
             h.note.display()
         );
         if !self.run {
-            say!(
-                "cd {} && {}",
-                shell_words::quote(&h.cwd.to_string_lossy()),
-                shell_words::join(&h.argv)
-            );
+            say!("{}", printed(&h));
             return Ok(exit::OK);
         }
         let status = std::process::Command::new(&h.argv[0])
@@ -90,5 +87,40 @@ impl Handoff {
         Ok(status
             .code()
             .map_or(exit::TROUBLE, |c| c.clamp(0, 255) as u8))
+    }
+}
+
+/// The command line a person runs: the folder, then the agent with its
+/// prompt read from its file (a note of kilobytes, with newlines, does not
+/// belong on a terminal's line), quoted for the shell it is given to.
+fn printed(h: &handoff::Handoff) -> String {
+    // (The prompt is the last word.)
+    let prompt_at = h.argv.len().saturating_sub(1);
+    let file = h.prompt_file.to_string_lossy();
+    let words: Vec<String> = h.argv[..prompt_at].iter().map(|w| quote(w)).collect();
+    if cfg!(windows) {
+        // PowerShell's.
+        format!(
+            "Set-Location {}; {} (Get-Content -Raw {})",
+            quote(&h.cwd.to_string_lossy()),
+            words.join(" "),
+            quote(&file)
+        )
+    } else {
+        format!(
+            "cd {} && {} \"$(cat {})\"",
+            quote(&h.cwd.to_string_lossy()),
+            words.join(" "),
+            quote(&file)
+        )
+    }
+}
+
+/// A word quoted for the shell the printed line is for.
+fn quote(word: &str) -> String {
+    if cfg!(windows) {
+        format!("'{}'", word.replace('\'', "''"))
+    } else {
+        shell_words::quote(word).into_owned()
     }
 }

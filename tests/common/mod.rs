@@ -18,7 +18,8 @@ pub const COPILOT_SHELL: &str = if cfg!(windows) { "powershell" } else { "bash" 
 /// at all (docs/hosts.md, Wine's gaps); such a start is tried again, at most
 /// five times. Any other failure, and every failure elsewhere, fails the test.
 pub trait Start {
-    /// `spawn()`, its start tried again where Wine failed it.
+    /// `spawn()`, its start tried again where Wine failed it, or Linux found
+    /// the program still open for writing (ETXTBSY).
     fn start(&mut self) -> std::process::Child;
     /// `output()`, its start tried again where Wine failed it.
     fn finish(&mut self) -> Output;
@@ -35,11 +36,19 @@ impl Start for Command {
 
 fn retry_start<T>(mut f: impl FnMut() -> std::io::Result<T>) -> T {
     const WINE_START_FAILED: i32 = 1359;
+    // A script a test has just written is, for a moment, still open for
+    // writing in a process another test forked meanwhile (until it execs):
+    // Linux refuses to run it then (ETXTBSY). It passes by itself.
+    const TEXT_FILE_BUSY: i32 = 26;
     let mut tries = 0;
     loop {
         match f() {
             Err(e) if cfg!(windows) && e.raw_os_error() == Some(WINE_START_FAILED) && tries < 5 => {
                 tries += 1
+            }
+            Err(e) if cfg!(unix) && e.raw_os_error() == Some(TEXT_FILE_BUSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
             r => return r.unwrap(),
         }

@@ -509,3 +509,28 @@ pub fn main(
     };
     libtest_mimic::run(&args, vec![trial]).exit_code()
 }
+
+/// `interband handoff --session S --json` in `w`: the fresh session's
+/// command line must be `agent`'s own, in the session's folder; returns its
+/// first prompt (the note, framed) and the note's file name.
+pub fn handoff(w: &crate::common::World, session: &str, agent: &str) -> (String, String) {
+    let o = w.run(&["handoff", "--session", session, "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let h: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(h["agent"], agent, "{h}");
+    let argv: Vec<String> = serde_json::from_value(h["argv"].clone()).unwrap();
+    assert_eq!(argv[0], agent, "{argv:?}");
+    let prompt = argv.last().unwrap().clone();
+    assert!(prompt.contains("<interband-memory-note"), "{prompt}");
+    let note = std::path::Path::new(h["note"].as_str().unwrap())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    (prompt, note)
+}
