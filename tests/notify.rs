@@ -232,3 +232,49 @@ fn the_real_claude_code_in_tmux_carried_the_loop_to_the_person() {
         "the fresh session's first request carries the note"
     );
 }
+
+#[test]
+#[cfg(target_os = "linux")] // a shell script stands in for notify-send
+fn the_desktop_is_told_through_notify_send_with_the_words_as_arguments() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let bin = w.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let told = w.dir.path().join("told.txt");
+    let fake = bin.join("notify-send");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> '{}'; done\n",
+            told.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    user_config(&w, "[notify]\nterminal = false\ndesktop = true\n");
+    std::fs::create_dir_all(w.dir.path().join("shop")).unwrap();
+    let t = transcript(w.dir.path(), "s-desk", 165_000, "2.1.332");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for name in ["PostToolUse", "Stop"] {
+        let input = event(&w, name, "s-desk", &t, json!({"stop_hook_active": false}));
+        let mut cmd = w.cmd(&["hook", "--host", "claude"]);
+        cmd.env("PATH", &path).env("CLAUDE_CODE_ENTRYPOINT", "cli");
+        let o = with_stdin(&mut cmd, input.to_string().as_bytes());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let args: Vec<String> = std::fs::read_to_string(&told)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(&args[..3], ["-a", "interband", "--"], "{args:?}");
+    assert_eq!(args[3], "interband: the context is nearly full", "{args:?}");
+    assert!(
+        args[4].starts_with("shop: a memory note is saved"),
+        "{args:?}"
+    );
+}

@@ -123,6 +123,8 @@ impl SessionInfo {
 /// assert!(own_transcript(s, "/h/.claude/projects/-p/d6d5a7f1-e821-4196-b0bd-c3da854c1920.jsonl").is_some());
 /// assert!(own_transcript(s, "/h/.gemini/tmp/p/chats/session-2026-11-30T07-24-d6d5a7f1.jsonl").is_some());
 /// assert!(own_transcript(s, "/h/.claude/projects/-other/0a9b8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d.jsonl").is_none());
+/// assert!(own_transcript(s, "/h/.copilot/session-state/d6d5a7f1-e821-4196-b0bd-c3da854c1920/events.jsonl").is_some());
+/// assert!(own_transcript(s, "/h/.copilot/session-state/0a9b8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d/events.jsonl").is_none());
 /// assert!(own_transcript(s, "/h/.aws/credentials").is_none());
 /// ```
 pub fn own_transcript(session: &str, path: &str) -> Option<PathBuf> {
@@ -133,8 +135,14 @@ pub fn own_transcript(session: &str, path: &str) -> Option<PathBuf> {
     // an index that Claude Code loads into every later session.
     let short = safe_key(&session.chars().take(8).collect::<String>());
     let json = name.ends_with(".jsonl") || name.ends_with(".json");
+    // (Copilot CLI names the folder: `session-state/<session>/events.jsonl`.)
+    let folder = p
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|f| f.to_str());
     let named = (session.len() >= 8 && name.contains(session))
-        || (short.len() == 8 && name.contains(&format!("-{short}.")));
+        || (short.len() == 8 && name.contains(&format!("-{short}.")))
+        || (session.len() >= 8 && folder == Some(session));
     (json && named && p.is_absolute()).then(|| p.to_owned())
 }
 

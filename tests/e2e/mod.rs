@@ -526,7 +526,10 @@ pub fn handoff(w: &crate::common::World, session: &str, agent: &str) -> (String,
     let argv: Vec<String> = serde_json::from_value(h["argv"].clone()).unwrap();
     assert_eq!(argv[0], agent, "{argv:?}");
     let prompt = argv.last().unwrap().clone();
-    assert!(prompt.contains("<interband-memory-note"), "{prompt}");
+    assert!(
+        prompt.contains("<interband-memory-note") && prompt.contains("## Task"),
+        "the note, with the session's task: {prompt}"
+    );
     let note = std::path::Path::new(h["note"].as_str().unwrap())
         .file_name()
         .unwrap()
