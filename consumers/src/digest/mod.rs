@@ -163,8 +163,22 @@ pub fn digest_file(path: &Path, limits: &Limits) -> io::Result<Digest> {
 /// [`digest_file`] of a transcript in `host`'s format.
 pub fn digest_file_as(path: &Path, limits: &Limits, host: Host) -> io::Result<Digest> {
     let (file, len) = interband_hosts::open_transcript(path)?;
+    // Gemini CLI before 0.39 recorded a chat as one JSON document: read as
+    // the lines it writes since (bounded: a larger one gives no digest).
+    let document = host == Host::Gemini && path.extension().is_some_and(|e| e == "json");
+    if document {
+        if len > MAX_DOCUMENT_BYTES {
+            return Ok(Digest::default());
+        }
+        let mut lines = Vec::new();
+        interband_hosts::gemini::document_lines(io::BufReader::new(&file), &mut lines)?;
+        return Ok(digest_as(&lines, limits, host));
+    }
     digest_source(&file, len, limits, host, Reading::DEFAULT)
 }
+
+/// The largest one-document chat read for a digest (Gemini CLI before 0.39).
+const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 
 /// The same on bytes in memory (the whole file).
 ///

@@ -994,3 +994,20 @@ fn the_task_tools_keep_a_list_as_todos() {
     let d2 = digest(&jsonl(&big), &Limits::default());
     assert_eq!(d2.todos, d.todos);
 }
+
+/// Gemini CLI before 0.39 (`tests/fixtures/gemini-cli-0.21.3/`): the chat is
+/// one JSON document, a prompt's content its text; its note has the task.
+#[test]
+fn an_old_gemini_chat_document_gives_its_prompt_and_calls() {
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/gemini-cli-0.21.3/chat.session.json"
+    ));
+    let d = digest_file_as(path, &Limits::default(), Host::Gemini).unwrap();
+    assert_eq!(
+        d.first_prompt.as_deref(),
+        Some("Run echo twice, then say done."),
+        "{d:?}"
+    );
+    assert!(!d.commands.is_empty(), "{d:?}");
+}

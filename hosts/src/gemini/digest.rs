@@ -35,6 +35,12 @@ pub fn items(raw: &[u8], out: &mut Vec<Item>) {
     }
     match line.get("type").and_then(Value::as_str) {
         Some("user") => {
+            // Before 0.39 (one JSON document) a prompt's content is its text.
+            if let Some(text) = line.get("content").and_then(Value::as_str)
+                && let Some(prompt) = prompt_from_str(text).filter(|t| !t.starts_with('<'))
+            {
+                out.push(Item::Prompt(prompt.to_owned()));
+            }
             let content = line.get("content").and_then(Value::as_array);
             for part in content.into_iter().flatten() {
                 if let Some(r) = part.get("functionResponse") {
