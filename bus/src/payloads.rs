@@ -617,6 +617,33 @@ pub struct SubagentContext {
     #[serde(serialize_with = "seconds")]
     pub ts: f64,
 }
+impl SubagentContext {
+    /// A subagent with no call for this long is taken for gone (its end
+    /// was not seen: a host that lists no running tasks, a session killed).
+    pub const STALE_SECS: f64 = 1800.0;
+
+    /// The key of `agent`'s context, under its `session`.
+    pub fn key(session: &str, agent: &str) -> String {
+        crate::paths::safe_key(&format!("{session}--{agent}"))
+    }
+
+    /// The subagents of `session` still running at `now` (not ended, not
+    /// stale), oldest first.
+    pub fn running(bus: &crate::Bus, session: &str, now: f64) -> Vec<SubagentContext> {
+        let prefix = Self::key(session, "");
+        let mut list: Vec<SubagentContext> = bus
+            .keys(Self::NAMESPACE, Self::CHANNEL)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|k| k.starts_with(&prefix))
+            .filter_map(|k| bus.read_typed::<SubagentContext>(&k).ok())
+            .map(|e| e.payload)
+            .filter(|a| a.ended_at.is_none() && now - a.ts <= Self::STALE_SECS)
+            .collect();
+        list.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+        list
+    }
+}
 contract!(
     SubagentContext,
     "interpulse",

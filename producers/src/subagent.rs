@@ -7,18 +7,12 @@
 
 use std::path::Path;
 
-use interband::paths::safe_key;
 use interband::payloads::SubagentContext;
 use interband_hosts::Known;
 use interband_hosts::input::HookInput;
 
 use crate::Error;
 use crate::hook::Hook;
-
-/// The key of `agent`'s context, under its `session`.
-pub fn key(session: &str, agent: &str) -> String {
-    safe_key(&format!("{session}--{agent}"))
-}
 
 /// What `agent`'s own transcript says now: its tokens, window and model.
 struct Figure {
@@ -71,7 +65,7 @@ pub fn seen(h: &Hook, input: &HookInput) -> Result<(), Error> {
     let (Some(agent), session) = (input.agent_id.as_deref(), input.session_id.trim()) else {
         return Ok(());
     };
-    let key = key(session, agent);
+    let key = SubagentContext::key(session, agent);
     let before = h
         .bus
         .read_typed::<SubagentContext>(&key)
@@ -114,7 +108,7 @@ pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
     if running.is_none() && !all {
         return Ok(());
     }
-    let prefix = key(session, "");
+    let prefix = SubagentContext::key(session, "");
     for k in h.bus.keys("interpulse", "subagent")? {
         if !k.starts_with(&prefix) {
             continue;

@@ -303,7 +303,7 @@ pub fn snapshot_of(
                     .map(|e| e.payload),
                 checkpoint: bus.read_typed::<Checkpoint>(&key).ok().map(|e| e.payload),
                 compaction: super::pulse::compaction(bus, &r.session),
-                subagents: running_subagents(bus, &r.session, now),
+                subagents: SubagentContext::running(bus, &r.session, now),
                 session: r.session,
                 host: host.clone(),
                 project,
@@ -431,26 +431,6 @@ fn cells(s: &Session) -> [String; 13] {
         s.markers(),
         s.session.chars().take(8).collect(),
     ]
-}
-
-/// A subagent with no call for this long is taken for gone (its end was
-/// not seen: a host that lists no running tasks, a session killed).
-const SUBAGENT_STALE_SECS: f64 = 1800.0;
-
-/// The subagents of `session` still running, oldest first.
-fn running_subagents(bus: &Bus, session: &str, now: f64) -> Vec<SubagentContext> {
-    let prefix = interpulse::subagent::key(session, "");
-    let mut list: Vec<SubagentContext> = bus
-        .keys("interpulse", "subagent")
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|k| k.starts_with(&prefix))
-        .filter_map(|k| bus.read_typed::<SubagentContext>(&k).ok())
-        .map(|e| e.payload)
-        .filter(|a| a.ended_at.is_none() && now - a.ts <= SUBAGENT_STALE_SECS)
-        .collect();
-    list.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    list
 }
 
 /// A subagent's row, under its session's: who it is (in PROJECT), its

@@ -279,26 +279,12 @@ pub(crate) fn context_segment(ctx: &Ctx) -> Option<String> {
     Some(format!("ctx {}", ctx.paint(view.level, &body)))
 }
 
-/// A subagent with no call for this long is taken for gone.
-const SUBAGENT_STALE_SECS: f64 = 1800.0;
-
 /// `agents`: the session's subagents running, and the fullest's share of
 /// its own window ("⑂ 2 agents, fullest 45%"); nothing when none runs.
 pub(crate) fn agents_segment(ctx: &Ctx) -> Option<String> {
     use interband::payloads::SubagentContext;
     let session = ctx.session()?;
-    let prefix = interband::paths::safe_key(&format!("{session}--"));
-    let now = crate::now_secs();
-    let running: Vec<SubagentContext> = ctx
-        .bus()
-        .keys("interpulse", "subagent")
-        .ok()?
-        .into_iter()
-        .filter(|k| k.starts_with(prefix.as_str()))
-        .filter_map(|k| ctx.bus().read_typed::<SubagentContext>(&k).ok())
-        .map(|e| e.payload)
-        .filter(|a| a.ended_at.is_none() && now - a.ts <= SUBAGENT_STALE_SECS)
-        .collect();
+    let running = SubagentContext::running(ctx.bus(), session, crate::now_secs());
     if running.is_empty() {
         return None;
     }
