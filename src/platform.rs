@@ -252,3 +252,20 @@ pub fn stop_signals() -> &'static [i32] {
         &[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
     }
 }
+
+/// `cmd.spawn()`, a start that Wine fails now and then under load with
+/// `ERROR_INTERNAL_ERROR` (1359) before the program runs at all tried again,
+/// at most five times (docs/hosts.md, Wine's gaps). Any other failure is
+/// returned as it is; on Unix this is `spawn()`.
+pub fn spawn(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    const WINE_START_FAILED: i32 = 1359;
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if cfg!(windows) && e.raw_os_error() == Some(WINE_START_FAILED) && tries < 5 => {
+                tries += 1
+            }
+            r => return r,
+        }
+    }
+}

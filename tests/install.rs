@@ -289,7 +289,11 @@ fn a_missing_settings_file_is_created_and_uninstall_removes_it() {
     }
     assert_eq!(
         s["statusLine"],
-        json!({"type": "command", "command": format!("{} statusline --host claude", program())})
+        json!({
+            "type": "command",
+            "command": format!("{} statusline --host claude", program()),
+            "refreshInterval": 5
+        })
     );
     assert!(!sibling(&path, ".interband-backup").exists());
 
@@ -298,6 +302,38 @@ fn a_missing_settings_file_is_created_and_uninstall_removes_it() {
     assert!(stdout(&o).contains("deleted"), "{}", stdout(&o));
     assert!(!path.exists());
     assert!(!sibling(&path, ".interband-install.json").exists());
+}
+
+/// Claude Code reruns a statusline every `refreshInterval` seconds: ours,
+/// alone, asks for 5 (a running subagent's figure moves between redraws),
+/// unless the person chose how often; one that wraps theirs asks nothing
+/// (theirs would run as often). Uninstall gives each file back as it was.
+#[test]
+fn the_statusline_alone_is_rerun_every_few_seconds_unless_the_person_said_how_often() {
+    for (before, interval) in [
+        (r#"{"statusLine": {"type": "command", "command": ""}}"#, Some(5)),
+        (
+            r#"{"statusLine": {"type": "command", "command": "", "refreshInterval": 30}}"#,
+            Some(30),
+        ),
+        (
+            r#"{"statusLine": {"type": "command", "command": "my-status"}}"#,
+            None,
+        ),
+    ] {
+        let w = World::new();
+        let path = w.dir.path().join("settings.json");
+        std::fs::write(&path, before).unwrap();
+        ok(&w.run(&settings_args("install", &path, &[])));
+        let s = read(&path);
+        assert_eq!(
+            s["statusLine"]["refreshInterval"].as_u64(),
+            interval,
+            "{before}: {s}"
+        );
+        ok(&w.run(&settings_args("uninstall", &path, &[])));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    }
 }
 
 #[test]

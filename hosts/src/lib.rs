@@ -125,6 +125,12 @@ pub struct Profile {
     pub install_notes: fn(settings: &serde_json::Value, flags: &str) -> Vec<String>,
     /// Whether the host runs a statusline command interband can take part in.
     pub statusline: bool,
+    /// How often, in seconds, the host is asked to run interband's
+    /// statusline again between its own redraws, where it can be (Claude
+    /// Code's `statusLine.refreshInterval`; a release without it drops the
+    /// key). Without it a running subagent's figure shows only as fresh as
+    /// the host's last redraw, which waits for the main agent's next message.
+    pub statusline_refresh: Option<u64>,
     /// The window a model's name says, where the host's names say one
     /// (Claude Code's `[1m]`, by its table).
     pub model_window: Option<fn(model: &str) -> u64>,
@@ -455,6 +461,9 @@ pub const CLAUDE: Profile = Profile {
         ev("SessionEnd", None, 10),
     ],
     statusline: true,
+    // Seen in 2.1.332 (tests/fixtures/claude-code-2.1.332-subagent-tmux):
+    // at 2 s the running subagent's figure showed; without it, never.
+    statusline_refresh: Some(5),
     model_window: Some(claude::requested_window),
     statusline_context: None,
     project_vars: &["CLAUDE_PROJECT_DIR"],
@@ -543,6 +552,7 @@ pub const CODEX: Profile = Profile {
         ev("SessionEnd", None, 3),
     ],
     statusline: false,
+    statusline_refresh: None,
     model_window: None,
     statusline_context: None,
     project_vars: &[],
@@ -615,6 +625,7 @@ pub const GEMINI: Profile = Profile {
         ev("SessionEnd", None, 10000),
     ],
     statusline: false,
+    statusline_refresh: None,
     model_window: None,
     statusline_context: None,
     project_vars: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
@@ -697,6 +708,7 @@ pub const QWEN: Profile = Profile {
         ev("SessionEnd", None, 10000),
     ],
     statusline: false,
+    statusline_refresh: None,
     model_window: None,
     statusline_context: None,
     project_vars: &["QWEN_PROJECT_DIR"],
@@ -795,6 +807,7 @@ pub const COPILOT: Profile = Profile {
     ],
     install_notes: copilot::install_notes,
     statusline: true,
+    statusline_refresh: None,
     model_window: None,
     statusline_context: Some(copilot::statusline_context),
     project_vars: &[],

@@ -159,8 +159,7 @@ impl World {
                 cmd.env_remove(&*k);
             }
         }
-        let mut child = cmd
-            .args(args)
+        cmd.args(args)
             .env("INTERBAND_ROOT", self.root())
             .env("HOME", self.dir.path().join("home"))
             .env("USERPROFILE", self.dir.path().join("home"))
@@ -171,8 +170,8 @@ impl World {
             .env_remove("XDG_CONFIG_HOME")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
+            .stderr(Stdio::null());
+        let mut child = crate::platform::spawn(&mut cmd)
             .with_context(|| format!("cannot run {}", self.bin.display()))?;
         child
             .stdin

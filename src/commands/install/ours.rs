@@ -16,6 +16,9 @@ pub(super) struct Ours {
     plain_statusline: String,
     /// The statusline as an earlier install wrote it, without the host.
     earlier_statusline: String,
+    /// The host's rerun of a statusline alone, in seconds, where it has one
+    /// (`Profile::statusline_refresh`).
+    pub(super) refresh: Option<u64>,
 }
 
 /// How a hook runs a program found on each user's PATH (a project's
@@ -84,6 +87,7 @@ impl Ours {
             },
             plain_statusline,
             earlier_statusline: format!("{program} statusline"),
+            refresh: host.profile().statusline_refresh,
             program,
         }
     }

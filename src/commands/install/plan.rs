@@ -156,8 +156,10 @@ pub(super) enum StatusPlan {
 
 pub(super) fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
     let Some(current) = settings.get("statusLine") else {
+        let mut installed = json!({"type": "command", "command": ours.statusline});
+        refreshed(&mut installed, ours);
         return StatusPlan::Set {
-            installed: json!({"type": "command", "command": ours.statusline}),
+            installed,
             original: None,
             how: "statusLine".into(),
         };
@@ -197,6 +199,7 @@ pub(super) fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
         }
         _ => {
             installed["command"] = ours.statusline.clone().into();
+            refreshed(&mut installed, ours);
             "statusLine".to_string()
         }
     };
@@ -205,6 +208,16 @@ pub(super) fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
         installed,
         original: Some(current.clone()),
         how,
+    }
+}
+
+/// Our statusline, alone, asked to run again every few seconds where the
+/// host can (a running subagent's figure moves between the host's redraws),
+/// unless the person set how often. One that wraps theirs is not: theirs
+/// would run as often, at its own cost.
+fn refreshed(statusline: &mut Value, ours: &Ours) {
+    if let (Some(secs), Some(o)) = (ours.refresh, statusline.as_object_mut()) {
+        o.entry("refreshInterval").or_insert(secs.into());
     }
 }
 
