@@ -269,3 +269,96 @@ pub fn spawn(cmd: &mut std::process::Command) -> std::io::Result<std::process::C
         }
     }
 }
+
+/// The argv that runs the person's own statusline, which ours wraps
+/// (`--wrap ARGV`): as given, except on Windows where install's `sh -c
+/// COMMAND` finds no `sh` on the PATH (the host ran ours in PowerShell or
+/// cmd.exe, not Git Bash): COMMAND then runs in the shell the host would
+/// have run it in, `shell`.
+pub fn wrapped_argv(argv: &[String], shell: &interband_hosts::WindowsShell) -> Vec<String> {
+    let found = |program: &str| {
+        if is_path(program) {
+            Path::new(program).is_file()
+        } else {
+            path_candidates(program).any(|p| p.is_file())
+        }
+    };
+    wrapped_argv_where(argv, shell, cfg!(windows), found)
+}
+
+fn wrapped_argv_where(
+    argv: &[String],
+    shell: &interband_hosts::WindowsShell,
+    windows: bool,
+    found: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    match argv {
+        [sh, c, command] if windows && sh == "sh" && c == "-c" && !found("sh") => {
+            match shell.programs.iter().find(|p| found(p)) {
+                Some(program) => std::iter::once(*program)
+                    .chain(shell.args.iter().copied())
+                    .map(str::to_owned)
+                    .chain(Some(command.clone()))
+                    .collect(),
+                None => argv.to_vec(),
+            }
+        }
+        _ => argv.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_wrapped_statusline_runs_in_the_hosts_windows_shell_where_no_sh_is_found() {
+        let claude = &interband_hosts::CLAUDE.statusline_shell_windows;
+        let theirs = words(&["sh", "-c", "node C:/x/status.js \"a b\""]);
+        // Unix, or Windows with Git Bash's sh: as install wrote it.
+        assert_eq!(
+            wrapped_argv_where(&theirs, claude, false, |_| false),
+            theirs
+        );
+        assert_eq!(wrapped_argv_where(&theirs, claude, true, |_| true), theirs);
+        // Windows without sh: Claude Code's PowerShell, Windows PowerShell
+        // when PowerShell 7 is not installed.
+        let ps = |p: &str| p == "powershell";
+        assert_eq!(
+            wrapped_argv_where(&theirs, claude, true, ps),
+            words(&[
+                "powershell",
+                "-NoProfile",
+                "-NonInteractive",
+                "-ExecutionPolicy",
+                "Bypass",
+                "-Command",
+                "node C:/x/status.js \"a b\""
+            ])
+        );
+        let pwsh7 = |p: &str| p.ends_with("/7/pwsh.exe") || p == "powershell";
+        assert_eq!(
+            wrapped_argv_where(&theirs, claude, true, pwsh7)[0],
+            "C:/Program Files/PowerShell/7/pwsh.exe"
+        );
+        // Qwen Code's is cmd.exe.
+        assert_eq!(
+            wrapped_argv_where(
+                &theirs,
+                &interband_hosts::QWEN.statusline_shell_windows,
+                true,
+                |p| p == "cmd"
+            ),
+            words(&["cmd", "/d", "/s", "/c", "node C:/x/status.js \"a b\""])
+        );
+        // No shell at all: as written (its failure says why in the line);
+        // an argv of the person's own is never rewritten.
+        assert_eq!(wrapped_argv_where(&theirs, claude, true, |_| false), theirs);
+        let own = words(&["my-status", "--short"]);
+        assert_eq!(wrapped_argv_where(&own, claude, true, |_| true), own);
+    }
+}

@@ -194,6 +194,33 @@ fn a_wrapped_statusline_that_fails_is_said_in_the_line_and_logged_once() {
     }
 }
 
+/// Install's form, `--wrap sh -c CMD`, runs the person's own statusline on
+/// every system: where no `sh` is on the PATH (Windows without Git Bash),
+/// CMD runs in the shell the host runs its statusline in: Copilot CLI's
+/// cmd.exe here (Claude Code's PowerShell, which Wine lacks, is the unit
+/// test's).
+#[test]
+fn installs_form_of_a_wrapped_statusline_runs_even_where_no_sh_is() {
+    let w = World::new();
+    let input = capture("statusLine.input.json");
+    let mut cmd = w.cmd(&[
+        "statusline",
+        "--host",
+        "copilot",
+        "--wrap",
+        "sh",
+        "-c",
+        "echo theirs",
+    ]);
+    if cfg!(windows) {
+        cmd.env("PATH", "C:\\windows\\system32;C:\\windows");
+    }
+    let o = with_stdin(cmd.env("NO_COLOR", "1"), &input);
+    assert_eq!(code(&o), 0);
+    let line = stdout(&o);
+    assert!(line.starts_with("theirs"), "{line}");
+}
+
 #[test]
 fn the_statusline_still_prints_a_line_without_a_bus() {
     let w = World::new();

@@ -236,6 +236,56 @@ fn the_wrapped_statusline_runs_their_command_and_appends_ours() {
     assert!(line.contains("GREEN"), "{line}");
 }
 
+/// Copilot CLI runs a statusline in `sh -c` on Unix and in cmd.exe on
+/// Windows (docs/hosts.md, "Platforms"): the installed command wrapping
+/// the person's own runs theirs and appends ours in each, and on Windows
+/// with no `sh` on the PATH (no Git Bash) theirs runs in cmd.exe as Copilot
+/// would run it.
+#[test]
+fn a_wrapped_statusline_runs_in_the_shell_the_host_runs_it_in() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    let before = r#"{"statusLine": {"type": "command", "command": "echo MINE --short"}}"#;
+    std::fs::write(&path, before).unwrap();
+    ok(&w.run(&settings_args("install", &path, &["--host", "copilot"])));
+    let command = read(&path)["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // As Node runs a command with `shell: true`: on Windows `cmd.exe /d /s
+    // /c "COMMAND"`, the command line verbatim (no C runtime escaping).
+    #[cfg(windows)]
+    let mut shell = {
+        use std::os::windows::process::CommandExt;
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/d", "/s", "/c"])
+            .raw_arg(format!("\"{command}\""))
+            .env("PATH", "C:\\windows\\system32;C:\\windows");
+        c
+    };
+    #[cfg(not(windows))]
+    let mut shell = {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", &command]);
+        c
+    };
+    shell
+        .env("INTERBAND_ROOT", w.root())
+        .env("HOME", w.home())
+        .env("USERPROFILE", w.home())
+        .env("NO_COLOR", "1");
+    let input = std::fs::read(
+        repo().join("tests/fixtures/copilot-cli-1.0.102/statusLine.input.after-first-prompt.json"),
+    )
+    .unwrap();
+    let o = with_stdin(&mut shell, &input);
+    ok(&o);
+    let line = stdout(&o);
+    assert!(line.starts_with("MINE --short │ "), "{command}: {line}");
+    ok(&w.run(&settings_args("uninstall", &path, &["--host", "copilot"])));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+}
+
 #[test]
 fn dry_run_prints_a_diff_and_writes_nothing() {
     let w = World::new();
@@ -311,7 +361,10 @@ fn a_missing_settings_file_is_created_and_uninstall_removes_it() {
 #[test]
 fn the_statusline_alone_is_rerun_every_few_seconds_unless_the_person_said_how_often() {
     for (before, interval) in [
-        (r#"{"statusLine": {"type": "command", "command": ""}}"#, Some(5)),
+        (
+            r#"{"statusLine": {"type": "command", "command": ""}}"#,
+            Some(5),
+        ),
         (
             r#"{"statusLine": {"type": "command", "command": "", "refreshInterval": 30}}"#,
             Some(30),

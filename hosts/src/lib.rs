@@ -131,6 +131,10 @@ pub struct Profile {
     /// key). Without it a running subagent's figure shows only as fresh as
     /// the host's last redraw, which waits for the main agent's next message.
     pub statusline_refresh: Option<u64>,
+    /// The shell the host runs its statusline command in on Windows when
+    /// no POSIX shell does: what runs the person's own statusline that
+    /// interband's wraps, there.
+    pub statusline_shell_windows: WindowsShell,
     /// The window a model's name says, where the host's names say one
     /// (Claude Code's `[1m]`, by its table).
     pub model_window: Option<fn(model: &str) -> u64>,
@@ -320,6 +324,37 @@ pub struct Steer {
     pub limit: usize,
 }
 
+/// The shell a host runs its statusline command in on Windows when no
+/// POSIX shell (Git Bash) runs it: the first of [`WindowsShell::programs`]
+/// found, with [`WindowsShell::args`] before the command (docs/hosts.md,
+/// "Platforms").
+#[derive(Debug)]
+pub struct WindowsShell {
+    /// The programs looked for, in the host's order (a name on the PATH or
+    /// a path).
+    pub programs: &'static [&'static str],
+    /// The arguments before the command.
+    pub args: &'static [&'static str],
+    /// Whether it reads `'...'` as one word, as Git Bash does (PowerShell;
+    /// cmd.exe does not).
+    pub single_quotes: bool,
+}
+
+/// PowerShell 7, else Windows PowerShell, reading the command after
+/// `-Command`, as Gemini CLI and Codex run one.
+const POWERSHELL: WindowsShell = WindowsShell {
+    programs: &["pwsh", "powershell"],
+    args: &["-NoProfile", "-Command"],
+    single_quotes: true,
+};
+
+/// `%ComSpec%`, as Node runs a command with `shell: true`.
+const CMD: WindowsShell = WindowsShell {
+    programs: &["cmd"],
+    args: &["/d", "/s", "/c"],
+    single_quotes: false,
+};
+
 /// What a host event means to interband: the front door acts on this, never
 /// on a host's own name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -464,6 +499,23 @@ pub const CLAUDE: Profile = Profile {
     // Seen in 2.1.332 (tests/fixtures/claude-code-2.1.332-subagent-tmux):
     // at 2 s the running subagent's figure showed; without it, never.
     statusline_refresh: Some(5),
+    // Without Git Bash (from 2.1.120): PowerShell 7 where it is installed,
+    // else Windows PowerShell, with these arguments (2.1.332's own list).
+    statusline_shell_windows: WindowsShell {
+        programs: &[
+            "C:/Program Files/PowerShell/7/pwsh.exe",
+            "C:/Program Files/PowerShell/7-preview/pwsh.exe",
+            "powershell",
+        ],
+        args: &[
+            "-NoProfile",
+            "-NonInteractive",
+            "-ExecutionPolicy",
+            "Bypass",
+            "-Command",
+        ],
+        single_quotes: true,
+    },
     model_window: Some(claude::requested_window),
     statusline_context: None,
     project_vars: &["CLAUDE_PROJECT_DIR"],
@@ -553,6 +605,7 @@ pub const CODEX: Profile = Profile {
     ],
     statusline: false,
     statusline_refresh: None,
+    statusline_shell_windows: POWERSHELL,
     model_window: None,
     statusline_context: None,
     project_vars: &[],
@@ -626,6 +679,7 @@ pub const GEMINI: Profile = Profile {
     ],
     statusline: false,
     statusline_refresh: None,
+    statusline_shell_windows: POWERSHELL,
     model_window: None,
     statusline_context: None,
     project_vars: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
@@ -709,6 +763,8 @@ pub const QWEN: Profile = Profile {
     ],
     statusline: false,
     statusline_refresh: None,
+    // `ui.statusLine` in %ComSpec%, where Git Bash did not start it.
+    statusline_shell_windows: CMD,
     model_window: None,
     statusline_context: None,
     project_vars: &["QWEN_PROJECT_DIR"],
@@ -808,6 +864,7 @@ pub const COPILOT: Profile = Profile {
     install_notes: copilot::install_notes,
     statusline: true,
     statusline_refresh: None,
+    statusline_shell_windows: CMD,
     model_window: None,
     statusline_context: Some(copilot::statusline_context),
     project_vars: &[],

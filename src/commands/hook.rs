@@ -385,8 +385,10 @@ impl Statusline {
         };
         // The user's own statusline: when it cannot give a line, the line
         // says why in its place (and the log, once), rather than vanish.
+        let shell = &host.unwrap_or_default().profile().statusline_shell_windows;
         let theirs = self.wrap.as_deref().map(|argv| {
-            match interline::wrap(argv, &buf, interline::wrap_timeout(s)) {
+            let argv = crate::platform::wrapped_argv(argv, shell);
+            match interline::wrap(&argv, &buf, interline::wrap_timeout(s)) {
                 Ok(line) => line,
                 Err(why) => {
                     if let Ok(bus) = Bus::from_env() {

@@ -19,6 +19,9 @@ pub(super) struct Ours {
     /// The host's rerun of a statusline alone, in seconds, where it has one
     /// (`Profile::statusline_refresh`).
     pub(super) refresh: Option<u64>,
+    /// Whether the shells the host runs its statusline in on Windows read
+    /// `'...'` as one word (Git Bash and PowerShell; not cmd.exe).
+    pub(super) single_quotes: bool,
 }
 
 /// How a hook runs a program found on each user's PATH (a project's
@@ -88,6 +91,7 @@ impl Ours {
             plain_statusline,
             earlier_statusline: format!("{program} statusline"),
             refresh: host.profile().statusline_refresh,
+            single_quotes: host.profile().statusline_shell_windows.single_quotes,
             program,
         }
     }
@@ -102,7 +106,10 @@ impl Ours {
     /// segment to its line; where our binary may go by itself, theirs alone
     /// runs once it is gone.
     pub(super) fn wrapping(&self, theirs: &str) -> String {
-        let quoted = shell_words::quote(theirs);
+        let quoted = match every_shell_quote(theirs, self.single_quotes) {
+            Some(q) if cfg!(windows) => q.into(),
+            _ => shell_words::quote(theirs),
+        };
         let run = format!("{} --wrap sh -c {quoted}", self.plain_statusline);
         if transient(&self.program) {
             format!(
@@ -139,6 +146,27 @@ impl Ours {
             Some(m) => json!({"matcher": m, "hooks": hooks}),
             None => json!({ "hooks": hooks }),
         }
+    }
+}
+
+/// `command` as one word that every shell the host may run its statusline
+/// in on Windows reads back as it is, and a POSIX split gives back too:
+/// Git Bash and PowerShell (Claude Code's), in single quotes where it has
+/// none; those and cmd.exe (Copilot CLI's), in double quotes where it has
+/// nothing any of them reads inside them. `None` when neither can be
+/// (Git Bash's form is written then, and install says so).
+pub(super) fn every_shell_quote(command: &str, single_quotes: bool) -> Option<String> {
+    // PowerShell takes the typographic quotes for its own quote characters.
+    const SINGLE: &[char] = &['\'', '\u{2018}', '\u{2019}', '\u{201a}', '\u{201b}'];
+    const IN_DOUBLE: &[char] = &[
+        '"', '$', '`', '\\', '!', '%', '\u{201c}', '\u{201d}', '\u{201e}',
+    ];
+    if single_quotes && !command.contains(SINGLE) {
+        Some(format!("'{command}'"))
+    } else if !command.contains(IN_DOUBLE) {
+        Some(format!("\"{command}\""))
+    } else {
+        None
     }
 }
 

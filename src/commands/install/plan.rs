@@ -195,7 +195,13 @@ pub(super) fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
         }
         Some(c) if !c.trim().is_empty() => {
             installed["command"] = ours.wrapping(c).into();
-            "statusLine (wrapping your command)".to_string()
+            if cfg!(windows) && every_shell_quote(c, ours.single_quotes).is_none() {
+                "statusLine (wrapping your command in a POSIX shell's quotes: it has quotes or \
+                 one of $ ` \\ ! % that the host's Windows shell reads otherwise)"
+                    .to_string()
+            } else {
+                "statusLine (wrapping your command)".to_string()
+            }
         }
         _ => {
             installed["command"] = ours.statusline.clone().into();

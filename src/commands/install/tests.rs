@@ -98,6 +98,51 @@ fn interband_commands_are_recognised_through_shell_quoting() {
     assert_eq!(words, [theirs]);
 }
 
+/// On Windows the wrapped statusline is quoted so that each shell the host
+/// may run it in reads it alike: Git Bash and PowerShell (Claude Code),
+/// cmd.exe (Copilot CLI).
+#[test]
+fn a_wrapped_statusline_is_quoted_for_every_shell_where_it_can_be() {
+    let (bash_or_powershell, cmd) = (true, false);
+    for (theirs, single_quotes, quoted) in [
+        ("my-status", bash_or_powershell, Some("'my-status'")),
+        ("my-status", cmd, Some("\"my-status\"")),
+        (
+            r#"node "C:/Program Files/x/status.js" --x $HOME"#,
+            bash_or_powershell,
+            Some(r#"'node "C:/Program Files/x/status.js" --x $HOME'"#),
+        ),
+        (r#"node "C:/x/status.js""#, cmd, None),
+        ("echo %USERPROFILE%", cmd, None),
+        (
+            "echo it's mine",
+            bash_or_powershell,
+            Some(r#""echo it's mine""#),
+        ),
+        ("echo it's mine", cmd, Some(r#""echo it's mine""#)),
+        (
+            "echo it\u{2019}s",
+            bash_or_powershell,
+            Some("\"echo it\u{2019}s\""),
+        ),
+        (r#"echo it's "mine""#, bash_or_powershell, None),
+        ("echo it's $HOME", bash_or_powershell, None),
+        ("echo it's `x`", bash_or_powershell, None),
+        ("echo it's C:\\x", bash_or_powershell, None),
+        ("echo it's great!", bash_or_powershell, None),
+    ] {
+        let q = every_shell_quote(theirs, single_quotes);
+        assert_eq!(q.as_deref(), quoted, "{theirs}");
+        if let Some(q) = q {
+            assert_eq!(shell_words::split(&q).unwrap(), [theirs], "{q}");
+            assert_eq!(
+                wrapped_theirs(&format!(" --wrap sh -c {q}")).unwrap(),
+                theirs
+            );
+        }
+    }
+}
+
 #[test]
 fn the_diff_is_unified() {
     let p = Path::new("s.json");
