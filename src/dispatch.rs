@@ -59,6 +59,16 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             input.transcript_path = Some(at.to_string_lossy().into_owned());
         }
     }
+    // A call made inside a subagent whose input does not say so (Gemini
+    // CLI): the host's records tell, so that it is the subagent's.
+    if moment == Moment::ToolDone
+        && !input.in_subagent()
+        && let Some(of) = profile.subagent_of
+        && let Some((agent, kind)) = of(&input)
+    {
+        input.agent_id = Some(agent);
+        input.agent_type = kind;
+    }
     let files = interband::settings::Files::read(project.as_deref(), o.env);
     let pulse = interpulse::config::Config::load_with_problems(&files, o.env);
     let theirs = AllSettings::load_from(&files, o.env);

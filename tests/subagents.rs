@@ -156,3 +156,198 @@ fn the_real_claude_code_in_tmux_showed_a_running_subagent_under_its_parent() {
         "ended with its parent's turn"
     );
 }
+
+/// A captured run's file, read.
+fn captured(folder: &str, name: &str) -> String {
+    std::fs::read_to_string(repo().join("tests/fixtures").join(folder).join(name)).unwrap()
+}
+
+/// A hook input of a capture with its paths moved from the captured home
+/// (`/home/user`) to `w`'s.
+fn moved(w: &World, input: &str) -> Value {
+    let home = w.home().to_string_lossy().replace('\\', "/");
+    serde_json::from_str(&input.replace("/home/user", &home)).unwrap()
+}
+
+fn hook(w: &World, host: &str, input: &Value) -> String {
+    let mut cmd = w.cmd(&["hook", "--host", host]);
+    let o = with_stdin(&mut cmd, input.to_string().as_bytes());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o)
+}
+
+fn top(w: &World) -> Vec<Value> {
+    serde_json::from_str(&stdout(&w.run(&["top", "--json"]))).unwrap()
+}
+
+/// Codex 0.171.0 runs a subagent (`spawn_agent`) as a thread of its own
+/// with a rollout of its own beside the session's; its hooks carry the
+/// session's id, its `agent_id` and its own rollout
+/// (`tests/fixtures/codex-0.171.0-subagent/`, captured). Its figure is its
+/// rollout's own (61k of its model's window: the parent's 30k stays);
+/// it ends when its rollout says its turn ended, at the parent's turn's end.
+#[test]
+fn a_codex_subagent_s_own_figure_from_its_own_rollout_until_its_turn_ends() {
+    const F: &str = "codex-0.171.0-subagent";
+    const SESSION: &str = "01a24267-dcff-7452-88f7-5a6513525589";
+    const AGENT: &str = "01a24267-ddc1-7283-b404-1514bd4d2901";
+    let w = World::new();
+    let day = w.home().join(".codex/sessions/2026/12/04");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    let parent = day.join(format!("rollout-2026-12-04T18-53-52-{SESSION}.jsonl"));
+    let child = day.join(format!("rollout-2026-12-04T18-53-52-{AGENT}.jsonl"));
+    std::fs::write(&parent, captured(F, "rollout.parent.jsonl")).unwrap();
+    // The subagent's rollout as it was at its third call: its turn runs.
+    let whole = captured(F, "rollout.subagent.jsonl");
+    let running: String = whole.lines().take(24).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&child, &running).unwrap();
+
+    hook(
+        &w,
+        "codex",
+        &moved(
+            &w,
+            &captured(F, "PostToolUse.parent.spawn_agent.input.json"),
+        ),
+    );
+    let before = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    let said = hook(
+        &w,
+        "codex",
+        &moved(&w, &captured(F, "PostToolUse.subagent.Bash-3.input.json")),
+    );
+    assert_eq!(said, "", "nothing of the parent's is told the subagent");
+    let key = format!("{SESSION}--{AGENT}");
+    let sub = w.bus().read("interpulse", "subagent", &key).unwrap();
+    let p = &sub.envelope.payload;
+    assert_eq!(p["agent_type"], "default", "{p}");
+    assert_eq!(
+        p["used_tokens"], 60_020,
+        "its own rollout's last figure: {p}"
+    );
+    assert_eq!(
+        p["window"], 258_400,
+        "its model's window, as Codex states it: {p}"
+    );
+    let after = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    assert_eq!(
+        after.envelope.payload["used_tokens"], before.envelope.payload["used_tokens"],
+        "the parent's stays"
+    );
+    assert_eq!(
+        after.envelope.payload["level"],
+        before.envelope.payload["level"]
+    );
+
+    // The parent's turn ends while the subagent's runs: it stays, under its parent.
+    hook(
+        &w,
+        "codex",
+        &moved(&w, &captured(F, "Stop.parent.input.json")),
+    );
+    let v = top(&w);
+    assert_eq!(v[0]["subagents"][0]["agent"], AGENT, "{v:?}");
+    let table = stdout(&w.run(&["top", "--once"]));
+    assert!(table.contains("└ default 01a242"), "{table}");
+    // Its rollout says its turn ended: at the parent's next turn's end it is gone.
+    std::fs::write(&child, &whole).unwrap();
+    hook(
+        &w,
+        "codex",
+        &moved(&w, &captured(F, "Stop.parent.input.json")),
+    );
+    assert_eq!(top(&w)[0]["subagents"], json!([]));
+    let sub = w.bus().read("interpulse", "subagent", &key).unwrap();
+    assert_eq!(
+        sub.envelope.payload["used_tokens"], 61_020,
+        "read again at its end"
+    );
+    assert!(sub.envelope.payload["ended_at"].as_u64().is_some());
+}
+
+/// Gemini CLI 0.61.0 runs a subagent (`invoke_agent`) whose tool calls come
+/// with the session's own id and chat, nothing naming the subagent
+/// (`tests/fixtures/gemini-cli-0.61.0-subagent/`, captured): interband told
+/// the parent's warning to the subagent, and counted its calls as the
+/// parent's. While the session's chat waits on the subagent's answer, a
+/// call is the subagent's: its figure is its own chat's
+/// (`chats/<session>/<id>.jsonl`), nothing is told it, and it ends once
+/// the chat has the answer.
+#[test]
+fn a_gemini_subagent_is_told_apart_by_the_chat_that_waits_on_it() {
+    const F: &str = "gemini-cli-0.61.0-subagent/runs/0.61.0-codebase_investigator";
+    const SESSION: &str = "4559b910-c559-4af4-a3b3-5ccec2e28c74";
+    const AGENT: &str = "dcb69142-4f38-4e5d-838e-0fb596b097f7";
+    let w = World::new();
+    let chats = w.home().join(".gemini/tmp/proj/chats");
+    std::fs::create_dir_all(chats.join(SESSION)).unwrap();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    // The parent's 30k is YELLOW here, so a warning waits to be given.
+    let config = w.home().join(".config/interband");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        captured("gemini-cli-0.61.0-subagent", "interband-config.warn.toml"),
+    )
+    .unwrap();
+    let chat = chats.join("session-2026-12-04T18-57-4559b910.jsonl");
+    let whole = captured(F, "chats/session-2026-12-04T18-57-4559b910.jsonl");
+    // The session's chat while the subagent runs: the call, no answer yet.
+    let waiting: String = whole.lines().take(7).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&chat, &waiting).unwrap();
+    std::fs::write(
+        chats.join(SESSION).join(format!("{AGENT}.jsonl")),
+        captured(F, &format!("chats/{SESSION}/{AGENT}.jsonl")),
+    )
+    .unwrap();
+
+    for call in [
+        "0012.AfterTool.subagent.list_directory",
+        "0018.AfterTool.subagent.read_file",
+    ] {
+        let said = hook(
+            &w,
+            "gemini",
+            &moved(&w, &captured(F, &format!("hooks/{call}.input.json"))),
+        );
+        assert_eq!(
+            said, "",
+            "{call}: the parent's warning is not the subagent's"
+        );
+    }
+    let key = format!("{SESSION}--{AGENT}");
+    let sub = w.bus().read("interpulse", "subagent", &key).unwrap();
+    let p = &sub.envelope.payload;
+    assert_eq!(p["agent_type"], "codebase_investigator", "{p}");
+    assert_eq!(p["model"], "gemini-2.5-pro", "its own model: {p}");
+    assert_eq!(p["used_tokens"], 61_000, "its own chat's last figure: {p}");
+    assert_eq!(p["calls"], 2, "{p}");
+    let v = top(&w);
+    assert_eq!(v[0]["subagents"][0]["agent"], AGENT, "{v:?}");
+
+    // The call that ran it is the parent's own, and its warning the parent's.
+    let said = hook(
+        &w,
+        "gemini",
+        &moved(
+            &w,
+            &captured(F, "hooks/0031.AfterTool.parent.invoke_agent.input.json"),
+        ),
+    );
+    assert!(said.contains("YELLOW"), "{said}");
+    let parent = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    assert_eq!(
+        parent.envelope.payload["used_tokens"], 30_000,
+        "the parent's own"
+    );
+
+    // The chat has the answer: at the turn's end the subagent is gone.
+    std::fs::write(&chat, &whole).unwrap();
+    hook(
+        &w,
+        "gemini",
+        &moved(&w, &captured(F, "hooks/0036.AfterAgent.parent.input.json")),
+    );
+    assert_eq!(top(&w)[0]["subagents"], json!([]));
+}

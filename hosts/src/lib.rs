@@ -191,12 +191,25 @@ pub struct Profile {
     /// for the terminal the session runs in (a notification), where the
     /// host has such an answer: Claude Code from 2.1.141.
     pub terminal_sequence_since: Option<&'static str>,
-    /// A subagent's own figure, from its own transcript, given its
-    /// session's transcript and the subagent's id, where the host keeps one
-    /// (Claude Code: `<session>/subagents/agent-<id>.jsonl`, every line a
-    /// sidechain's).
-    pub subagent_figure:
-        Option<fn(parent: &std::path::Path, agent: &str) -> Option<usage::TailUsage>>,
+    /// A subagent's own figure, from its own transcript, given the
+    /// transcript a hook input names (its session's, or the subagent's own
+    /// where the host names that: Codex), the session and the subagent's
+    /// id, where the host keeps one (Claude Code:
+    /// `<session>/subagents/agent-<id>.jsonl`, every line a sidechain's;
+    /// Codex: a rollout of its own beside the session's; Gemini CLI:
+    /// `chats/<session>/<id>.jsonl`).
+    pub subagent_figure: Option<SubagentFigure>,
+    /// Whether a subagent has finished, as its host's records say, where
+    /// the host lists no running tasks at the turn's end (Codex: its own
+    /// rollout's last turn ended; Gemini CLI: the session's chat no longer
+    /// waits on a subagent's answer). Same arguments as
+    /// [`Profile::subagent_figure`].
+    pub subagent_done: Option<fn(transcript: &std::path::Path, session: &str, agent: &str) -> bool>,
+    /// The subagent a tool call was made in, where the host's input does not
+    /// name it and its records do (Gemini CLI: a subagent's calls come with
+    /// its session's id and transcript, while the session's chat waits on
+    /// the subagent's answer): its id and its kind.
+    pub subagent_of: Option<SubagentOf>,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -354,6 +367,14 @@ const CMD: WindowsShell = WindowsShell {
     args: &["/d", "/s", "/c"],
     single_quotes: false,
 };
+
+/// How a host's subagent's own figure is read ([`Profile::subagent_figure`]).
+pub type SubagentFigure =
+    fn(transcript: &std::path::Path, session: &str, agent: &str) -> Option<usage::TailUsage>;
+
+/// How a host's records name the subagent a call was made in
+/// ([`Profile::subagent_of`]): its id and its kind.
+pub type SubagentOf = fn(input: &input::HookInput) -> Option<(String, Option<String>)>;
 
 /// What a host event means to interband: the front door acts on this, never
 /// on a host's own name for it.
@@ -538,6 +559,8 @@ pub const CLAUDE: Profile = Profile {
     post_compaction_message: Some(input::plain),
     terminal_sequence_since: Some("2.1.141"),
     subagent_figure: Some(claude::subagent_figure),
+    subagent_done: None,
+    subagent_of: None,
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     compact_takes_focus: true,
@@ -624,7 +647,9 @@ pub const CODEX: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_figure: None,
+    subagent_figure: Some(codex::subagent_figure),
+    subagent_done: Some(codex::subagent_done),
+    subagent_of: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: false,
@@ -698,7 +723,9 @@ pub const GEMINI: Profile = Profile {
     shows_system_message: true,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_figure: None,
+    subagent_figure: Some(gemini::subagent_figure),
+    subagent_done: Some(gemini::subagent_done),
+    subagent_of: Some(gemini::subagent_of),
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: false,
@@ -786,6 +813,8 @@ pub const QWEN: Profile = Profile {
     post_compaction_message: None,
     terminal_sequence_since: None,
     subagent_figure: None,
+    subagent_done: None,
+    subagent_of: None,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: true,
@@ -883,6 +912,8 @@ pub const COPILOT: Profile = Profile {
     post_compaction_message: None,
     terminal_sequence_since: None,
     subagent_figure: None,
+    subagent_done: None,
+    subagent_of: None,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: true,

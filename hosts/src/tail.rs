@@ -46,6 +46,18 @@ impl Tail {
     }
 }
 
+/// At most the last `most` bytes of a transcript of the user's, whole
+/// lines or not (its first line may be cut): a quick look at its latest
+/// lines. `None` where it cannot be read.
+pub(crate) fn last_bytes(path: &Path, most: u64) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (mut file, len) = crate::open_transcript(path).ok()?;
+    file.seek(SeekFrom::Start(len.saturating_sub(most))).ok()?;
+    let mut bytes = Vec::new();
+    file.take(most).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 /// Default cap on bytes scanned from the end: 8 MiB.
 ///
 /// `interband replay` frees its copy of a transcript beyond the furthest any

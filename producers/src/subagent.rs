@@ -24,7 +24,11 @@ struct Figure {
 fn measure(h: &Hook, input: &HookInput, agent: &str) -> Option<Figure> {
     let host = input.host();
     let figure = host.profile().subagent_figure?;
-    let u = figure(Path::new(input.transcript_path.as_deref()?), agent)?;
+    let u = figure(
+        Path::new(input.transcript_path.as_deref()?),
+        input.session_id.trim(),
+        agent,
+    )?;
     let window = host
         .limits(
             &Known {
@@ -90,10 +94,13 @@ pub fn seen(h: &Hook, input: &HookInput) -> Result<(), Error> {
 
 /// At the parent's turn's end (or its session's end, `all`): each
 /// subagent's figure read again, and those its host no longer lists running
-/// (`background_tasks`) marked ended. A host that lists none ends them all
-/// at the session's end only.
+/// (`background_tasks`), or whose records say they finished
+/// (`Profile::subagent_done`), marked ended. A host that tells neither ends
+/// them all at the session's end only.
 pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
     let session = input.session_id.trim();
+    let done = input.host().profile().subagent_done;
+    let transcript = input.transcript_path.as_deref().map(Path::new);
     let running: Option<Vec<&str>> = input
         .background_tasks
         .as_ref()
@@ -105,7 +112,7 @@ pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
                 .filter_map(|t| t["id"].as_str())
                 .collect()
         });
-    if running.is_none() && !all {
+    if running.is_none() && done.is_none() && !all {
         return Ok(());
     }
     let prefix = SubagentContext::key(session, "");
@@ -121,9 +128,11 @@ pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
         }
         let c = measured(h, input, e.payload);
         let still = !all
-            && running
-                .as_ref()
-                .is_some_and(|r| r.contains(&c.agent.as_str()));
+            && match (&running, done, transcript) {
+                (Some(r), _, _) => r.contains(&c.agent.as_str()),
+                (None, Some(done), Some(t)) => !done(t, session, &c.agent),
+                _ => true,
+            };
         let c = SubagentContext {
             ended_at: (!still).then(|| h.now.max(0.0).floor() as u64),
             ..c

@@ -146,38 +146,34 @@ fn prompt(line: &[u8]) -> bool {
 /// sidechain's): its last response's usage, read from at most the file's
 /// last 256 KiB.
 pub(crate) fn subagent_usage(path: &std::path::Path) -> Option<crate::usage::TailUsage> {
-    use std::io::{Read, Seek, SeekFrom};
-    const MOST: u64 = 256 << 10;
-    let (mut file, len) = crate::open_transcript(path).ok()?;
-    let from = len.saturating_sub(MOST);
-    file.seek(SeekFrom::Start(from)).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MOST).read_to_end(&mut bytes).ok()?;
-    bytes.split(|&b| b == b'\n').rev().find_map(|raw| {
-        let line = crate::tail::trimmed(raw);
-        if !contains(line, b"\"assistant\"") {
-            return None;
-        }
-        let mut l = serde_json::from_slice::<Line>(line).ok()?;
-        l.sidechain = None;
-        match fact_of(&l, line)? {
-            Fact::Usage {
-                tokens,
-                model,
-                window,
-                version,
-                ..
-            } => Some(crate::usage::TailUsage {
-                used_tokens: tokens,
-                kind: crate::usage::UsageKind::Assistant,
-                model,
-                window,
-                version,
-                offset: 0,
-            }),
-            _ => None,
-        }
-    })
+    crate::tail::last_bytes(path, 256 << 10)?
+        .split(|&b| b == b'\n')
+        .rev()
+        .find_map(|raw| {
+            let line = crate::tail::trimmed(raw);
+            if !contains(line, b"\"assistant\"") {
+                return None;
+            }
+            let mut l = serde_json::from_slice::<Line>(line).ok()?;
+            l.sidechain = None;
+            match fact_of(&l, line)? {
+                Fact::Usage {
+                    tokens,
+                    model,
+                    window,
+                    version,
+                    ..
+                } => Some(crate::usage::TailUsage {
+                    used_tokens: tokens,
+                    kind: crate::usage::UsageKind::Assistant,
+                    model,
+                    window,
+                    version,
+                    offset: 0,
+                }),
+                _ => None,
+            }
+        })
 }
 
 /// What a parsed line (`line`, its bytes) says of the context.
@@ -890,6 +886,7 @@ pub(crate) fn subagent_transcript(parent: &std::path::Path, agent: &str) -> std:
 /// transcript is `parent`.
 pub(crate) fn subagent_figure(
     parent: &std::path::Path,
+    _session: &str,
     agent: &str,
 ) -> Option<crate::usage::TailUsage> {
     subagent_usage(&subagent_transcript(parent, agent))

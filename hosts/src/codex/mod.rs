@@ -419,6 +419,66 @@ pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
     )]
 }
 
+/// The rollout of the subagent `agent` (a thread of its own, spawned by
+/// the session's `spawn_agent`): `transcript` itself where it is that
+/// rollout (a subagent's own hooks name it), else the one beside it, in the
+/// session's day folder, named `rollout-<time>-<agent>.jsonl`
+/// (tests/fixtures/codex-0.171.0-subagent/).
+fn subagent_rollout(transcript: &Path, agent: &str) -> Option<std::path::PathBuf> {
+    let agent = interband::paths::safe_key(agent);
+    let end = format!("-{agent}.jsonl");
+    let named = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&end))
+    };
+    if named(transcript) {
+        return Some(transcript.to_path_buf());
+    }
+    std::fs::read_dir(transcript.parent()?)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| named(p))
+}
+
+/// A subagent's own figure, from its own rollout's last `token_count` (its
+/// model's window with it).
+pub(crate) fn subagent_figure(
+    transcript: &Path,
+    _session: &str,
+    agent: &str,
+) -> Option<crate::usage::TailUsage> {
+    let rollout = subagent_rollout(transcript, agent)?;
+    crate::tail::read_tail(&rollout, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Codex)
+        .ok()?
+        .usage
+}
+
+/// Whether a subagent's last turn has ended (`task_complete`, or
+/// `turn_aborted` when its session ended under it), as its own rollout says;
+/// a turn started again (the session sent it more) runs.
+pub(crate) fn subagent_done(transcript: &Path, _session: &str, agent: &str) -> bool {
+    let Some(bytes) =
+        subagent_rollout(transcript, agent).and_then(|r| crate::tail::last_bytes(&r, 256 << 10))
+    else {
+        return false;
+    };
+    bytes
+        .split(|&b| b == b'\n')
+        .rev()
+        .filter(|l| contains(l, b"\"task_") || contains(l, b"turn_aborted"))
+        .find_map(|l| {
+            let v: Value = serde_json::from_slice(crate::tail::trimmed(l)).ok()?;
+            match v["payload"]["type"].as_str()? {
+                "task_complete" | "turn_aborted" => Some(true),
+                "task_started" => Some(false),
+                _ => None,
+            }
+        })
+        .unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
