@@ -159,6 +159,13 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         })?;
         return Ok(back.map(|b| shown(profile, (profile.context_output)(event, &b.text), b.line)));
     }
+    if moment == Moment::SubagentEnd {
+        // Its last figure, and its end: nothing for the consumers, nothing said.
+        if let Err(e) = interpulse::hook::subagent_end(&producer, &input) {
+            log_problem(&e.to_string());
+        }
+        return Ok(None);
+    }
     if moment == Moment::SessionEnd {
         // The session's last value is marked ended, before the consumers' final note.
         if let Err(e) = interpulse::hook::session_end(&producer, &input) {

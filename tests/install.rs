@@ -48,12 +48,13 @@ const USER_SETTINGS: &str = r#"{
 }
 "#;
 
-const CLAUDE_EVENTS: [&str; 5] = [
+const CLAUDE_EVENTS: [&str; 6] = [
     "PostToolUse",
     "Stop",
     "PreCompact",
     "SessionStart",
     "SessionEnd",
+    "SubagentStop",
 ];
 
 fn read(path: &Path) -> Value {
@@ -142,6 +143,7 @@ fn claude_install_merges_wraps_the_statusline_and_uninstall_restores_the_origina
         ("PreCompact", 10),
         ("SessionStart", 5),
         ("SessionEnd", 10),
+        ("SubagentStop", 5),
     ] {
         assert_eq!(
             s["hooks"][event],

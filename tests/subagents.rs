@@ -266,16 +266,29 @@ fn a_codex_subagent_s_own_figure_from_its_own_rollout_until_its_turn_ends() {
     assert!(sub.envelope.payload["ended_at"].as_u64().is_some());
 }
 
+/// Sets when `path` was last written: `secs` after a fixed moment.
+fn written_at(path: &std::path::Path, secs: u64) {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_400_000 + secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(at)
+        .unwrap();
+}
+
 /// Gemini CLI 0.61.0 runs a subagent (`invoke_agent`) whose tool calls come
 /// with the session's own id and chat, nothing naming the subagent
-/// (`tests/fixtures/gemini-cli-0.61.0-subagent/`, captured): interband told
-/// the parent's warning to the subagent, and counted its calls as the
-/// parent's. While the session's chat waits on the subagent's answer, a
-/// call is the subagent's: its figure is its own chat's
-/// (`chats/<session>/<id>.jsonl`), nothing is told it, and it ends once
-/// the chat has the answer.
+/// (`tests/fixtures/gemini-cli-0.61.0-subagent/`, captured, and its
+/// `verified/` run): interband told the parent's warning to the subagent's
+/// model, and counted its calls as the parent's. While it runs Gemini
+/// writes its own chat (`chats/<session>/<id>.jsonl`) and nothing of the
+/// session's (the reply that called it comes with its answer, after): a
+/// call made while a subagent's chat is newer than the session's is the
+/// subagent's. Its figure is its own chat's, nothing is told it, and it
+/// ends once the session's chat is written again.
 #[test]
-fn a_gemini_subagent_is_told_apart_by_the_chat_that_waits_on_it() {
+fn a_gemini_subagent_is_told_apart_by_its_own_chat_being_the_newest() {
     const F: &str = "gemini-cli-0.61.0-subagent/runs/0.61.0-codebase_investigator";
     const SESSION: &str = "4559b910-c559-4af4-a3b3-5ccec2e28c74";
     const AGENT: &str = "dcb69142-4f38-4e5d-838e-0fb596b097f7";
@@ -293,14 +306,14 @@ fn a_gemini_subagent_is_told_apart_by_the_chat_that_waits_on_it() {
     .unwrap();
     let chat = chats.join("session-2026-12-04T18-57-4559b910.jsonl");
     let whole = captured(F, "chats/session-2026-12-04T18-57-4559b910.jsonl");
-    // The session's chat while the subagent runs: the call, no answer yet.
-    let waiting: String = whole.lines().take(7).map(|l| format!("{l}\n")).collect();
-    std::fs::write(&chat, &waiting).unwrap();
-    std::fs::write(
-        chats.join(SESSION).join(format!("{AGENT}.jsonl")),
-        captured(F, &format!("chats/{SESSION}/{AGENT}.jsonl")),
-    )
-    .unwrap();
+    // The session's chat while the subagent runs, as the real CLI left it:
+    // its last reply, with no call in it yet (6 lines).
+    let running: String = whole.lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&chat, &running).unwrap();
+    written_at(&chat, 0);
+    let own = chats.join(SESSION).join(format!("{AGENT}.jsonl"));
+    std::fs::write(&own, captured(F, &format!("chats/{SESSION}/{AGENT}.jsonl"))).unwrap();
+    written_at(&own, 2);
 
     for call in [
         "0012.AfterTool.subagent.list_directory",
@@ -319,14 +332,14 @@ fn a_gemini_subagent_is_told_apart_by_the_chat_that_waits_on_it() {
     let key = format!("{SESSION}--{AGENT}");
     let sub = w.bus().read("interpulse", "subagent", &key).unwrap();
     let p = &sub.envelope.payload;
-    assert_eq!(p["agent_type"], "codebase_investigator", "{p}");
     assert_eq!(p["model"], "gemini-2.5-pro", "its own model: {p}");
     assert_eq!(p["used_tokens"], 61_000, "its own chat's last figure: {p}");
+    assert_eq!(p["window"], 1_048_576, "{p}");
     assert_eq!(p["calls"], 2, "{p}");
     let v = top(&w);
     assert_eq!(v[0]["subagents"][0]["agent"], AGENT, "{v:?}");
 
-    // The call that ran it is the parent's own, and its warning the parent's.
+    // The call that ran it is the parent's own, and the warning the parent's.
     let said = hook(
         &w,
         "gemini",
@@ -342,12 +355,59 @@ fn a_gemini_subagent_is_told_apart_by_the_chat_that_waits_on_it() {
         "the parent's own"
     );
 
-    // The chat has the answer: at the turn's end the subagent is gone.
+    // The session's chat is written again (the call, its answer, the
+    // reply): at the turn's end the subagent is gone.
     std::fs::write(&chat, &whole).unwrap();
+    written_at(&chat, 4);
     hook(
         &w,
         "gemini",
         &moved(&w, &captured(F, "hooks/0036.AfterAgent.parent.input.json")),
     );
     assert_eq!(top(&w)[0]["subagents"], json!([]));
+    // A later call of the parent's is its own, whatever subagent ran before.
+    let said = hook(
+        &w,
+        "gemini",
+        &moved(
+            &w,
+            &captured(F, "hooks/0012.AfterTool.subagent.list_directory.input.json"),
+        ),
+    );
+    let parent = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    assert_eq!(parent.envelope.payload["used_tokens"], 32_000, "{said}");
+    assert_eq!(
+        w.bus()
+            .read("interpulse", "subagent", &key)
+            .unwrap()
+            .envelope
+            .payload["calls"],
+        2
+    );
+}
+
+/// Claude Code's `SubagentStop` (installed: every release from 1.0.85 knows
+/// it) ends the subagent at once, with its figure read once more: the
+/// subagent's last answer is on disk by then, where its own last call's
+/// hook read the one before.
+#[test]
+fn a_finished_subagent_is_ended_at_once_with_its_last_figure() {
+    let c = Captured::new();
+    let w = &c.w;
+    c.hook("PostToolUse.Bash.input.json");
+    c.hook("PostToolUse.Bash.in_subagent.input.json");
+    assert_eq!(top(w)[0]["subagents"].as_array().unwrap().len(), 1);
+    let said = c.hook("SubagentStop.in_subagent.input.json");
+    assert_eq!(said, "", "nothing is said at a subagent's end");
+    assert_eq!(top(w)[0]["subagents"], json!([]), "ended at once");
+    let key = format!("{SESSION}--{AGENT}");
+    let p = w
+        .bus()
+        .read("interpulse", "subagent", &key)
+        .unwrap()
+        .envelope
+        .payload;
+    assert!(p["ended_at"].as_u64().is_some(), "{p}");
+    assert_eq!(p["used_tokens"], 1000, "its transcript's last answer: {p}");
+    assert_eq!(p["calls"], 1, "{p}");
 }

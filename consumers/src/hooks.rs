@@ -235,7 +235,7 @@ pub fn handle(ctx: &Ctx, input: &Input) -> Result<Option<String>, Error> {
         }
         Moment::ContextStart => session_start(ctx, input),
         Moment::SessionEnd => session_end(ctx, input).map(|_| None),
-        Moment::ToolDone | Moment::TurnStart | Moment::Other => Ok(None),
+        Moment::ToolDone | Moment::TurnStart | Moment::SubagentEnd | Moment::Other => Ok(None),
     }
 }
 

@@ -153,6 +153,11 @@ pub struct Profile {
     pub context_start: &'static str,
     /// The event when the session ends.
     pub session_end: &'static str,
+    /// The event when a subagent has finished, where install registers it:
+    /// Claude Code's `SubagentStop` (every release from 1.0.85 knows it;
+    /// from 2.1.x it names the subagent and its transcript). Its figure is
+    /// read once more, the whole of it written by then.
+    pub subagent_end: Option<&'static str>,
     /// Whether [`Profile::pre_compaction`] means a compaction will happen.
     /// Gemini fires `PreCompress` at every model turn, before it checks any
     /// threshold: alone, it says nothing.
@@ -395,6 +400,8 @@ pub enum Moment {
     ContextStart,
     /// The session ended ([`Profile::session_end`]).
     SessionEnd,
+    /// A subagent finished ([`Profile::subagent_end`]).
+    SubagentEnd,
     /// An event interband does nothing with.
     Other,
 }
@@ -462,6 +469,7 @@ impl Profile {
             e if Some(e) == self.post_compaction => Moment::AfterCompaction,
             e if e == self.context_start => Moment::ContextStart,
             e if e == self.session_end => Moment::SessionEnd,
+            e if Some(e) == self.subagent_end => Moment::SubagentEnd,
             _ => Moment::Other,
         }
     }
@@ -515,6 +523,7 @@ pub const CLAUDE: Profile = Profile {
         // summary is read from the transcript at the turn's end anyway.
         ev("SessionStart", None, 5),
         ev("SessionEnd", None, 10),
+        ev("SubagentStop", None, 5),
     ],
     statusline: true,
     // Seen in 2.1.332 (tests/fixtures/claude-code-2.1.332-subagent-tmux):
@@ -543,6 +552,7 @@ pub const CLAUDE: Profile = Profile {
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
+    subagent_end: Some("SubagentStop"),
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: true,
@@ -635,6 +645,7 @@ pub const CODEX: Profile = Profile {
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
+    subagent_end: None,
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
@@ -711,6 +722,7 @@ pub const GEMINI: Profile = Profile {
     turn_start: Some("BeforeAgent"),
     context_start: "SessionStart",
     session_end: "SessionEnd",
+    subagent_end: None,
     pre_compaction_means_compaction: false,
     start_after_compaction: false,
     writes_calls_after_their_hooks: false,
@@ -798,6 +810,7 @@ pub const QWEN: Profile = Profile {
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
+    subagent_end: None,
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
@@ -900,6 +913,7 @@ pub const COPILOT: Profile = Profile {
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
+    subagent_end: None,
     pre_compaction_means_compaction: true,
     // No hook after its compaction: the note comes back with the next tool call.
     start_after_compaction: false,

@@ -619,6 +619,12 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     Ok(reply)
 }
 
+/// When a subagent has finished (Claude Code's `SubagentStop`): its
+/// figure read once more, its transcript whole by then, and it is ended.
+pub fn subagent_end(h: &Hook, input: &HookInput) -> Result<(), Error> {
+    crate::subagent::finished(h, input)
+}
+
 /// At the session's end (its host's `SessionEnd`): its last pressure is
 /// published again, marked ended, so the views stop showing a live session
 /// (at red, with a compaction pending) that is gone. Nothing when the

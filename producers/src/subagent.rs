@@ -92,6 +92,36 @@ pub fn seen(h: &Hook, input: &HookInput) -> Result<(), Error> {
     Ok(())
 }
 
+/// When a subagent has finished (its host says so): its last figure, and
+/// its end. One never seen at a call is published all the same, ended, with
+/// no calls.
+pub fn finished(h: &Hook, input: &HookInput) -> Result<(), Error> {
+    let (Some(agent), session) = (input.agent_id.as_deref(), input.session_id.trim()) else {
+        return Ok(());
+    };
+    if session.is_empty() || agent.trim().is_empty() {
+        return Ok(());
+    }
+    let key = SubagentContext::key(session, agent);
+    let before = h
+        .bus
+        .read_typed::<SubagentContext>(&key)
+        .ok()
+        .map(|e| e.payload)
+        .unwrap_or_default();
+    let context = SubagentContext {
+        session: session.to_owned(),
+        agent: agent.to_owned(),
+        agent_type: before.agent_type.clone().or(input.agent_type.clone()),
+        ended_at: Some(h.now.max(0.0).floor() as u64),
+        ts: h.now,
+        ..before
+    };
+    h.bus
+        .publish_typed(&key, session, &measured(h, input, context))?;
+    Ok(())
+}
+
 /// At the parent's turn's end (or its session's end, `all`): each
 /// subagent's figure read again, and those its host no longer lists running
 /// (`background_tasks`), or whose records say they finished

@@ -479,59 +479,53 @@ pub(crate) fn install_notes(_settings: &Value, _flags: &str) -> Vec<String> {
 /// `delegate_to_agent` (0.26).
 const AGENT_TOOLS: &[&str] = &["invoke_agent", "delegate_to_agent"];
 
-/// The subagent the session's chat waits on, by its name (`agent_name`):
-/// where the chat's last message is a reply that called one and nothing
-/// came after it. Gemini writes the call's result only once the subagent
-/// has finished, and nothing of the subagent's own into the session's chat
-/// meanwhile (tests/fixtures/gemini-cli-0.61.0-subagent/). A chat laid out
-/// as one document (before 0.39) tells nothing.
-fn awaited_agent(chat: &Path) -> Option<String> {
-    let bytes = crate::tail::last_bytes(chat, 256 << 10)?;
-    let last = bytes.split(|&b| b == b'\n').rev().find_map(|l| {
-        let v: Value = serde_json::from_slice(crate::tail::trimmed(l)).ok()?;
-        v.get("type").is_some().then_some(v)
-    })?;
-    if last["type"] != "gemini" {
-        return None;
-    }
-    let calls = last["toolCalls"].as_array()?;
-    let call = calls
-        .iter()
-        .find(|c| c["name"].as_str().is_some_and(|n| AGENT_TOOLS.contains(&n)))?;
-    Some(
-        call["args"]["agent_name"]
-            .as_str()
-            .unwrap_or("agent")
-            .to_owned(),
-    )
-}
-
-/// The chats of the session's subagents: `chats/<session>/<id>.jsonl`
+/// The folder of the session's subagents' chats, `chats/<session>/`,
 /// beside the session's own (0.61).
 fn subagent_chats(chat: &Path, session: &str) -> Option<std::path::PathBuf> {
     Some(chat.parent()?.join(interband::paths::safe_key(session)))
 }
 
+/// The chat of one of the session's subagents: `chats/<session>/<id>.jsonl`.
+fn subagent_chat(chat: &Path, session: &str, agent: &str) -> Option<std::path::PathBuf> {
+    Some(
+        subagent_chats(chat, session)?.join(format!("{}.jsonl", interband::paths::safe_key(agent))),
+    )
+}
+
+/// When a file was last written.
+fn written(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).ok()?.modified().ok()
+}
+
+/// The subagent running now, by its chat's name: the newest of the
+/// session's subagent chats, written since the session's own chat was.
+/// While a subagent runs, Gemini writes its chat and nothing of the
+/// session's: the reply that called it is written once it has finished,
+/// with its answer (tests/fixtures/gemini-cli-0.61.0-subagent/, and its
+/// `verified/` run). A subagent stopped half way is over once the session
+/// writes its chat again.
+fn running_subagent(chat: &Path, session: &str) -> Option<String> {
+    let since = written(chat)?;
+    std::fs::read_dir(subagent_chats(chat, session)?)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|p| Some((written(&p)?, p)))
+        .max()
+        .filter(|(at, _)| *at > since)
+        .and_then(|(_, p)| Some(p.file_stem()?.to_str()?.to_owned()))
+}
+
 /// The subagent a tool call was made in ([`crate::Profile::subagent_of`]):
-/// one the session's chat waits on, unless the call is the one that runs
-/// it. Its id is its own chat's name, the newest under the session's
-/// subagent chats; its name where it has none (before 0.61).
+/// the one running, unless the call is the one that ran it. Its kind is
+/// not written anywhere a hook can read while it runs.
 pub(crate) fn subagent_of(input: &crate::input::HookInput) -> Option<(String, Option<String>)> {
     if AGENT_TOOLS.contains(&input.tool_name.as_str()) {
         return None;
     }
     let chat = Path::new(input.transcript_path.as_deref()?);
-    let name = awaited_agent(chat)?;
-    let newest = subagent_chats(chat, &input.session_id)
-        .and_then(|d| std::fs::read_dir(d).ok())
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .max()
-        .and_then(|(_, p)| Some(p.file_stem()?.to_str()?.to_owned()));
-    Some((newest.unwrap_or_else(|| name.clone()), Some(name)))
+    running_subagent(chat, &input.session_id).map(|agent| (agent, None))
 }
 
 /// A subagent's own figure, from its own chat's last reply (its model with
@@ -541,16 +535,20 @@ pub(crate) fn subagent_figure(
     session: &str,
     agent: &str,
 ) -> Option<crate::usage::TailUsage> {
-    let own = subagent_chats(transcript, session)?
-        .join(format!("{}.jsonl", interband::paths::safe_key(agent)));
+    let own = subagent_chat(transcript, session, agent)?;
     crate::tail::read_tail(&own, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Gemini)
         .ok()?
         .usage
 }
 
-/// Whether a subagent has finished: the session's chat waits on none.
-pub(crate) fn subagent_done(transcript: &Path, _session: &str, _agent: &str) -> bool {
-    awaited_agent(transcript).is_none()
+/// Whether a subagent has finished: the session's chat was written since
+/// its own was last.
+pub(crate) fn subagent_done(transcript: &Path, session: &str, agent: &str) -> bool {
+    let own = subagent_chat(transcript, session, agent).and_then(|p| written(&p));
+    match (own, written(transcript)) {
+        (Some(own), Some(session)) => session >= own,
+        _ => true,
+    }
 }
 
 #[cfg(test)]
