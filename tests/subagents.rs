@@ -329,6 +329,12 @@ fn a_gemini_subagent_is_told_apart_by_its_own_chat_being_the_newest() {
             "{call}: the parent's warning is not the subagent's"
         );
     }
+    // The parent's own figure, read from its chat at the subagent's calls:
+    // its first call of its own (the one that ran the subagent) comes after.
+    let parent = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    let pp = &parent.envelope.payload;
+    assert_eq!(pp["used_tokens"], 30_000, "{pp}");
+    assert_eq!(pp["model"], "gemini-2.5-flash", "{pp}");
     let key = format!("{SESSION}--{AGENT}");
     let sub = w.bus().read("interpulse", "subagent", &key).unwrap();
     let p = &sub.envelope.payload;

@@ -204,6 +204,11 @@ pub struct Profile {
     /// Codex: a rollout of its own beside the session's; Gemini CLI:
     /// `chats/<session>/<id>.jsonl`).
     pub subagent_figure: Option<SubagentFigure>,
+    /// Whether a subagent's tool calls name its own transcript (Codex: its
+    /// rollout) rather than its session's (Claude Code, Gemini CLI): where
+    /// they name the session's, its figure is read there at a subagent's
+    /// call too.
+    pub subagent_calls_name_own_transcript: bool,
     /// Whether a subagent has finished, as its host's records say, where
     /// the host lists no running tasks at the turn's end (Codex: its own
     /// rollout's last turn ended; Gemini CLI: the session's chat no longer
@@ -569,6 +574,7 @@ pub const CLAUDE: Profile = Profile {
     post_compaction_message: Some(input::plain),
     terminal_sequence_since: Some("2.1.141"),
     subagent_figure: Some(claude::subagent_figure),
+    subagent_calls_name_own_transcript: false,
     subagent_done: None,
     subagent_of: None,
     compact_command: "/compact",
@@ -659,6 +665,7 @@ pub const CODEX: Profile = Profile {
     post_compaction_message: None,
     terminal_sequence_since: None,
     subagent_figure: Some(codex::subagent_figure),
+    subagent_calls_name_own_transcript: true,
     subagent_done: Some(codex::subagent_done),
     subagent_of: None,
     compact_command: "/compact",
@@ -736,6 +743,7 @@ pub const GEMINI: Profile = Profile {
     post_compaction_message: None,
     terminal_sequence_since: None,
     subagent_figure: Some(gemini::subagent_figure),
+    subagent_calls_name_own_transcript: false,
     subagent_done: Some(gemini::subagent_done),
     subagent_of: Some(gemini::subagent_of),
     compact_command: "/compress",
@@ -826,6 +834,7 @@ pub const QWEN: Profile = Profile {
     post_compaction_message: None,
     terminal_sequence_since: None,
     subagent_figure: None,
+    subagent_calls_name_own_transcript: false,
     subagent_done: None,
     subagent_of: None,
     compact_command: "/compress",
@@ -926,6 +935,7 @@ pub const COPILOT: Profile = Profile {
     post_compaction_message: None,
     terminal_sequence_since: None,
     subagent_figure: None,
+    subagent_calls_name_own_transcript: false,
     subagent_done: None,
     subagent_of: None,
     compact_command: "/compact",

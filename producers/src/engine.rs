@@ -185,8 +185,15 @@ pub fn step(prev: &State, call: &Call, obs: &Observation, cfg: &Config) -> Outco
     let mut s = prev.clone();
     s.calls += 1;
     if call.subagent {
-        // Subagents share the session id but not the context: count, nothing else.
+        // Subagents share the session id but not the context: count, nothing
+        // else; but a session with no figure yet takes its own from the
+        // observation (of its own transcript), so that its row has one while
+        // a subagent it started first runs (Gemini: its own call's hook
+        // comes once the subagent has finished). Nothing is acted on here.
         s.subagent_calls += 1;
+        if s.figures.is_none() && obs.figures.is_some() && !is_new_context(&s, obs) {
+            take_figures(&mut s, obs, cfg);
+        }
         return Outcome {
             heuristic_level: heuristic_level(&s, cfg),
             level: s.level,
@@ -748,6 +755,28 @@ mod tests {
                 ..o.state.clone()
             },
             s
+        );
+    }
+
+    #[test]
+    fn a_session_with_no_figure_yet_takes_its_own_at_a_subagent_s_call() {
+        let c = cfg();
+        let mut sub = call(2.0, "Read");
+        sub.subagent = true;
+        let o = step(&State::default(), &sub, &at(95.0), &c);
+        assert!(
+            o.actions.is_empty(),
+            "nothing acted on at a subagent's call"
+        );
+        assert_eq!(o.state.figures, at(95.0).figures);
+        assert_eq!(o.level, Level::Red);
+        assert_eq!(o.state.subagent_calls, 1);
+        // The parent's own next call warns.
+        let o = step(&o.state, &call(3.0, "Bash"), &at(95.0), &c);
+        assert!(
+            o.actions.contains(&Action::Warn(Level::Red)),
+            "{:?}",
+            o.actions
         );
     }
 
