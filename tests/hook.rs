@@ -164,8 +164,16 @@ fn a_subagent_call_never_warns_the_parent() {
     assert_eq!(context_of(&o, "PostToolUse"), None);
     let p = pressure(&w, "p");
     assert_eq!(p["level"], "green");
-    assert_eq!(p["calls"], 2, "counted for the dashboard");
-    assert_eq!(p["heavy_calls"], 0, "but not as the parent's");
+    assert_eq!(
+        p["calls"], 1,
+        "the parent's own: a subagent's are on its own record"
+    );
+    assert_eq!(p["heavy_calls"], 0, "nor as the parent's");
+    let sub = w
+        .bus()
+        .read("interpulse", "subagent", "p--aa44453210eac1b08")
+        .unwrap();
+    assert_eq!(sub.envelope.payload["calls"], 1);
 }
 
 #[test]

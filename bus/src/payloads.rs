@@ -443,7 +443,8 @@ pub struct Pressure {
     /// `level` (the agent is told both; nothing is blocked on it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level_if_smaller: Option<Level>,
-    /// Tool calls counted in this session.
+    /// Tool calls the session's own agent made (a subagent's are counted
+    /// on its own record, `subagent_context`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<u64>,
     /// Of which heavy.

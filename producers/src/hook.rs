@@ -686,7 +686,7 @@ fn publish_pressure(
         window_other: f.and_then(|f| f.window_other),
         compact_at_other: f.and_then(|f| f.compact_at_other),
         level_if_smaller: o.level_if_smaller,
-        calls: Some(s.calls),
+        calls: Some(s.calls.saturating_sub(s.subagent_calls)),
         heavy_calls: Some(s.heavy_calls),
         transcript_path: input.transcript_path.clone(),
         cwd: input.cwd.clone(),
