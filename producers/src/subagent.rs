@@ -63,43 +63,19 @@ fn measured(h: &Hook, input: &HookInput, c: SubagentContext) -> SubagentContext 
     }
 }
 
-/// At a tool call inside a subagent: its figure, from its own transcript
-/// (the calls are counted where it has none).
-pub fn seen(h: &Hook, input: &HookInput) -> Result<(), Error> {
-    let (Some(agent), session) = (input.agent_id.as_deref(), input.session_id.trim()) else {
+/// The record of the subagent `input` names (a new one where there is
+/// none), changed by `change`, with the figure its transcript gives now,
+/// published. Nothing where the input names no subagent.
+fn update(
+    h: &Hook,
+    input: &HookInput,
+    change: impl FnOnce(SubagentContext) -> SubagentContext,
+) -> Result<(), Error> {
+    let agent = input.agent_id.as_deref().filter(|a| !a.trim().is_empty());
+    let (Some(agent), session) = (agent, input.session_id.trim()) else {
         return Ok(());
     };
-    let key = SubagentContext::key(session, agent);
-    let before = h
-        .bus
-        .read_typed::<SubagentContext>(&key)
-        .ok()
-        .map(|e| e.payload);
-    let context = SubagentContext {
-        session: session.to_owned(),
-        agent: agent.to_owned(),
-        agent_type: input
-            .agent_type
-            .clone()
-            .or_else(|| before.as_ref().and_then(|b| b.agent_type.clone())),
-        calls: before.as_ref().map_or(0, |b| b.calls) + 1,
-        ended_at: None,
-        ts: h.now,
-        ..before.unwrap_or_default()
-    };
-    h.bus
-        .publish_typed(&key, session, &measured(h, input, context))?;
-    Ok(())
-}
-
-/// When a subagent has finished (its host says so): its last figure, and
-/// its end. One never seen at a call is published all the same, ended, with
-/// no calls.
-pub fn finished(h: &Hook, input: &HookInput) -> Result<(), Error> {
-    let (Some(agent), session) = (input.agent_id.as_deref(), input.session_id.trim()) else {
-        return Ok(());
-    };
-    if session.is_empty() || agent.trim().is_empty() {
+    if session.is_empty() {
         return Ok(());
     }
     let key = SubagentContext::key(session, agent);
@@ -109,17 +85,37 @@ pub fn finished(h: &Hook, input: &HookInput) -> Result<(), Error> {
         .ok()
         .map(|e| e.payload)
         .unwrap_or_default();
-    let context = SubagentContext {
+    let context = change(SubagentContext {
         session: session.to_owned(),
         agent: agent.to_owned(),
-        agent_type: before.agent_type.clone().or(input.agent_type.clone()),
-        ended_at: Some(h.now.max(0.0).floor() as u64),
+        agent_type: input.agent_type.clone().or(before.agent_type.clone()),
         ts: h.now,
         ..before
-    };
+    });
     h.bus
         .publish_typed(&key, session, &measured(h, input, context))?;
     Ok(())
+}
+
+/// At a tool call inside a subagent: its figure, from its own transcript
+/// (the calls are counted where it has none).
+pub fn seen(h: &Hook, input: &HookInput) -> Result<(), Error> {
+    update(h, input, |c| SubagentContext {
+        calls: c.calls + 1,
+        ended_at: None,
+        ..c
+    })
+}
+
+/// When a subagent has finished (its host says so): its last figure, and
+/// its end. One never seen at a call is published all the same, ended, with
+/// no calls.
+pub fn finished(h: &Hook, input: &HookInput) -> Result<(), Error> {
+    let now = h.now.max(0.0).floor() as u64;
+    update(h, input, |c| SubagentContext {
+        ended_at: Some(now),
+        ..c
+    })
 }
 
 /// At the parent's turn's end (or its session's end, `all`): each
