@@ -157,7 +157,7 @@ fn the_end_of_a_long_log_is_shown() {
 /// doctor checks what the host will run: there, a file, executable, and
 /// answering `--version` as interband; the statusline's program too.
 #[test]
-#[cfg(unix)] // shell scripts and modes stand in for what the host would run (Windows forms: #33, doctor)
+#[cfg(unix)] // shell scripts and modes stand in for what the host would run (Unix only: doctor's other tests run under Wine)
 fn a_binary_the_host_cannot_run_is_a_problem_whatever_the_reason() {
     use std::os::unix::fs::PermissionsExt;
     type Break = fn(&std::path::Path);
@@ -328,7 +328,7 @@ fn comments_where_the_host_reads_none_are_a_problem() {
 /// doctor asks each program once, within 5 s, and a program that leaves a
 /// child holding its output cannot hold doctor.
 #[test]
-#[cfg(unix)] // shell scripts and modes stand in for what the host would run (Windows forms: #33, doctor)
+#[cfg(unix)] // shell scripts and modes stand in for what the host would run (Unix only: doctor's other tests run under Wine)
 fn doctor_is_bounded_whatever_the_hooks_program_does() {
     use std::os::unix::fs::PermissionsExt;
     for (what, script) in [
@@ -432,7 +432,7 @@ fn project_files_are_checked_on_their_own_and_each_fix_fixes() {
 
 /// However many programs hang on `--version`, doctor asks for 15 s in all.
 #[test]
-#[cfg(unix)] // shell scripts and modes stand in for what the host would run (Windows forms: #33, doctor)
+#[cfg(unix)] // shell scripts and modes stand in for what the host would run (Unix only: doctor's other tests run under Wine)
 fn doctor_asks_programs_for_a_bounded_time_in_all() {
     use std::os::unix::fs::PermissionsExt;
     let w = World::new();

@@ -194,7 +194,7 @@ fn claude_install_merges_wraps_the_statusline_and_uninstall_restores_the_origina
 }
 
 #[test]
-#[cfg(unix)] // a POSIX shell's guard and `sh -c` (each host's Windows form: #33, next)
+#[cfg(unix)] // a shell script as the person's statusline (Windows: a_wrapped_statusline_runs_in_the_shell_the_host_runs_it_in)
 fn the_wrapped_statusline_runs_their_command_and_appends_ours() {
     let w = World::new();
     let bin = w.home().join("bin");
@@ -880,7 +880,7 @@ fn an_earlier_install_s_hooks_name_their_host_after_install_and_uninstall_still_
 
 /// A folder holding a working `interband` (a script that exits 0), to put
 /// on the PATH: another install the user chose.
-#[cfg(unix)] // a shell script stands in for another install (Windows forms: #33, install)
+#[cfg(unix)] // a shell script stands in for another install (Windows: install's plain-word forms are tested above)
 fn working_interband_on_path(w: &World) -> String {
     use std::os::unix::fs::PermissionsExt;
     let bin = w.dir.path().join("their-bin");
@@ -896,7 +896,7 @@ fn working_interband_on_path(w: &World) -> String {
 }
 
 #[test]
-#[cfg(unix)] // a shell script stands in for another install (Windows forms: #33, install)
+#[cfg(unix)] // a shell script stands in for another install (Windows: install's plain-word forms are tested above)
 fn an_interband_hook_that_runs_from_path_is_left_as_is_and_not_doubled() {
     let w = World::new();
     let path = w.dir.path().join("settings.json");
@@ -1246,7 +1246,7 @@ fn the_plugin_files_are_valid() {
 
 /// Runs the plugin's hook command for `event` as Claude Code does (through bash, with
 /// `${CLAUDE_PLUGIN_ROOT}` substituted), with `stdin`, the given PATH, HOME and extra variables.
-#[cfg(unix)] // the plugin's hook command runs through bash (Claude Code on Windows: Git Bash; #33, install)
+#[cfg(unix)] // the plugin's hook command runs through bash (Claude Code on Windows: Git Bash, which Wine lacks)
 fn plugin_hook(
     w: &World,
     event: &str,
@@ -1817,7 +1817,7 @@ fn statusline_only_adds_the_statusline_alone_and_uninstall_takes_it_out() {
 /// clears the cache it prints the user's own line (or nothing), never fails,
 /// and the user's wrapped statusline is not lost. Claude Code's and Copilot's.
 #[test]
-#[cfg(unix)] // a POSIX shell's guard and `sh -c` (each host's Windows form: #33, next)
+#[cfg(unix)] // a shell script as the person's statusline (Windows: a_wrapped_statusline_runs_in_the_shell_the_host_runs_it_in)
 fn a_statusline_from_npx_s_cache_falls_back_to_the_user_s_own_when_npm_clears_it() {
     for host in ["claude", "copilot"] {
         let w = World::new();
@@ -2127,7 +2127,7 @@ fn a_file_install_would_lose_part_of_is_refused_with_the_reason() {
 /// A hook run by another working interband, named the way a shell finds it
 /// (`~/bin/interband`, `$HOME/bin/interband`), is that user's choice: left.
 #[test]
-#[cfg(unix)] // `~/bin/interband` as a Unix shell names it (Windows forms: #33, install)
+#[cfg(unix)] // `~/bin/interband` as a Unix shell names it (Windows: install's plain-word forms are tested above)
 fn a_working_interband_named_from_home_is_left_as_is() {
     let w = World::new();
     let bin = under(&w.home(), "bin/interband");
@@ -2384,7 +2384,7 @@ fn uninstall_takes_interband_s_statusline_out_after_the_user_changed_it() {
 /// A project's statusline runs interband from each user's PATH, guarded:
 /// a teammate without interband sees nothing fail.
 #[test]
-#[cfg(unix)] // a POSIX shell's guard and `sh -c` (each host's Windows form: #33, next)
+#[cfg(unix)] // a shell script as the person's statusline (Windows: a_wrapped_statusline_runs_in_the_shell_the_host_runs_it_in)
 fn a_project_s_statusline_is_guarded_like_its_hooks() {
     let w = World::new();
     let project = w.dir.path().join("proj");

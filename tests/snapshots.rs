@@ -272,7 +272,7 @@ fn the_replay_report_of_the_real_session() {
 #[test]
 #[cfg_attr(
     windows,
-    ignore = "install writes each host's Windows shell form next (#33); this is the Unix form"
+    ignore = "the snapshot is the Unix form (a POSIX program path, quoted); install.rs tests the Windows form"
 )]
 fn install_s_dry_run_diff() {
     let w = World::new();
