@@ -671,6 +671,7 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
         "PreCompact",
         "SessionStart",
         "SessionEnd",
+        "SubagentStop",
     ] {
         assert_eq!(interband_hooks(&s, e).len(), 1, "{e}");
     }
@@ -699,10 +700,10 @@ fn codex_hooks_go_to_codex_hooks_json_without_a_statusline() {
     }
     let o = w.run(&["install", "--host", "codex", "--trust"]);
     ok(&o);
-    assert!(stdout(&o).contains("trusted 5 hook(s)"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("trusted 6 hook(s)"), "{}", stdout(&o));
     let trusted: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     let state = trusted["hooks"]["state"].as_table().unwrap();
-    assert_eq!(state.len(), 5);
+    assert_eq!(state.len(), 6);
     let stop = format!("{}:stop:0:0", path.display());
     assert!(
         state[&stop]["trusted_hash"]
@@ -1561,7 +1562,7 @@ fn codex_trust_goes_where_codex_reads_it_through_every_link() {
         let o = w.run(&["install", "--host", "codex", "--trust"]);
         ok(&o);
         assert!(
-            stdout(&o).contains("trusted 5 hook(s)"),
+            stdout(&o).contains("trusted 6 hook(s)"),
             "{case}: {}",
             stdout(&o)
         );
@@ -1578,7 +1579,7 @@ fn codex_trust_goes_where_codex_reads_it_through_every_link() {
         let trusted: toml::Table =
             toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
         let state = trusted["hooks"]["state"].as_table().unwrap();
-        assert_eq!(state.len(), 5, "{case}: {state:?}");
+        assert_eq!(state.len(), 6, "{case}: {state:?}");
         assert!(
             state.contains_key(&format!("{}:stop:0:0", hooks.display())),
             "{case}: {state:?}"

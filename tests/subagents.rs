@@ -266,6 +266,42 @@ fn a_codex_subagent_s_own_figure_from_its_own_rollout_until_its_turn_ends() {
     assert!(sub.envelope.payload["ended_at"].as_u64().is_some());
 }
 
+/// Codex's `SubagentStop` (installed: from 0.135; the releases before
+/// ignore it) ends the subagent at once, its rollout read once more: its
+/// last answer's figure.
+#[test]
+fn a_codex_subagent_is_ended_at_its_stop_with_its_last_figure() {
+    const F: &str = "codex-0.171.0-subagent";
+    const SESSION: &str = "01a24267-dcff-7452-88f7-5a6513525589";
+    const AGENT: &str = "01a24267-ddc1-7283-b404-1514bd4d2901";
+    let w = World::new();
+    let day = w.home().join(".codex/sessions/2026/12/04");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    let rollout = |id: &str| day.join(format!("rollout-2026-12-04T18-53-52-{id}.jsonl"));
+    std::fs::write(rollout(SESSION), captured(F, "rollout.parent.jsonl")).unwrap();
+    std::fs::write(rollout(AGENT), captured(F, "rollout.subagent.jsonl")).unwrap();
+    let input = |name: &str| moved(&w, &captured(F, name));
+    hook(
+        &w,
+        "codex",
+        &input("PostToolUse.subagent.Bash-3.input.json"),
+    );
+    assert_eq!(top(&w)[0]["subagents"][0]["agent"], AGENT);
+    let said = hook(&w, "codex", &input("SubagentStop.subagent.input.json"));
+    assert_eq!(said, "", "nothing is said at a subagent's end");
+    assert_eq!(top(&w)[0]["subagents"], json!([]), "ended at once");
+    let key = format!("{SESSION}--{AGENT}");
+    let p = w
+        .bus()
+        .read("interpulse", "subagent", &key)
+        .unwrap()
+        .envelope
+        .payload;
+    assert!(p["ended_at"].as_u64().is_some(), "{p}");
+    assert_eq!(p["used_tokens"], 61_020, "its rollout's last answer: {p}");
+}
+
 /// Sets when `path` was last written: `secs` after a fixed moment.
 fn written_at(path: &std::path::Path, secs: u64) {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_400_000 + secs);

@@ -154,9 +154,9 @@ pub struct Profile {
     /// The event when the session ends.
     pub session_end: &'static str,
     /// The event when a subagent has finished, where install registers it:
-    /// Claude Code's `SubagentStop` (every release from 1.0.85 knows it;
-    /// from 2.1.x it names the subagent and its transcript). Its figure is
-    /// read once more, the whole of it written by then.
+    /// `SubagentStop` (Claude Code: every release from 1.0.85 knows it, and
+    /// 2.1.x names the subagent; Codex from 0.135, ignored before). Its
+    /// figure is read once more, the whole of it written by then.
     pub subagent_end: Option<&'static str>,
     /// Whether [`Profile::pre_compaction`] means a compaction will happen.
     /// Gemini fires `PreCompress` at every model turn, before it checks any
@@ -641,6 +641,9 @@ pub const CODEX: Profile = Profile {
         ev("PreCompact", None, 10),
         ev("SessionStart", None, 5),
         ev("SessionEnd", None, 3),
+        // From 0.135; every release from 0.117 runs its other hooks alike
+        // with it there (tests/fixtures/codex-0.171.0-subagent/compat-subagentstop.md).
+        ev("SubagentStop", None, 5),
     ],
     statusline: false,
     statusline_refresh: None,
@@ -651,7 +654,7 @@ pub const CODEX: Profile = Profile {
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
-    subagent_end: None,
+    subagent_end: Some("SubagentStop"),
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
