@@ -211,14 +211,14 @@ pub struct Profile {
     pub subagent_calls_name_own_transcript: bool,
     /// Whether a subagent has finished, as its host's records say, where
     /// the host lists no running tasks at the turn's end (Codex: its own
-    /// rollout's last turn ended; Gemini CLI: the session's chat no longer
-    /// waits on a subagent's answer). Same arguments as
+    /// rollout's last turn ended; Gemini CLI: the session's chat was written
+    /// since the subagent's own). Same arguments as
     /// [`Profile::subagent_figure`].
     pub subagent_done: Option<fn(transcript: &std::path::Path, session: &str, agent: &str) -> bool>,
     /// The subagent a tool call was made in, where the host's input does not
     /// name it and its records do (Gemini CLI: a subagent's calls come with
-    /// its session's id and transcript, while the session's chat waits on
-    /// the subagent's answer): its id and its kind.
+    /// its session's id and transcript, while the subagent's own chat is
+    /// newer than the session's): its id, and its kind where known.
     pub subagent_of: Option<SubagentOf>,
     /// The command that compacts.
     pub compact_command: &'static str,

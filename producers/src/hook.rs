@@ -388,11 +388,12 @@ pub fn post_tool_use(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     // The look is taken under the session's lock, from its state: what the
     // history of the transcript showed so far is taken on, never read twice.
     let refused = std::cell::RefCell::new(Vec::new());
-    // A subagent's call reads the session's own figure where it names the
-    // session's transcript (never a subagent's own: Codex's rollout).
-    let own = subagent && input.host().profile().subagent_calls_name_own_transcript;
+    // A subagent's call reads nothing, but for a session with no figure yet
+    // (the only one the engine takes there), from the session's transcript
+    // where the call names it (never a subagent's own: Codex's rollout).
+    let names_its_own = input.host().profile().subagent_calls_name_own_transcript;
     let c = commit(h, input, cfg, |s| {
-        let seen = if own {
+        let seen = if subagent && (names_its_own || s.figures.is_some()) {
             Observed::default()
         } else {
             observe(h, input, cfg, input.host(), s)
