@@ -39,7 +39,21 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
     let event = input.hook_event_name.as_str();
     let host = input.host();
     let profile = host.profile();
-    let moment = profile.moment(event);
+    // A subagent's event that carries its own id as the session's (Copilot
+    // CLI): its session's, made inside it.
+    if profile.subagent_names_its_session_parent
+        && input.in_subagent()
+        && let Some(parent) = input.parent_agent_id.as_deref().map(str::trim)
+        && !parent.is_empty()
+    {
+        input.session_id = parent.to_owned();
+    }
+    // A turn's end inside a subagent (Copilot CLI's subagent fires a `Stop`
+    // of its own) is the subagent's end, never its session's turn's.
+    let moment = match profile.moment(event) {
+        Moment::TurnEnd if input.in_subagent() => Moment::SubagentEnd,
+        m => m,
+    };
     // The project folder by the host's one rule, and the settings files for
     // it, read once for the whole call: the producer's and the consumers'
     // settings both come from them.
@@ -172,7 +186,7 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
             log_problem(&e.to_string());
         }
     }
-    if moment == Moment::TurnEnd && !input.in_subagent() {
+    if moment == Moment::TurnEnd {
         // The turn's last reply may have been text only: its figure is read
         // and published (a checkpoint too) before the consumers act on it.
         // A failure must not cost the consumers their turn.

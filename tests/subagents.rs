@@ -453,3 +453,303 @@ fn a_finished_subagent_is_ended_at_once_with_its_last_figure() {
     assert_eq!(p["used_tokens"], 1000, "its transcript's last answer: {p}");
     assert_eq!(p["calls"], 1, "{p}");
 }
+
+/// The hook inputs a capture's observer recorded (`{_event, input}` a
+/// line), in order: each event's name and input.
+fn observed(file: &str) -> Vec<(String, Value)> {
+    captured("qwen-copilot-subagents", file)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["_event"].as_str().unwrap().to_owned(), v["input"].clone())
+        })
+        .collect()
+}
+
+/// The `n`th (from 0) observed input of `event` whose `agent_id` is or is
+/// not set, with its paths made `w`'s.
+fn nth(all: &[(String, Value)], w: &World, event: &str, sub: bool, n: usize) -> Value {
+    let v = all
+        .iter()
+        .filter(|(e, i)| e == event && i["agent_id"].is_string() == sub)
+        .nth(n)
+        .unwrap_or_else(|| panic!("no {event} #{n}"))
+        .1
+        .clone();
+    moved(w, &v.to_string())
+}
+
+/// The subagent's record, as published.
+fn subagent(w: &World, session: &str, agent: &str) -> Value {
+    w.bus()
+        .read("interpulse", "subagent", &format!("{session}--{agent}"))
+        .unwrap()
+        .envelope
+        .payload
+}
+
+const QWEN_AGENT: &str = "general-purpose-call_mock1_0";
+
+/// The captured Qwen session's chat and its subagent's transcript under
+/// `w`'s home, the subagent's holding its first `answers` answers: where
+/// Qwen 0.24.4 and 0.21.2 keep them.
+fn qwen_files(w: &World, run: &str, session: &str, answers: usize) {
+    let project = w.home().join(".qwen/projects/-home-user-proj");
+    std::fs::create_dir_all(project.join("chats")).unwrap();
+    std::fs::create_dir_all(project.join("subagents").join(session)).unwrap();
+    let chat = format!("{run}/chats.SESSION.jsonl");
+    let chat = if repo()
+        .join("tests/fixtures/qwen-copilot-subagents")
+        .join(&chat)
+        .is_file()
+    {
+        captured("qwen-copilot-subagents", &chat)
+    } else {
+        // (Only the foreground run kept the session's chat: the parent at 30k.)
+        captured("qwen-copilot-subagents", "qwen-0.24.4/chats.SESSION.jsonl")
+            .replace("1ce1b995-2e10-4568-aabd-def284368152", session)
+    };
+    std::fs::write(project.join(format!("chats/{session}.jsonl")), chat).unwrap();
+    let own = captured(
+        "qwen-copilot-subagents",
+        &format!("{run}/subagents.SESSION.agent-{QWEN_AGENT}.jsonl"),
+    );
+    let mut seen = 0;
+    let lines: String = own
+        .lines()
+        .take_while(|l| {
+            let answer = l.contains("promptTokenCount");
+            seen += usize::from(answer);
+            !answer || seen <= answers
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(
+        project.join(format!("subagents/{session}/agent-{QWEN_AGENT}.jsonl")),
+        lines,
+    )
+    .unwrap();
+}
+
+/// Qwen Code 0.24.4 runs a subagent (`agent`) whose tool calls carry the
+/// session's id and chat and its own `agent_id`; it writes its own
+/// transcript, `subagents/<session>/agent-<id>.jsonl`, each answer before
+/// the calls it makes run their hooks
+/// (`tests/fixtures/qwen-copilot-subagents/`, captured). Its figure is that
+/// transcript's (20k, then 40k), nothing is told it, the parent's stays;
+/// `SubagentStop` ends it at once at its last answer's 60k.
+#[test]
+fn a_qwen_subagent_s_own_figure_from_its_own_transcript_until_it_stops() {
+    const SESSION: &str = "1ce1b995-2e10-4568-aabd-def284368152";
+    let w = World::new();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    let all = observed("qwen-0.24.4/hook-inputs.jsonl");
+    qwen_files(&w, "qwen-0.24.4", SESSION, 1);
+    let said = hook(&w, "qwen", &nth(&all, &w, "PostToolUse", true, 0));
+    assert_eq!(said, "", "nothing of the parent's is told the subagent");
+    let p = subagent(&w, SESSION, QWEN_AGENT);
+    assert_eq!(p["used_tokens"], 20_000, "its own transcript's: {p}");
+    assert_eq!(p["calls"], 1, "{p}");
+    let parent = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    let own = parent.envelope.payload["used_tokens"].clone();
+    assert_eq!(
+        own, 31_000,
+        "the session's own chat's last (captured whole), never the subagent's"
+    );
+
+    qwen_files(&w, "qwen-0.24.4", SESSION, 2);
+    hook(&w, "qwen", &nth(&all, &w, "PostToolUse", true, 1));
+    let p = subagent(&w, SESSION, QWEN_AGENT);
+    assert_eq!(
+        (p["used_tokens"].clone(), p["calls"].clone()),
+        (json!(40_000), json!(2))
+    );
+    let v = top(&w);
+    assert_eq!(v.len(), 1, "one session, no other: {v:?}");
+    assert_eq!(v[0]["subagents"][0]["agent"], QWEN_AGENT, "{v:?}");
+
+    qwen_files(&w, "qwen-0.24.4", SESSION, 3);
+    let said = hook(&w, "qwen", &nth(&all, &w, "SubagentStop", true, 0));
+    assert_eq!(said, "", "nothing is said at a subagent's end");
+    let p = subagent(&w, SESSION, QWEN_AGENT);
+    assert_eq!(p["used_tokens"], 60_000, "its last answer's: {p}");
+    assert!(p["ended_at"].as_u64().is_some(), "{p}");
+    assert_eq!(top(&w)[0]["subagents"], json!([]), "ended at once");
+    let parent = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    assert_eq!(parent.envelope.payload["used_tokens"], own);
+    assert_eq!(
+        parent.envelope.payload["calls"], 0,
+        "the session's own calls: none yet"
+    );
+}
+
+/// Qwen Code 0.24.4's default subagent runs in the background: the
+/// parent's turn ends while it runs, listing it `running` in
+/// `background_tasks` (it stays), and the next one lists it `completed`
+/// (it is gone, at its last figure).
+#[test]
+fn a_qwen_background_subagent_stays_while_its_parent_s_turn_lists_it_running() {
+    const SESSION: &str = "4d6b0fa3-ea96-49c3-be2c-e7f8ee5e322e";
+    let w = World::new();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    let all = observed("qwen-0.24.4-background/hook-inputs.with-disk-snapshot.jsonl");
+    qwen_files(&w, "qwen-0.24.4-background", SESSION, 2);
+    hook(&w, "qwen", &nth(&all, &w, "PostToolUse", true, 0));
+    assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["used_tokens"], 40_000);
+    hook(&w, "qwen", &nth(&all, &w, "Stop", false, 0));
+    assert_eq!(
+        top(&w)[0]["subagents"][0]["agent"],
+        QWEN_AGENT,
+        "still running"
+    );
+    qwen_files(&w, "qwen-0.24.4-background", SESSION, 3);
+    hook(&w, "qwen", &nth(&all, &w, "Stop", false, 1));
+    assert_eq!(top(&w)[0]["subagents"], json!([]), "completed");
+    let p = subagent(&w, SESSION, QWEN_AGENT);
+    assert_eq!(p["used_tokens"], 60_000, "read again at its end: {p}");
+}
+
+/// Qwen Code 0.21.2's subagent's calls carry nothing naming it (counted
+/// as the session's, docs/hosts.md says so); its `SubagentStop` does: the
+/// subagent is recorded at its end with its own last figure.
+#[test]
+fn a_qwen_0_21_subagent_is_recorded_at_its_stop() {
+    const SESSION: &str = "cd6827e4-b708-44f6-93d4-5371c5f07264";
+    let w = World::new();
+    let all = observed("qwen-0.21.2/hook-inputs.with-disk-snapshot.jsonl");
+    qwen_files(&w, "qwen-0.21.2", SESSION, 3);
+    let said = hook(&w, "qwen", &nth(&all, &w, "SubagentStop", true, 0));
+    assert_eq!(said, "");
+    let p = subagent(&w, SESSION, QWEN_AGENT);
+    assert_eq!(p["used_tokens"], 60_000, "{p}");
+    assert_eq!(p["agent_type"], "general-purpose", "{p}");
+    assert!(p["ended_at"].as_u64().is_some(), "{p}");
+}
+
+/// Copilot CLI 1.0.102's subagent (`task`) fires its hooks with its own id
+/// as `session_id` and the session's as `parent_agent_id`, and a `Stop` of
+/// its own (`tests/fixtures/qwen-copilot-subagents/copilot-1.0.102/`,
+/// captured). interband had shown it as a session of its own, and would
+/// have taken its `Stop` for a turn's end. It is its session's subagent;
+/// its `Stop` is its end, and nothing is said at it, even with the session
+/// at red; its figure is its own records' in the session's log, written
+/// there (for a `sync` subagent) once it has returned.
+#[test]
+fn a_copilot_subagent_is_its_session_s_and_its_stop_ends_only_it() {
+    const SESSION: &str = "52d60db1-337e-4613-924f-38559aa72500";
+    const AGENT: &str = "694171c2-b121-4e29-8597-816a6a9a3496";
+    let w = World::new();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    let all = observed("copilot-1.0.102/hook-inputs.jsonl");
+    let folder = w.home().join(".copilot/session-state").join(SESSION);
+    std::fs::create_dir_all(&folder).unwrap();
+    // The session at red: its own figures 60.5k, then 61k, of its 64k (its
+    // log as it was at its turn's end, before its shutdown was written).
+    let events = until_shutdown(&captured(
+        "qwen-copilot-subagents",
+        "copilot-1.0.102/events.trimmed.jsonl",
+    ))
+    .replace("\"inputTokens\": 30000", "\"inputTokens\": 60500")
+    .replace("\"inputTokens\": 31000", "\"inputTokens\": 61000");
+    // While a `sync` subagent runs, Copilot has written no usage record
+    // yet (copilot-1.0.102-timing/): the lines up to its start, without them.
+    let before: String = events
+        .lines()
+        .take_while(|l| !l.contains("\"agentId\""))
+        .filter(|l| !l.contains("session.usage_record"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(folder.join("events.jsonl"), &before).unwrap();
+
+    for n in 0..2 {
+        let said = hook(&w, "copilot", &nth(&all, &w, "PostToolUse", true, n));
+        assert_eq!(said, "", "nothing is told the subagent");
+    }
+    let v = top(&w);
+    assert_eq!(
+        v.len(),
+        1,
+        "its session's only, no session of its own: {v:?}"
+    );
+    assert_eq!(v[0]["session"], SESSION, "{v:?}");
+    assert_eq!(v[0]["subagents"][0]["agent"], AGENT, "{v:?}");
+    assert_eq!(
+        v[0]["subagents"][0]["agent_type"], "general-purpose",
+        "{v:?}"
+    );
+    assert!(
+        w.bus().read("interpulse", "pressure", AGENT).is_err(),
+        "no session under the subagent's id"
+    );
+    let p = subagent(&w, SESSION, AGENT);
+    assert_eq!(p["calls"], 2, "{p}");
+    assert!(p["used_tokens"].is_null(), "no figure written yet: {p}");
+
+    // Its own Stop, with the session red on disk: it ends, nothing is said.
+    std::fs::write(folder.join("events.jsonl"), &events).unwrap();
+    let said = hook(&w, "copilot", &nth(&all, &w, "Stop", true, 0));
+    assert_eq!(
+        said, "",
+        "a subagent's Stop is no turn's end of its session"
+    );
+    let p = subagent(&w, SESSION, AGENT);
+    assert!(p["ended_at"].as_u64().is_some(), "{p}");
+    assert_eq!(p["used_tokens"], 60_000, "its own last record's: {p}");
+    assert_eq!(p["window"], 64_000, "{p}");
+
+    // The session's own turn's end at red advises.
+    let said = hook(&w, "copilot", &nth(&all, &w, "Stop", false, 0));
+    assert!(!said.is_empty(), "the session's own Stop at red advises");
+    // Its note and the summary's instructions keep the session's own
+    // prompt, never the subagent's (its lines are in the same log).
+    assert!(
+        said.contains("Use a subagent to list files") && !said.contains("Run two shell commands"),
+        "{said}"
+    );
+    let parent = w.bus().read("interpulse", "pressure", SESSION).unwrap();
+    assert_eq!(
+        parent.envelope.payload["used_tokens"], 61_000,
+        "the session's own figure, never its subagent's"
+    );
+}
+
+/// A Copilot session's log up to its shutdown's line (its turn's end came
+/// before it was written).
+fn until_shutdown(events: &str) -> String {
+    events
+        .lines()
+        .take_while(|l| !l.contains("session.shutdown"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A Copilot `sync` subagent's usage is written once it has returned: one
+/// that ended with none gets its figure at its session's turn's end.
+#[test]
+fn a_copilot_subagent_ended_with_no_figure_gets_it_at_its_session_s_turn_end() {
+    const SESSION: &str = "52d60db1-337e-4613-924f-38559aa72500";
+    const AGENT: &str = "694171c2-b121-4e29-8597-816a6a9a3496";
+    let w = World::new();
+    std::fs::create_dir_all(w.home().join("proj")).unwrap();
+    let all = observed("copilot-1.0.102/hook-inputs.jsonl");
+    let folder = w.home().join(".copilot/session-state").join(SESSION);
+    std::fs::create_dir_all(&folder).unwrap();
+    let events = until_shutdown(&captured(
+        "qwen-copilot-subagents",
+        "copilot-1.0.102/events.trimmed.jsonl",
+    ));
+    let before: String = events
+        .lines()
+        .filter(|l| !l.contains("session.usage_record"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(folder.join("events.jsonl"), &before).unwrap();
+    hook(&w, "copilot", &nth(&all, &w, "PostToolUse", true, 0));
+    hook(&w, "copilot", &nth(&all, &w, "Stop", true, 0));
+    assert!(subagent(&w, SESSION, AGENT)["used_tokens"].is_null());
+    std::fs::write(folder.join("events.jsonl"), &events).unwrap();
+    hook(&w, "copilot", &nth(&all, &w, "Stop", false, 0));
+    let p = subagent(&w, SESSION, AGENT);
+    assert_eq!(p["used_tokens"], 60_000, "{p}");
+    assert!(p["ended_at"].as_u64().is_some(), "{p}");
+}

@@ -32,6 +32,11 @@ pub struct HookInput {
     /// The subagent's kind (`Explore`...), with `agent_id`.
     #[serde(deserialize_with = "or_default")]
     pub agent_type: Option<String>,
+    /// The subagent's parent, where a subagent's hooks carry its own id as
+    /// `session_id` (Copilot CLI from 1.0.102: the session's id; see
+    /// [`crate::Profile::subagent_names_its_session_parent`]).
+    #[serde(deserialize_with = "or_default")]
+    pub parent_agent_id: Option<String>,
     /// At a turn's end, the session's tasks still running in the background
     /// (Claude Code: `[{"id", "type": "subagent", "status": "running"}]`).
     #[serde(deserialize_with = "or_default")]

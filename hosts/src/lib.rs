@@ -155,8 +155,10 @@ pub struct Profile {
     pub session_end: &'static str,
     /// The event when a subagent has finished, where install registers it:
     /// `SubagentStop` (Claude Code: every release from 1.0.85 knows it, and
-    /// 2.1.x names the subagent; Codex from 0.135, ignored before). Its
-    /// figure is read once more, the whole of it written by then.
+    /// 2.1.x names the subagent; Codex from 0.135, ignored before; Qwen
+    /// Code, 0.21.2 and 0.24.4). Its figure is read once more, the whole of
+    /// it written by then. A host's end-of-turn event fired inside a
+    /// subagent (Copilot CLI's) is its end too.
     pub subagent_end: Option<&'static str>,
     /// Whether [`Profile::pre_compaction`] means a compaction will happen.
     /// Gemini fires `PreCompress` at every model turn, before it checks any
@@ -202,7 +204,9 @@ pub struct Profile {
     /// id, where the host keeps one (Claude Code:
     /// `<session>/subagents/agent-<id>.jsonl`, every line a sidechain's;
     /// Codex: a rollout of its own beside the session's; Gemini CLI:
-    /// `chats/<session>/<id>.jsonl`).
+    /// `chats/<session>/<id>.jsonl`; Qwen Code:
+    /// `subagents/<session>/agent-<id>.jsonl` beside `chats/`; Copilot CLI:
+    /// the session's own log, whose lines name the subagent).
     pub subagent_figure: Option<SubagentFigure>,
     /// Whether a subagent's tool calls name its own transcript (Codex: its
     /// rollout) rather than its session's (Claude Code, Gemini CLI): where
@@ -220,6 +224,11 @@ pub struct Profile {
     /// its session's id and transcript, while the subagent's own chat is
     /// newer than the session's): its id, and its kind where known.
     pub subagent_of: Option<SubagentOf>,
+    /// Whether a subagent's hooks carry its own id as `session_id` and its
+    /// session's as `parent_agent_id` (Copilot CLI from 1.0.102, whose
+    /// subagent also fires a `Stop` of its own): such an event is taken as
+    /// its session's, made inside that subagent.
+    pub subagent_names_its_session_parent: bool,
     /// The command that compacts.
     pub compact_command: &'static str,
     /// How a person compacts a session from a shell, without its
@@ -577,6 +586,7 @@ pub const CLAUDE: Profile = Profile {
     subagent_calls_name_own_transcript: false,
     subagent_done: None,
     subagent_of: None,
+    subagent_names_its_session_parent: false,
     compact_command: "/compact",
     headless_compact: Some("claude -p {command} --resume {session}"),
     compact_takes_focus: true,
@@ -671,6 +681,7 @@ pub const CODEX: Profile = Profile {
     subagent_calls_name_own_transcript: true,
     subagent_done: Some(codex::subagent_done),
     subagent_of: None,
+    subagent_names_its_session_parent: false,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: false,
@@ -749,6 +760,7 @@ pub const GEMINI: Profile = Profile {
     subagent_calls_name_own_transcript: false,
     subagent_done: Some(gemini::subagent_done),
     subagent_of: Some(gemini::subagent_of),
+    subagent_names_its_session_parent: false,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: false,
@@ -810,6 +822,9 @@ pub const QWEN: Profile = Profile {
         ev("PostCompact", None, 5000),
         ev("SessionStart", None, 5000),
         ev("SessionEnd", None, 10000),
+        // Both releases seen (0.21.2, 0.24.4) fire it with the subagent's
+        // id (tests/fixtures/qwen-copilot-subagents).
+        ev("SubagentStop", None, 5000),
     ],
     statusline: false,
     statusline_refresh: None,
@@ -821,7 +836,7 @@ pub const QWEN: Profile = Profile {
     turn_start: None,
     context_start: "SessionStart",
     session_end: "SessionEnd",
-    subagent_end: None,
+    subagent_end: Some("SubagentStop"),
     pre_compaction_means_compaction: true,
     start_after_compaction: true,
     writes_calls_after_their_hooks: false,
@@ -836,10 +851,11 @@ pub const QWEN: Profile = Profile {
     shows_system_message: false,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_figure: None,
+    subagent_figure: Some(qwen::subagent_figure),
     subagent_calls_name_own_transcript: false,
     subagent_done: None,
     subagent_of: None,
+    subagent_names_its_session_parent: false,
     compact_command: "/compress",
     headless_compact: None,
     compact_takes_focus: true,
@@ -937,10 +953,11 @@ pub const COPILOT: Profile = Profile {
     shows_system_message: false,
     post_compaction_message: None,
     terminal_sequence_since: None,
-    subagent_figure: None,
+    subagent_figure: Some(copilot::subagent_figure),
     subagent_calls_name_own_transcript: false,
     subagent_done: None,
     subagent_of: None,
+    subagent_names_its_session_parent: true,
     compact_command: "/compact",
     headless_compact: None,
     compact_takes_focus: true,

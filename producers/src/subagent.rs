@@ -122,7 +122,8 @@ pub fn finished(h: &Hook, input: &HookInput) -> Result<(), Error> {
 /// subagent's figure read again, and those its host no longer lists running
 /// (`background_tasks`), or whose records say they finished
 /// (`Profile::subagent_done`), marked ended. A host that tells neither ends
-/// them all at the session's end only.
+/// them all at the session's end only. One that ended with no figure is
+/// read again too.
 pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
     let session = input.session_id.trim();
     let done = input.host().profile().subagent_done;
@@ -138,9 +139,6 @@ pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
                 .filter_map(|t| t["id"].as_str())
                 .collect()
         });
-    if running.is_none() && done.is_none() && !all {
-        return Ok(());
-    }
     let prefix = SubagentContext::key(session, "");
     for k in h.bus.keys("interpulse", "subagent")? {
         if !k.starts_with(&prefix) {
@@ -150,6 +148,15 @@ pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
             continue;
         };
         if e.payload.ended_at.is_some() {
+            // One that ended with no figure (a host that writes a
+            // subagent's usage only once it has returned: Copilot CLI's
+            // `sync` subagent) gets its figure once there is one.
+            if e.payload.used_tokens.is_none() {
+                let c = measured(h, input, e.payload);
+                if c.used_tokens.is_some() {
+                    h.bus.publish_typed(&k, session, &c)?;
+                }
+            }
             continue;
         }
         let c = measured(h, input, e.payload);

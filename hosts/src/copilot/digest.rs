@@ -2,7 +2,9 @@
 //! [`crate::digest`]): `session.start` the folder and branch, `user.message`
 //! the prompts (`content`, as typed), `assistant.message` the replies and
 //! the calls (`toolRequests`), a `tool.execution_complete` that did not
-//! succeed a failure, and `session.compaction_complete` the summary.
+//! succeed a failure, and `session.compaction_complete` the summary. A
+//! subagent's lines (1.0.102 writes them into its session's log, each with
+//! its `agentId`) are its own work, none of the session's.
 
 use serde_json::Value;
 
@@ -13,6 +15,13 @@ pub fn items(raw: &[u8], out: &mut Vec<Item>) {
     let Some(line) = object(raw) else {
         return;
     };
+    if line
+        .get("agentId")
+        .and_then(Value::as_str)
+        .is_some_and(|a| !a.is_empty())
+    {
+        return;
+    }
     let data = line.get("data").unwrap_or(&Value::Null);
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     match line.get("type").and_then(Value::as_str) {

@@ -51,6 +51,20 @@ struct Line {
     kind: Option<Value>,
     id: Option<Value>,
     data: Option<Value>,
+    /// The subagent whose line it is (1.0.102: its events are written
+    /// into its session's log, each naming it).
+    #[serde(rename = "agentId")]
+    agent: Option<Value>,
+}
+
+impl Line {
+    /// The subagent the line is of, if any.
+    fn agent(&self) -> Option<&str> {
+        self.agent
+            .as_ref()
+            .and_then(Value::as_str)
+            .filter(|a| !a.is_empty())
+    }
 }
 
 /// Copilot CLI's reader (see the module's documentation).
@@ -64,6 +78,10 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
         return None;
     }
     let l = serde_json::from_slice::<Line>(line).ok()?;
+    // A subagent's line is its own context's, none of the session's.
+    if l.agent().is_some() {
+        return None;
+    }
     let data = l.data.unwrap_or_default();
     let id = l.id.as_ref().and_then(Value::as_str).map(str::to_owned);
     match l.kind.as_ref().and_then(Value::as_str) {
@@ -76,16 +94,7 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
             if !agent {
                 return None;
             }
-            Some(Fact::Usage {
-                message: id,
-                tokens: crate::usage::count(u.get("inputTokens")?)?,
-                model: u.get("model").and_then(Value::as_str).map(str::to_owned),
-                window: u
-                    .get("maxPromptTokens")
-                    .and_then(crate::usage::count)
-                    .filter(|w| *w > 0),
-                version: None,
-            })
+            usage_of(u, id)
         }
         Some("user.message") => Some(Fact::Break),
         // A session's end states its context (every release seen, 1.0.30 on,
@@ -120,6 +129,59 @@ pub(crate) fn fact(line: &[u8], offset: u64) -> Option<Fact> {
     }
 }
 
+/// A `session.usage_record`'s `usage`, as a figure.
+fn usage_of(u: &Value, message: Option<String>) -> Option<Fact> {
+    Some(Fact::Usage {
+        message,
+        tokens: crate::usage::count(u.get("inputTokens")?)?,
+        model: u.get("model").and_then(Value::as_str).map(str::to_owned),
+        window: u
+            .get("maxPromptTokens")
+            .and_then(crate::usage::count)
+            .filter(|w| *w > 0),
+        version: None,
+    })
+}
+
+/// The subagent `agent`'s own figure: its last `session.usage_record` in
+/// its session's log (`transcript`), whose lines name it (1.0.102). Copilot
+/// writes a subagent's records there as they come only for one run in the
+/// background; a `sync` one's, when it returns (its session's too, then).
+pub(crate) fn subagent_figure(
+    transcript: &Path,
+    _session: &str,
+    agent: &str,
+) -> Option<crate::usage::TailUsage> {
+    let bytes = crate::tail::last_bytes(transcript, crate::tail::DEFAULT_SCAN_CAP)?;
+    bytes.split(|&b| b == b'\n').rev().find_map(|raw| {
+        let line = crate::tail::trimmed(raw);
+        if !contains(line, b"session.usage_record") || !contains(line, agent.as_bytes()) {
+            return None;
+        }
+        let l = serde_json::from_slice::<Line>(line).ok()?;
+        if l.agent() != Some(agent) {
+            return None;
+        }
+        let Fact::Usage {
+            tokens,
+            model,
+            window,
+            ..
+        } = usage_of(l.data.as_ref()?.get("usage")?, None)?
+        else {
+            return None;
+        };
+        Some(crate::usage::TailUsage {
+            used_tokens: tokens,
+            kind: crate::usage::UsageKind::Assistant,
+            model,
+            window,
+            version: None,
+            offset: 0,
+        })
+    })
+}
+
 /// A line read forward, for a re-enactment.
 pub(crate) fn forward(line: &[u8], offset: u64) -> Seen {
     Seen::stamped(line, fact(line, offset), happenings(line))
@@ -131,18 +193,24 @@ fn happenings(line: &[u8]) -> Vec<Happening> {
         return Vec::new();
     };
     let d = &v["data"];
+    // A subagent's line (1.0.102): its calls and results, nothing of the
+    // session's turn.
+    let sub = v["agentId"].as_str().is_some_and(|a| !a.is_empty());
     match v["type"].as_str() {
         Some("assistant.message") => {
-            let mut out = vec![Happening::Activity];
+            let mut out = Vec::new();
+            if !sub {
+                out.push(Happening::Activity);
+            }
             for t in d["toolRequests"].as_array().into_iter().flatten() {
                 out.push(Happening::ToolCall {
                     id: t["toolCallId"].as_str().map(str::to_owned),
                     name: t["name"].as_str().unwrap_or("?").to_owned(),
                     input: raw(&t["arguments"]),
-                    subagent: false,
+                    subagent: sub,
                 });
             }
-            if d["toolRequests"].as_array().is_none_or(Vec::is_empty) {
+            if !sub && d["toolRequests"].as_array().is_none_or(Vec::is_empty) {
                 out.push(Happening::EndsTurn);
             }
             out
@@ -153,10 +221,11 @@ fn happenings(line: &[u8]) -> Vec<Happening> {
                 id: id.to_owned(),
                 error: d["success"] == false,
                 response: raw(&d["result"]),
-                subagent: false,
+                subagent: sub,
             })
             .into_iter()
             .collect(),
+        _ if sub => Vec::new(),
         Some("user.message") => vec![Happening::TurnEnded, Happening::Prompt],
         Some("session.compaction_start") => vec![Happening::Compaction {
             trigger: d["trigger"]
@@ -342,6 +411,10 @@ pub(crate) fn input_shape(o: &mut crate::input::TopLevel) {
         ("stopHookActive", "stop_hook_active"),
         ("customInstructions", "custom_instructions"),
         ("initialPrompt", "initial_prompt"),
+        // A subagent's (1.0.102): its own id, and its session's.
+        ("agentId", "agent_id"),
+        ("agentType", "agent_type"),
+        ("parentAgentId", "parent_agent_id"),
     ];
     for (camel, snake) in NAMES {
         if let Some(v) = o.remove(*camel) {
@@ -383,6 +456,75 @@ mod tests {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+
+    /// The log of a session whose `sync` subagent ran (1.0.102, captured
+    /// whole: tests/fixtures/qwen-copilot-subagents/copilot-1.0.102/).
+    fn with_subagent() -> Vec<u8> {
+        let path = format!(
+            "{}/../tests/fixtures/qwen-copilot-subagents/copilot-1.0.102/events.trimmed.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    const AGENT: &str = "694171c2-b121-4e29-8597-816a6a9a3496";
+
+    #[test]
+    fn a_subagent_s_lines_are_its_own_never_its_session_s() {
+        let log = with_subagent();
+        // Until its shutdown line, the session's own last figure: 31k, not
+        // its subagent's 60k after it.
+        let until: Vec<u8> = String::from_utf8_lossy(&log)
+            .lines()
+            .take_while(|l| !l.contains("session.shutdown"))
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        let t = crate::tail::tail_of(&until, Host::Copilot);
+        assert_eq!(t.usage.unwrap().used_tokens, 31_000);
+        // Its own lines, forward: its calls and results, no turn of the session's.
+        let mut ends = 0;
+        let mut sub_calls = 0;
+        for l in String::from_utf8_lossy(&log).lines() {
+            let sub = l.contains("\"agentId\"");
+            for h in forward(l.as_bytes(), 0).happenings {
+                match h {
+                    Happening::ToolCall { subagent, .. } => {
+                        assert_eq!(subagent, sub, "{l}");
+                        sub_calls += usize::from(sub);
+                    }
+                    Happening::EndsTurn | Happening::TurnEnded | Happening::Prompt => {
+                        assert!(!sub, "{l}");
+                        ends += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(sub_calls, 2);
+        assert!(ends > 0);
+        // Nothing of it in the session's note.
+        let mut items = Vec::new();
+        for l in String::from_utf8_lossy(&log).lines() {
+            digest::items(l.as_bytes(), &mut items);
+        }
+        let prompts: Vec<&Item> = items
+            .iter()
+            .filter(|i| matches!(i, Item::Prompt(_)))
+            .collect();
+        assert_eq!(prompts.len(), 1, "{prompts:?}");
+    }
+
+    #[test]
+    fn a_subagent_s_figure_is_its_own_last_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, with_subagent()).unwrap();
+        let u = subagent_figure(&path, "s", AGENT).unwrap();
+        assert_eq!((u.used_tokens, u.window), (60_000, Some(64_000)));
+        assert_eq!(u.model.as_deref(), Some("gpt-4.1"));
+        assert!(subagent_figure(&path, "s", "another").is_none());
+        assert!(subagent_figure(&dir.path().join("none"), "s", AGENT).is_none());
     }
 
     #[test]

@@ -460,6 +460,37 @@ pub(crate) fn transcript_at(folder: &Path, project: &Path, session: &str) -> std
         .join("chats")
         .join(format!("{session}.jsonl"))
 }
+/// A subagent's own transcript: `subagents/<session>/agent-<id>.jsonl`
+/// beside the session's `chats/` folder (0.21.2 and 0.24.4 alike; its
+/// lines are the chat's, each a sidechain's, and Qwen writes an answer's
+/// line before the calls it makes run their hooks).
+pub(crate) fn subagent_transcript(
+    transcript: &Path,
+    session: &str,
+    agent: &str,
+) -> Option<std::path::PathBuf> {
+    let project = transcript.parent()?.parent()?;
+    Some(
+        project
+            .join("subagents")
+            .join(interband::paths::safe_key(session))
+            .join(format!("agent-{}.jsonl", interband::paths::safe_key(agent))),
+    )
+}
+
+/// The subagent `agent`'s own figure, from its own transcript
+/// ([`subagent_transcript`]), given the session's.
+pub(crate) fn subagent_figure(
+    transcript: &Path,
+    session: &str,
+    agent: &str,
+) -> Option<crate::usage::TailUsage> {
+    let own = subagent_transcript(transcript, session, agent)?;
+    crate::tail::read_tail(&own, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Qwen)
+        .ok()?
+        .usage
+}
+
 /// What installing into Qwen's settings must say beyond what every host's
 /// install says (hooks turned off: [`crate::Profile::hooks_off`]): a
 /// project's hooks that a folder Qwen does not trust ignores (0.24 and
@@ -491,6 +522,35 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn a_subagent_s_figure_is_its_own_transcript_s() {
+        let home = tempfile::tempdir().unwrap();
+        let project = home.path().join("projects/-home-user-proj");
+        let session = "1ce1b995-2e10-4568-aabd-def284368152";
+        let agent = "general-purpose-call_mock1_0";
+        let chat = project.join(format!("chats/{session}.jsonl"));
+        let own = project.join(format!("subagents/{session}/agent-{agent}.jsonl"));
+        assert_eq!(
+            subagent_transcript(&chat, session, agent).as_ref(),
+            Some(&own)
+        );
+        std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+        let path = format!(
+            "{}/../tests/fixtures/qwen-copilot-subagents/qwen-0.24.4/subagents.SESSION.agent-{agent}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::copy(&path, &own).unwrap();
+        let u = subagent_figure(&chat, session, agent).unwrap();
+        assert_eq!(u.used_tokens, 60_000);
+        assert!(subagent_figure(&chat, session, "general-purpose-other").is_none());
+        // A path that climbs out is no name of its.
+        let climbing = subagent_transcript(&chat, session, "../../x").unwrap();
+        assert!(
+            climbing.starts_with(project.join("subagents").join(session)),
+            "{climbing:?}"
+        );
     }
 
     #[test]
