@@ -74,9 +74,9 @@ pub fn dispatch(o: &Outside, buf: &[u8]) -> Result<Option<String>> {
         }
     }
     // A call made inside a subagent whose input does not say so (Gemini
-    // CLI): the host's records tell, so that it is the subagent's.
+    // CLI), or does not say its kind (Qwen Code): the host's records tell.
     if moment == Moment::ToolDone
-        && !input.in_subagent()
+        && (!input.in_subagent() || input.agent_type.is_none())
         && let Some(of) = profile.subagent_of
         && let Some((agent, kind)) = of(&input)
     {

@@ -32,6 +32,10 @@ pub struct HookInput {
     /// The subagent's kind (`Explore`...), with `agent_id`.
     #[serde(deserialize_with = "or_default")]
     pub agent_type: Option<String>,
+    /// The prompt a call answers (Qwen Code from 0.23.4, whose calls made in
+    /// a subagent carry its `agent_id` too).
+    #[serde(deserialize_with = "or_default")]
+    pub prompt_id: Option<String>,
     /// The subagent's parent, where a subagent's hooks carry its own id as
     /// `session_id` (Copilot CLI from 1.0.102: the session's id; see
     /// [`crate::Profile::subagent_names_its_session_parent`]).

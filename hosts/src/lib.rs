@@ -219,10 +219,12 @@ pub struct Profile {
     /// since the subagent's own). Same arguments as
     /// [`Profile::subagent_figure`].
     pub subagent_done: Option<fn(transcript: &std::path::Path, session: &str, agent: &str) -> bool>,
-    /// The subagent a tool call was made in, where the host's input does not
-    /// name it and its records do (Gemini CLI: a subagent's calls come with
+    /// The subagent a tool call was made in, and its kind, where the host's
+    /// input does not name them and its records do (Gemini CLI: a subagent's calls come with
     /// its session's id and transcript, while the subagent's own chat is
-    /// newer than the session's): its id, and its kind where known.
+    /// newer than the session's; Qwen Code before 0.23.4, the same way with
+    /// its own transcript, and from 0.23.4, whose calls name the subagent,
+    /// its kind, from its record): its id, and its kind where known.
     pub subagent_of: Option<SubagentOf>,
     /// Whether a subagent's hooks carry its own id as `session_id` and its
     /// session's as `parent_agent_id` (Copilot CLI from 1.0.102, whose
@@ -854,7 +856,7 @@ pub const QWEN: Profile = Profile {
     subagent_figure: Some(qwen::subagent_figure),
     subagent_calls_name_own_transcript: false,
     subagent_done: None,
-    subagent_of: None,
+    subagent_of: Some(qwen::subagent_of),
     subagent_names_its_session_parent: false,
     compact_command: "/compress",
     headless_compact: None,

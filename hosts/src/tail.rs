@@ -58,6 +58,30 @@ pub(crate) fn last_bytes(path: &Path, most: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// When a file was last written.
+pub(crate) fn written(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).ok()?.modified().ok()
+}
+
+/// The newest of `dir`'s files whose names end with `suffix`, when it was
+/// written after `since`: a subagent's transcript written since its
+/// session's own (Gemini CLI, Qwen Code before 0.23.4).
+pub(crate) fn newest_since(
+    dir: &Path,
+    suffix: &str,
+    since: std::time::SystemTime,
+) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_str().is_some_and(|n| n.ends_with(suffix)))
+        .filter_map(|p| Some((written(&p)?, p)))
+        .max()
+        .filter(|(at, _)| *at > since)
+        .map(|(_, p)| p)
+}
+
 /// Default cap on bytes scanned from the end: 8 MiB.
 ///
 /// `interband replay` frees its copy of a transcript beyond the furthest any

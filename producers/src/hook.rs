@@ -594,6 +594,17 @@ fn checkpoint_action(
 /// When nothing is new, or the context is a new one (a compaction: the
 /// events that bring the note back take it), nothing is written.
 pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
+    let mut reply = settle_turn_end(h, input)?;
+    // Its subagents after the session's own figure: one on the session's
+    // model runs in the window the session now has.
+    if let Err(e) = crate::subagent::ended(h, input, false) {
+        reply.problems.push(e.to_string());
+    }
+    Ok(reply)
+}
+
+/// The session's own figure at its turn's end ([`turn_end`]).
+fn settle_turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
     let Begun {
         session,
         settings,
@@ -601,9 +612,6 @@ pub fn turn_end(h: &Hook, input: &HookInput) -> Result<Reply, Error> {
         ..
     } = begin(h, input)?;
     let cfg = &settings.value;
-    if let Err(e) = crate::subagent::ended(h, input, false) {
-        reply.problems.push(e.to_string());
-    }
     let known = state_dir(h.bus, false)
         .map(|dir| interband::lock::read_json_or_default::<State>(&dir, &state_file(session)))
         .unwrap_or_default();

@@ -7,12 +7,16 @@
 
 use std::path::Path;
 
-use interband::payloads::SubagentContext;
+use interband::payloads::{Pressure, SubagentContext};
 use interband_hosts::Known;
 use interband_hosts::input::HookInput;
 
 use crate::Error;
 use crate::hook::Hook;
+
+/// How long after its end a subagent's figure is read again at its
+/// session's turn's end, seconds.
+const RECENTLY_ENDED: f64 = 15.0 * 60.0;
 
 /// What `agent`'s own transcript says now: its tokens, window and model.
 struct Figure {
@@ -29,8 +33,22 @@ fn measure(h: &Hook, input: &HookInput, agent: &str) -> Option<Figure> {
         input.session_id.trim(),
         agent,
     )?;
-    let window = host
-        .limits(
+    // A subagent on its session's model (or whose transcript names none:
+    // Qwen Code's) runs in its session's window, where that one is certain
+    // (Qwen Code states it only in the session's `Stop`).
+    let session = h
+        .bus
+        .read_typed::<Pressure>(input.session_id.trim())
+        .ok()
+        .map(|e| e.payload)
+        .filter(|p| p.window_other.is_none() && (u.model.is_none() || p.model == u.model))
+        .filter(|_| u.window.is_none());
+    let model = u
+        .model
+        .clone()
+        .or_else(|| session.as_ref().and_then(|p| p.model.clone()));
+    let window = session.and_then(|p| p.window).unwrap_or_else(|| {
+        host.limits(
             &Known {
                 transcript: u.window,
                 configured: h.settings.value.window,
@@ -42,11 +60,12 @@ fn measure(h: &Hook, input: &HookInput, agent: &str) -> Option<Figure> {
             },
             h.env,
         )
-        .window;
+        .window
+    });
     Some(Figure {
         used_tokens: u.used_tokens,
         window,
-        model: u.model,
+        model,
     })
 }
 
@@ -122,8 +141,8 @@ pub fn finished(h: &Hook, input: &HookInput) -> Result<(), Error> {
 /// subagent's figure read again, and those its host no longer lists running
 /// (`background_tasks`), or whose records say they finished
 /// (`Profile::subagent_done`), marked ended. A host that tells neither ends
-/// them all at the session's end only. One that ended with no figure is
-/// read again too.
+/// them all at the session's end only. One that ended in the last quarter
+/// of an hour is read again too.
 pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
     let session = input.session_id.trim();
     let done = input.host().profile().subagent_done;
@@ -147,13 +166,15 @@ pub fn ended(h: &Hook, input: &HookInput, all: bool) -> Result<(), Error> {
         let Ok(e) = h.bus.read_typed::<SubagentContext>(&k) else {
             continue;
         };
-        if e.payload.ended_at.is_some() {
-            // One that ended with no figure (a host that writes a
-            // subagent's usage only once it has returned: Copilot CLI's
-            // `sync` subagent) gets its figure once there is one.
-            if e.payload.used_tokens.is_none() {
+        if let Some(at) = e.payload.ended_at {
+            // One that ended a short while ago is read once more: a host
+            // may write its last answer's figure after its end's hook ran
+            // (Copilot CLI writes its log some hundreds of milliseconds
+            // late, seen live: tests/fixtures/qwen-copilot-subagents/verified/).
+            if h.now - at as f64 <= RECENTLY_ENDED {
+                let before = (e.payload.used_tokens, e.payload.window);
                 let c = measured(h, input, e.payload);
-                if c.used_tokens.is_some() {
+                if c.used_tokens.is_some() && (c.used_tokens, c.window) != before {
                     h.bus.publish_typed(&k, session, &c)?;
                 }
             }

@@ -469,12 +469,19 @@ pub(crate) fn subagent_transcript(
     session: &str,
     agent: &str,
 ) -> Option<std::path::PathBuf> {
+    Some(
+        subagents(transcript, session)?
+            .join(format!("agent-{}.jsonl", interband::paths::safe_key(agent))),
+    )
+}
+
+/// The folder of the session's subagents' transcripts, given the session's.
+fn subagents(transcript: &Path, session: &str) -> Option<std::path::PathBuf> {
     let project = transcript.parent()?.parent()?;
     Some(
         project
             .join("subagents")
-            .join(interband::paths::safe_key(session))
-            .join(format!("agent-{}.jsonl", interband::paths::safe_key(agent))),
+            .join(interband::paths::safe_key(session)),
     )
 }
 
@@ -489,6 +496,41 @@ pub(crate) fn subagent_figure(
     crate::tail::read_tail(&own, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Qwen)
         .ok()?
         .usage
+}
+
+/// The subagent a tool call was made in, and its kind, where the call does
+/// not say them ([`crate::Profile::subagent_of`]). From 0.23.4 a
+/// subagent's calls carry its `agent_id` (and every call a `prompt_id`),
+/// never its kind: that is its record's (`agent-<id>.meta.json`). Before,
+/// they carry nothing naming it; a subagent writes each answer to its own
+/// transcript before the calls it makes run their hooks, and nothing of it
+/// to the session's chat: a call made while the newest of the session's
+/// subagent transcripts was written after the session's chat, and that
+/// subagent's record says it runs, is that subagent's.
+pub(crate) fn subagent_of(input: &crate::input::HookInput) -> Option<(String, Option<String>)> {
+    let chat = Path::new(input.transcript_path.as_deref()?);
+    let dir = subagents(chat, input.session_id.trim())?;
+    let record = |own: &Path| -> Option<Value> {
+        serde_json::from_slice(&std::fs::read(own.with_extension("meta.json")).ok()?).ok()
+    };
+    let kind = |meta: &Value| meta["agentType"].as_str().map(str::to_owned);
+    if input.in_subagent() {
+        let agent = input.agent_id.as_deref()?.trim();
+        let own = dir.join(format!("agent-{}.jsonl", interband::paths::safe_key(agent)));
+        return Some((agent.to_owned(), record(&own).as_ref().and_then(kind)));
+    }
+    if input.prompt_id.is_some() {
+        return None;
+    }
+    let own = crate::tail::newest_since(&dir, ".jsonl", crate::tail::written(chat)?)?;
+    let meta = record(&own)?;
+    if meta["status"] != "running"
+        || meta["parentSessionId"].as_str() != Some(input.session_id.trim())
+    {
+        return None;
+    }
+    let agent = meta["agentId"].as_str().filter(|a| !a.is_empty())?;
+    Some((agent.to_owned(), kind(&meta)))
 }
 
 /// What installing into Qwen's settings must say beyond what every host's
