@@ -655,9 +655,12 @@ fn a_qwen_0_21_subagent_is_recorded_at_its_stop() {
 /// Qwen Code 0.21.2's subagent's calls carry its session's id and chat
 /// and nothing naming it (`agent_id` and `prompt_id` come with 0.23.4):
 /// interband gave them the session's warnings and counted them as the
-/// session's. A call made while the session's newest subagent transcript
-/// was written after its chat, and that subagent's record says it runs, is
-/// the subagent's; once the session's chat is written again, the session's.
+/// session's. The subagent writes each answer, naming the calls it makes,
+/// to its own transcript before their hooks run: a call whose id a running
+/// subagent's transcript names is that subagent's, the session's own call
+/// that started it (seen live taken for the subagent's by a first rule, by
+/// its transcript's time: tests/fixtures/qwen-copilot-subagents/verified-2/)
+/// and every call once it has finished are the session's.
 #[test]
 fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
     const SESSION: &str = "cd6827e4-b708-44f6-93d4-5371c5f07264";
@@ -665,28 +668,11 @@ fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
     std::fs::create_dir_all(w.home().join("proj")).unwrap();
     let all = observed("qwen-0.21.2/hook-inputs.with-disk-snapshot.jsonl");
     let project = w.home().join(".qwen/projects/-home-user-proj");
-    let chat = project.join(format!("chats/{SESSION}.jsonl"));
-    let own = project.join(format!("subagents/{SESSION}/agent-{QWEN_AGENT}.jsonl"));
-    // Its record, as 0.21.2 writes it (the same fields as 0.24.4's, captured).
-    let meta = captured(
-        "qwen-copilot-subagents",
-        &format!("qwen-0.24.4/subagents.SESSION.agent-{QWEN_AGENT}.meta.json"),
-    )
-    .replace("1ce1b995-2e10-4568-aabd-def284368152", SESSION);
-    let record = |status: &str| {
-        std::fs::write(
-            own.with_extension("meta.json"),
-            meta.replace("\"completed\"", &format!("\"{status}\"")),
-        )
-        .unwrap()
-    };
+    let meta = project.join(format!("subagents/{SESSION}/agent-{QWEN_AGENT}.meta.json"));
+    // Its transcript up to its first answer, which calls `call_mock2_0`.
     qwen_files(&w, "qwen-0.21.2", SESSION, 1);
-    record("running");
-    written_at(&chat, 0);
-    written_at(&own, 10);
-    // The subagent's first call (its own answer at 20k is on disk).
     let call = nth(&all, &w, "PostToolUse", false, 0);
-    assert_eq!(call["tool_name"], "run_shell_command");
+    assert_eq!(call["tool_call_id"], "call_mock2_0");
     assert_eq!(hook(&w, "qwen", &call), "", "nothing is told the subagent");
     let p = subagent(&w, SESSION, QWEN_AGENT);
     assert_eq!(p["used_tokens"], 20_000, "{p}");
@@ -703,19 +689,11 @@ fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
         "the session's own chat's: {parent}"
     );
 
-    // A release that names a subagent's calls (its calls have a
-    // `prompt_id`): a call with no `agent_id` is the session's.
-    let mut named = call.clone();
-    named["prompt_id"] = json!("p1");
-    hook(&w, "qwen", &named);
-    assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["calls"], 1);
-
-    // The session's chat written again (the subagent returned): the
-    // session's own call, even while the record still says it runs.
-    written_at(&chat, 20);
-    let parent_call = nth(&all, &w, "PostToolUse", false, 2);
-    assert_eq!(parent_call["tool_name"], "agent");
-    hook(&w, "qwen", &parent_call);
+    // The session's call that started it (in the background, its hook runs
+    // while the subagent does): the session's.
+    let started = nth(&all, &w, "PostToolUse", false, 2);
+    assert_eq!(started["tool_name"], "agent");
+    hook(&w, "qwen", &started);
     assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["calls"], 1);
     let parent = &w
         .bus()
@@ -723,13 +701,38 @@ fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
         .unwrap()
         .envelope
         .payload;
-    assert_eq!(parent["calls"], 2, "{parent}");
+    assert_eq!(parent["calls"], 1, "{parent}");
 
-    // A finished subagent's transcript, newer: its record says it ended.
-    record("completed");
-    written_at(&own, 30);
-    hook(&w, "qwen", &call);
+    // A release that names a subagent's calls (its calls have a
+    // `prompt_id`): a call with no `agent_id` is the session's.
+    let mut named = call.clone();
+    named["prompt_id"] = json!("p1");
+    hook(&w, "qwen", &named);
     assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["calls"], 1);
+
+    // Its second call, named by its next answer.
+    qwen_files(&w, "qwen-0.21.2", SESSION, 2);
+    hook(&w, "qwen", &nth(&all, &w, "PostToolUse", false, 1));
+    let p = subagent(&w, SESSION, QWEN_AGENT);
+    assert_eq!(
+        (p["used_tokens"].clone(), p["calls"].clone()),
+        (json!(40_000), json!(2))
+    );
+
+    // Once its record says it has finished, a call it named is the session's.
+    let done = std::fs::read_to_string(&meta)
+        .unwrap()
+        .replace("\"running\"", "\"completed\"");
+    std::fs::write(&meta, done).unwrap();
+    hook(&w, "qwen", &call);
+    assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["calls"], 2);
+    let parent = &w
+        .bus()
+        .read("interpulse", "pressure", SESSION)
+        .unwrap()
+        .envelope
+        .payload;
+    assert_eq!(parent["calls"], 3, "{parent}");
 }
 
 /// Copilot CLI 1.0.102's subagent (`task`) fires its hooks with its own id

@@ -32,6 +32,9 @@ pub struct HookInput {
     /// The subagent's kind (`Explore`...), with `agent_id`.
     #[serde(deserialize_with = "or_default")]
     pub agent_type: Option<String>,
+    /// The call's id, as the model's answer names it (Qwen Code).
+    #[serde(deserialize_with = "or_default")]
+    pub tool_call_id: Option<String>,
     /// The prompt a call answers (Qwen Code from 0.23.4, whose calls made in
     /// a subagent carry its `agent_id` too).
     #[serde(deserialize_with = "or_default")]

@@ -222,9 +222,10 @@ pub struct Profile {
     /// The subagent a tool call was made in, and its kind, where the host's
     /// input does not name them and its records do (Gemini CLI: a subagent's calls come with
     /// its session's id and transcript, while the subagent's own chat is
-    /// newer than the session's; Qwen Code before 0.23.4, the same way with
-    /// its own transcript, and from 0.23.4, whose calls name the subagent,
-    /// its kind, from its record): its id, and its kind where known.
+    /// newer than the session's; Qwen Code before 0.23.4: a running
+    /// subagent's own transcript names the call; from 0.23.4, whose calls
+    /// name the subagent, its kind, from its record): its id, and its kind
+    /// where known.
     pub subagent_of: Option<SubagentOf>,
     /// Whether a subagent's hooks carry its own id as `session_id` and its
     /// session's as `parent_agent_id` (Copilot CLI from 1.0.102, whose

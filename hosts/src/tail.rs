@@ -64,8 +64,8 @@ pub(crate) fn written(path: &Path) -> Option<std::time::SystemTime> {
 }
 
 /// The newest of `dir`'s files whose names end with `suffix`, when it was
-/// written after `since`: a subagent's transcript written since its
-/// session's own (Gemini CLI, Qwen Code before 0.23.4).
+/// written after `since`: a subagent's chat written since its session's
+/// own (Gemini CLI).
 pub(crate) fn newest_since(
     dir: &Path,
     suffix: &str,

@@ -502,35 +502,49 @@ pub(crate) fn subagent_figure(
 /// not say them ([`crate::Profile::subagent_of`]). From 0.23.4 a
 /// subagent's calls carry its `agent_id` (and every call a `prompt_id`),
 /// never its kind: that is its record's (`agent-<id>.meta.json`). Before,
-/// they carry nothing naming it; a subagent writes each answer to its own
-/// transcript before the calls it makes run their hooks, and nothing of it
-/// to the session's chat: a call made while the newest of the session's
-/// subagent transcripts was written after the session's chat, and that
-/// subagent's record says it runs, is that subagent's.
+/// they carry nothing naming it; a subagent writes each answer, with the
+/// ids of the calls it makes, to its own transcript before those calls run
+/// their hooks: a call whose `tool_call_id` a running subagent's
+/// transcript names is that subagent's. (Its transcript's time tells
+/// nothing: Qwen writes its own records of the subagent's requests to the
+/// session's chat just after, seen live in 0.21.2.)
 pub(crate) fn subagent_of(input: &crate::input::HookInput) -> Option<(String, Option<String>)> {
     let chat = Path::new(input.transcript_path.as_deref()?);
-    let dir = subagents(chat, input.session_id.trim())?;
-    let record = |own: &Path| -> Option<Value> {
-        serde_json::from_slice(&std::fs::read(own.with_extension("meta.json")).ok()?).ok()
-    };
+    let session = input.session_id.trim();
+    let dir = subagents(chat, session)?;
+    let record =
+        |path: &Path| -> Option<Value> { serde_json::from_slice(&std::fs::read(path).ok()?).ok() };
     let kind = |meta: &Value| meta["agentType"].as_str().map(str::to_owned);
     if input.in_subagent() {
         let agent = input.agent_id.as_deref()?.trim();
-        let own = dir.join(format!("agent-{}.jsonl", interband::paths::safe_key(agent)));
-        return Some((agent.to_owned(), record(&own).as_ref().and_then(kind)));
+        let meta = dir.join(format!(
+            "agent-{}.meta.json",
+            interband::paths::safe_key(agent)
+        ));
+        return Some((agent.to_owned(), record(&meta).as_ref().and_then(kind)));
     }
     if input.prompt_id.is_some() {
         return None;
     }
-    let own = crate::tail::newest_since(&dir, ".jsonl", crate::tail::written(chat)?)?;
-    let meta = record(&own)?;
-    if meta["status"] != "running"
-        || meta["parentSessionId"].as_str() != Some(input.session_id.trim())
-    {
-        return None;
-    }
-    let agent = meta["agentId"].as_str().filter(|a| !a.is_empty())?;
-    Some((agent.to_owned(), kind(&meta)))
+    let call = input
+        .tool_call_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())?;
+    let quoted = serde_json::to_string(call).ok()?;
+    std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".meta.json")))
+        .filter_map(|p| record(&p))
+        .filter(|m| m["status"] == "running" && m["parentSessionId"].as_str() == Some(session))
+        .find_map(|m| {
+            let agent = m["agentId"].as_str().filter(|a| !a.is_empty())?;
+            let own = subagent_transcript(chat, session, agent)?;
+            let tail = crate::tail::last_bytes(&own, 1 << 20)?;
+            contains(&tail, quoted.as_bytes()).then(|| (agent.to_owned(), kind(&m)))
+        })
 }
 
 /// What installing into Qwen's settings must say beyond what every host's
