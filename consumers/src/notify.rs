@@ -188,6 +188,35 @@ fn desktop(notice: &Notice) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The desktop's own notifier, for real, where the suite runs on that
+    /// desktop's system: macOS's `osascript` and Windows' PowerShell toast
+    /// (the release workflow's macOS and Windows runners; Wine's PowerShell
+    /// is a stub, and Linux's `notify-send` needs a session bus). Words a
+    /// shell or AppleScript would read as code arrive as words: the scripts
+    /// read them from the environment.
+    #[test]
+    #[cfg(any(target_os = "macos", all(windows, target_env = "msvc")))]
+    fn the_desktop_s_own_notifier_shows_a_notice() {
+        let problems = std::cell::RefCell::new(Vec::new());
+        let notice = Notice {
+            session: "s1".into(),
+            moment: "red-1".into(),
+            title: "interband test".into(),
+            body: "red: \"run /compact\" $(x) `y` ' & | ; %PATH%".into(),
+        };
+        let settings = Settings {
+            terminal: false,
+            desktop: true,
+            // Its longest: this is no test of its speed.
+            timeout_ms: MAX_TIMEOUT_MS,
+            ..Settings::default()
+        };
+        outside(&settings, &notice, &|p| {
+            problems.borrow_mut().push(p.to_owned())
+        });
+        assert_eq!(problems.into_inner(), Vec::<String>::new());
+    }
+
     #[test]
     fn each_terminal_gets_its_own_sequence_and_the_rest_a_bell() {
         let of = |pairs: &'static [(&'static str, &'static str)]| {
