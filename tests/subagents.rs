@@ -479,6 +479,15 @@ fn nth(all: &[(String, Value)], w: &World, event: &str, sub: bool, n: usize) -> 
     moved(w, &v.to_string())
 }
 
+/// The session's pressure, as published.
+fn pressure(w: &World, session: &str) -> Value {
+    w.bus()
+        .read("interpulse", "pressure", session)
+        .unwrap()
+        .envelope
+        .payload
+}
+
 /// The subagent's record, as published.
 fn subagent(w: &World, session: &str, agent: &str) -> Value {
     w.bus()
@@ -677,12 +686,7 @@ fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
     let p = subagent(&w, SESSION, QWEN_AGENT);
     assert_eq!(p["used_tokens"], 20_000, "{p}");
     assert_eq!(p["agent_type"], "general-purpose", "{p}");
-    let parent = &w
-        .bus()
-        .read("interpulse", "pressure", SESSION)
-        .unwrap()
-        .envelope
-        .payload;
+    let parent = pressure(&w, SESSION);
     assert_eq!(parent["calls"], 0, "not the session's own: {parent}");
     assert_eq!(
         parent["used_tokens"], 31_000,
@@ -695,12 +699,7 @@ fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
     assert_eq!(started["tool_name"], "agent");
     hook(&w, "qwen", &started);
     assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["calls"], 1);
-    let parent = &w
-        .bus()
-        .read("interpulse", "pressure", SESSION)
-        .unwrap()
-        .envelope
-        .payload;
+    let parent = pressure(&w, SESSION);
     assert_eq!(parent["calls"], 1, "{parent}");
 
     // A release that names a subagent's calls (its calls have a
@@ -726,12 +725,7 @@ fn a_qwen_0_21_subagent_s_calls_are_told_apart_by_its_own_transcript() {
     std::fs::write(&meta, done).unwrap();
     hook(&w, "qwen", &call);
     assert_eq!(subagent(&w, SESSION, QWEN_AGENT)["calls"], 2);
-    let parent = &w
-        .bus()
-        .read("interpulse", "pressure", SESSION)
-        .unwrap()
-        .envelope
-        .payload;
+    let parent = pressure(&w, SESSION);
     assert_eq!(parent["calls"], 3, "{parent}");
 }
 

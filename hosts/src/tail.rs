@@ -58,6 +58,12 @@ pub(crate) fn last_bytes(path: &Path, most: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// The figure the transcript at `path` gives now (its last
+/// [`DEFAULT_SCAN_CAP`] bytes read by `host`'s reader): a subagent's own.
+pub(crate) fn figure_of(path: &Path, host: Host) -> Option<crate::usage::TailUsage> {
+    read_tail(path, DEFAULT_SCAN_CAP, host).ok()?.usage
+}
+
 /// When a file was last written.
 pub(crate) fn written(path: &Path) -> Option<std::time::SystemTime> {
     std::fs::metadata(path).ok()?.modified().ok()

@@ -450,9 +450,7 @@ pub(crate) fn subagent_figure(
     agent: &str,
 ) -> Option<crate::usage::TailUsage> {
     let rollout = subagent_rollout(transcript, agent)?;
-    crate::tail::read_tail(&rollout, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Codex)
-        .ok()?
-        .usage
+    crate::tail::figure_of(&rollout, crate::Host::Codex)
 }
 
 /// Whether a subagent's last turn has ended (`task_complete`, or

@@ -524,9 +524,7 @@ pub(crate) fn subagent_figure(
     agent: &str,
 ) -> Option<crate::usage::TailUsage> {
     let own = subagent_chat(transcript, session, agent)?;
-    crate::tail::read_tail(&own, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Gemini)
-        .ok()?
-        .usage
+    crate::tail::figure_of(&own, crate::Host::Gemini)
 }
 
 /// Whether a subagent has finished: the session's chat was written since

@@ -493,9 +493,7 @@ pub(crate) fn subagent_figure(
     agent: &str,
 ) -> Option<crate::usage::TailUsage> {
     let own = subagent_transcript(transcript, session, agent)?;
-    crate::tail::read_tail(&own, crate::tail::DEFAULT_SCAN_CAP, crate::Host::Qwen)
-        .ok()?
-        .usage
+    crate::tail::figure_of(&own, crate::Host::Qwen)
 }
 
 /// The subagent a tool call was made in, and its kind, where the call does
