@@ -391,6 +391,43 @@ fn the_statusline_alone_is_rerun_every_few_seconds_unless_the_person_said_how_of
     }
 }
 
+/// An install made before interband asked for the refresh (session 22)
+/// gets it when install runs again, and uninstall still gives the file
+/// back as it was before the first install.
+#[test]
+fn installing_again_asks_an_earlier_install_s_statusline_to_refresh() {
+    let w = World::new();
+    let path = w.dir.path().join("settings.json");
+    let before = r#"{"model": "opus"}"#;
+    std::fs::write(&path, before).unwrap();
+    ok(&w.run(&settings_args("install", &path, &[])));
+    // As the earlier install wrote it: no refreshInterval, here or in its record.
+    let record = sibling(&path, ".interband-install.json");
+    for file in [&path, &record] {
+        // (`,"refreshInterval": 5` out, in the file's own layout.)
+        let text = std::fs::read_to_string(file).unwrap();
+        let at = text
+            .find("\"refreshInterval\"")
+            .unwrap_or_else(|| panic!("{}: {text}", file.display()));
+        let head = text[..at].trim_end().strip_suffix(',').unwrap();
+        let tail = text[at..].trim_start_matches(|c: char| c != '5');
+        std::fs::write(file, format!("{head}{}", &tail[1..])).unwrap();
+    }
+    assert!(read(&path)["statusLine"].get("refreshInterval").is_none());
+    let o = w.run(&settings_args("install", &path, &[]));
+    ok(&o);
+    assert!(
+        stdout(&o).contains(": statusLine.refreshInterval (5 s)\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(read(&path)["statusLine"]["refreshInterval"], 5);
+    let o = w.run(&settings_args("install", &path, &[]));
+    assert!(stdout(&o).contains("already installed"), "{}", stdout(&o));
+    ok(&w.run(&settings_args("uninstall", &path, &[])));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+}
+
 #[test]
 fn malformed_settings_are_refused_with_one_line_naming_the_file() {
     for (bad, reason) in [

@@ -290,6 +290,18 @@ impl Install {
             match statusline_plan(&settings, &ours) {
                 StatusPlan::Present(Some(note)) => notes.push(note),
                 StatusPlan::Present(None) => {}
+                // Only over the record of the install that wrote it: what an
+                // uninstall gives back stays what that record says.
+                StatusPlan::Refresh { installed } => {
+                    if let Some(r) = record.statusline.as_mut() {
+                        statusline_now = Some(format!(
+                            "statusLine.refreshInterval ({} s)",
+                            installed["refreshInterval"]
+                        ));
+                        settings["statusLine"] = installed.clone();
+                        r.installed = installed;
+                    }
+                }
                 StatusPlan::Set {
                     installed,
                     original,

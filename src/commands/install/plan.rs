@@ -146,6 +146,10 @@ pub(super) fn program_of(command: &str) -> String {
 pub(super) enum StatusPlan {
     /// Nothing to do, with a note for the user if it is another install's.
     Present(Option<String>),
+    /// Ours alone, as an earlier install wrote it before the host's refresh
+    /// was asked for (the install's record keeps what an
+    /// uninstall gives back): set `installed`, which asks for it.
+    Refresh { installed: Value },
     /// Set `installed`; `original` is what to restore (None: no statusLine).
     Set {
         installed: Value,
@@ -174,7 +178,15 @@ pub(super) fn statusline_plan(settings: &Value, ours: &Ours) -> StatusPlan {
             let rest = any_statusline_rest(c).expect("checked");
             let now = ours.statusline_with(rest);
             if now == c {
-                return StatusPlan::Present(None);
+                let mut installed = current.clone();
+                if wrapped_theirs(rest).is_none() {
+                    refreshed(&mut installed, ours);
+                }
+                return if installed == *current {
+                    StatusPlan::Present(None)
+                } else {
+                    StatusPlan::Refresh { installed }
+                };
             }
             if another_working(&program_of(unguarded_statusline(c)), ours) {
                 return StatusPlan::Present(Some(format!(
