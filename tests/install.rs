@@ -356,6 +356,29 @@ fn a_missing_settings_file_is_created_and_uninstall_removes_it() {
     assert!(!sibling(&path, ".interband-install.json").exists());
 }
 
+/// A file an install created had nothing to back up: installing again
+/// (an event added since, say) takes no backup of interband's own hooks,
+/// and uninstall leaves nothing behind. It had written one, "of the
+/// original", and left it after the uninstall.
+#[test]
+fn installing_again_into_a_file_install_created_backs_up_nothing() {
+    let w = World::new();
+    let path = under(&w.home(), ".claude/settings.json");
+    ok(&w.run(&["install"]));
+    // As an install from before SubagentStop left it.
+    let mut s = read(&path);
+    s["hooks"].as_object_mut().unwrap().remove("SubagentStop");
+    std::fs::write(&path, serde_json::to_string_pretty(&s).unwrap()).unwrap();
+    let o = w.run(&["install"]);
+    ok(&o);
+    assert!(stdout(&o).contains(": SubagentStop\n"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("backup"), "{}", stdout(&o));
+    assert!(!sibling(&path, ".interband-backup").exists());
+    ok(&w.run(&["uninstall"]));
+    assert!(!path.exists());
+    assert_eq!(files_under(&w.home()), Vec::<String>::new());
+}
+
 /// Claude Code reruns a statusline every `refreshInterval` seconds: ours,
 /// alone, asks for 5 (a running subagent's figure moves between redraws),
 /// unless the person chose how often; one that wraps theirs asks nothing

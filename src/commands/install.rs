@@ -401,8 +401,11 @@ impl Install {
         }
         // The backup is the file as it was before interband was in it: taken
         // at a first install (a backup left by an earlier install-and-uninstall
-        // is stale by now), kept across re-installs.
-        if let Some(o) = &original
+        // is stale by now), kept across re-installs. A file an install created
+        // had no such state: a later install backs up nothing (it would back
+        // up interband's own hooks, and uninstall would leave that behind).
+        let backs_up = original.is_some() && !record.created_file;
+        if let Some(o) = original.as_ref().filter(|_| backs_up)
             && (first_install || !exists(&files.backup)?)
         {
             write_file(&files.backup, &o.bytes, None)?;
@@ -443,7 +446,7 @@ impl Install {
                 interband::text::terminal(&what)
             );
         }
-        if original.is_some() {
+        if backs_up {
             let _ = writeln!(
                 out,
                 "backup of the original: {}",
