@@ -58,34 +58,14 @@ pub(crate) fn last_bytes(path: &Path, most: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// How far back from a file's end a subagent's own lines are looked for
+/// (its last usage, a call it named): 1 MiB.
+pub(crate) const SUBAGENT_SCAN: u64 = 1 << 20;
+
 /// The figure the transcript at `path` gives now (its last
 /// [`DEFAULT_SCAN_CAP`] bytes read by `host`'s reader): a subagent's own.
 pub(crate) fn figure_of(path: &Path, host: Host) -> Option<crate::usage::TailUsage> {
     read_tail(path, DEFAULT_SCAN_CAP, host).ok()?.usage
-}
-
-/// When a file was last written.
-pub(crate) fn written(path: &Path) -> Option<std::time::SystemTime> {
-    std::fs::metadata(path).ok()?.modified().ok()
-}
-
-/// The newest of `dir`'s files whose names end with `suffix`, when it was
-/// written after `since`: a subagent's chat written since its session's
-/// own (Gemini CLI).
-pub(crate) fn newest_since(
-    dir: &Path,
-    suffix: &str,
-    since: std::time::SystemTime,
-) -> Option<std::path::PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.to_str().is_some_and(|n| n.ends_with(suffix)))
-        .filter_map(|p| Some((written(&p)?, p)))
-        .max()
-        .filter(|(at, _)| *at > since)
-        .map(|(_, p)| p)
 }
 
 /// Default cap on bytes scanned from the end: 8 MiB.

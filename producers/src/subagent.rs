@@ -36,13 +36,13 @@ fn measure(h: &Hook, input: &HookInput, agent: &str) -> Option<Figure> {
     // A subagent on its session's model (or whose transcript names none:
     // Qwen Code's) runs in its session's window, where that one is certain
     // (Qwen Code states it only in the session's `Stop`).
-    let session = h
-        .bus
-        .read_typed::<Pressure>(input.session_id.trim())
-        .ok()
+    let session = u
+        .window
+        .is_none()
+        .then(|| h.bus.read_typed::<Pressure>(input.session_id.trim()).ok())
+        .flatten()
         .map(|e| e.payload)
-        .filter(|p| p.window_other.is_none() && (u.model.is_none() || p.model == u.model))
-        .filter(|_| u.window.is_none());
+        .filter(|p| p.window_other.is_none() && (u.model.is_none() || p.model == u.model));
     let model = u
         .model
         .clone()

@@ -145,14 +145,14 @@ fn usage_of(u: &Value, message: Option<String>) -> Option<Fact> {
 
 /// The subagent `agent`'s own figure: its last `session.usage_record` in
 /// its session's log (`transcript`), whose lines name it (1.0.102). Copilot
-/// writes a subagent's records there as they come only for one run in the
-/// background; a `sync` one's, when it returns (its session's too, then).
+/// appends that log in batches, some hundreds of milliseconds late
+/// (docs/hosts.md): a hook may read the answer before the last, or none yet.
 pub(crate) fn subagent_figure(
     transcript: &Path,
     _session: &str,
     agent: &str,
 ) -> Option<crate::usage::TailUsage> {
-    let bytes = crate::tail::last_bytes(transcript, crate::tail::DEFAULT_SCAN_CAP)?;
+    let bytes = crate::tail::last_bytes(transcript, crate::tail::SUBAGENT_SCAN)?;
     bytes.split(|&b| b == b'\n').rev().find_map(|raw| {
         let line = crate::tail::trimmed(raw);
         if !contains(line, b"session.usage_record") || !contains(line, agent.as_bytes()) {

@@ -32,7 +32,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::forward::{Happening, Seen, raw};
-use crate::tail::{contains, written};
+use crate::tail::contains;
 use crate::usage::Fact;
 
 /// Why nobody is at this session's keyboard, as far as the process that
@@ -492,6 +492,11 @@ fn subagent_chat(chat: &Path, session: &str, agent: &str) -> Option<std::path::P
     )
 }
 
+/// When a file was last written.
+fn written(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).ok()?.modified().ok()
+}
+
 /// The subagent running now, by its chat's name: the newest of the
 /// session's subagent chats, written since the session's own chat was.
 /// While a subagent runs, Gemini writes its chat and nothing of the
@@ -501,8 +506,15 @@ fn subagent_chat(chat: &Path, session: &str, agent: &str) -> Option<std::path::P
 /// writes its chat again.
 fn running_subagent(chat: &Path, session: &str) -> Option<String> {
     let since = written(chat)?;
-    let own = crate::tail::newest_since(&subagent_chats(chat, session)?, ".jsonl", since)?;
-    Some(own.file_stem()?.to_str()?.to_owned())
+    std::fs::read_dir(subagent_chats(chat, session)?)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|p| Some((written(&p)?, p)))
+        .max()
+        .filter(|(at, _)| *at > since)
+        .and_then(|(_, p)| Some(p.file_stem()?.to_str()?.to_owned()))
 }
 
 /// The subagent a tool call was made in ([`crate::Profile::subagent_of`]):

@@ -460,6 +460,7 @@ pub(crate) fn transcript_at(folder: &Path, project: &Path, session: &str) -> std
         .join("chats")
         .join(format!("{session}.jsonl"))
 }
+
 /// A subagent's own transcript: `subagents/<session>/agent-<id>.jsonl`
 /// beside the session's `chats/` folder (0.21.2 and 0.24.4 alike; its
 /// lines are the chat's, each a sidechain's, and Qwen writes an answer's
@@ -510,8 +511,11 @@ pub(crate) fn subagent_of(input: &crate::input::HookInput) -> Option<(String, Op
     let chat = Path::new(input.transcript_path.as_deref()?);
     let session = input.session_id.trim();
     let dir = subagents(chat, session)?;
-    let record =
-        |path: &Path| -> Option<Value> { serde_json::from_slice(&std::fs::read(path).ok()?).ok() };
+    // (A regular file of the user's, read without blocking, at most 64 KiB:
+    // a record is some hundreds of bytes.)
+    let record = |path: &Path| -> Option<Value> {
+        serde_json::from_slice(&crate::tail::last_bytes(path, 64 << 10)?).ok()
+    };
     let kind = |meta: &Value| meta["agentType"].as_str().map(str::to_owned);
     if input.in_subagent() {
         let agent = input.agent_id.as_deref()?.trim();
@@ -540,7 +544,7 @@ pub(crate) fn subagent_of(input: &crate::input::HookInput) -> Option<(String, Op
         .find_map(|m| {
             let agent = m["agentId"].as_str().filter(|a| !a.is_empty())?;
             let own = subagent_transcript(chat, session, agent)?;
-            let tail = crate::tail::last_bytes(&own, 1 << 20)?;
+            let tail = crate::tail::last_bytes(&own, crate::tail::SUBAGENT_SCAN)?;
             contains(&tail, quoted.as_bytes()).then(|| (agent.to_owned(), kind(&m)))
         })
 }
@@ -599,10 +603,11 @@ mod tests {
         let u = subagent_figure(&chat, session, agent).unwrap();
         assert_eq!(u.used_tokens, 60_000);
         assert!(subagent_figure(&chat, session, "general-purpose-other").is_none());
-        // A path that climbs out is no name of its.
+        // An id that would climb out names a file in the session's folder.
         let climbing = subagent_transcript(&chat, session, "../../x").unwrap();
-        assert!(
-            climbing.starts_with(project.join("subagents").join(session)),
+        assert_eq!(
+            climbing.parent(),
+            Some(project.join("subagents").join(session).as_path()),
             "{climbing:?}"
         );
     }
