@@ -498,10 +498,11 @@ fn project_writes_the_settings_of_the_current_folder() {
     // Shared with whoever clones the project: no path of this machine in
     // it, and nothing of this install's own beside it.
     let command = stop[0]["command"].as_str().unwrap();
-    // (Guarded by a POSIX shell's `command -v` on Unix; the bare command on
-    // Windows, whose hosts' shells are others.)
+    // (Guarded by a POSIX shell's `command -v` on Unix; on Windows the
+    // shell exits 0 after it, as every shell a host runs it in there reads
+    // alike: a_hook_from_path_does_nothing_where_interband_is_missing_...)
     let from_path = if cfg!(windows) {
-        command == "interband hook --host claude"
+        command == "interband hook --host claude; exit 0"
     } else {
         command.contains("exec interband hook")
     };
@@ -512,24 +513,8 @@ fn project_writes_the_settings_of_the_current_folder() {
     // Run as the host runs it (through a shell, the event on stdin): where
     // `interband` is not on PATH, it does nothing, silently, and exits 0;
     // where it is, it is interband's hook.
+    #[cfg(unix)]
     let event = capture("Stop.input.json");
-    if cfg!(windows) {
-        // The bare command, split as every Windows shell splits it, with
-        // interband on PATH: interband's hook.
-        let words: Vec<&str> = command.split(' ').collect();
-        let o = with_stdin(
-            std::process::Command::new(words[0])
-                .args(&words[1..])
-                .env_clear()
-                .env("PATH", Path::new(BIN).parent().unwrap())
-                .env("HOME", w.home())
-                .env("USERPROFILE", w.home())
-                .env("INTERBAND_ROOT", w.root()),
-            &event,
-        );
-        assert_eq!(code(&o), 0, "{}", stderr(&o));
-        assert!(w.root().exists(), "the hook ran");
-    }
     #[cfg(unix)]
     for (path, present) in [
         ("/usr/bin:/bin".to_owned(), false),
@@ -2651,4 +2636,200 @@ fn codex_s_hook_is_one_plain_program_word_and_uninstall_gives_back_a_crlf_file()
     }
     ok(&w.run(&["uninstall", "--host", "codex"]));
     assert_eq!(std::fs::read(&hooks).unwrap(), theirs.as_bytes());
+}
+
+/// Every string in `v` that runs `interband hook --host KEY`.
+fn hook_commands<'v>(v: &'v Value, key: &str, out: &mut Vec<&'v str>) {
+    match v {
+        Value::String(s) if s.contains(&format!(" hook --host {key}")) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|v| hook_commands(v, key, out)),
+        Value::Object(o) => o.values().for_each(|v| hook_commands(v, key, out)),
+        _ => {}
+    }
+}
+
+/// The shells a host runs a hook's command in, each as a command to run
+/// `command` in: on Windows (docs/hosts.md, "Platforms") Git Bash or
+/// PowerShell, or cmd.exe or Git Bash (Qwen Code), where PowerShell runs
+/// only on Windows itself (Wine's is a stub); on Unix, `sh` and `bash`.
+fn hook_shells(host: &str, command: &str) -> Vec<(String, std::process::Command)> {
+    let mut shells = Vec::new();
+    if cfg!(unix) {
+        for sh in ["sh", "bash"] {
+            let mut c = std::process::Command::new(sh);
+            c.args(["-c", command]);
+            shells.push((sh.to_owned(), c));
+        }
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt;
+        // As Node runs `cmd.exe /d /s /c "COMMAND"`: the line verbatim.
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/d", "/s", "/c"]).raw_arg(format!("\"{command}\""));
+        shells.push(("cmd".to_owned(), c));
+        // PowerShell, where the host runs it (not Qwen Code, but where
+        // %ComSpec% names it), as Codex and Gemini CLI run it.
+        if host != "qwen" && cfg!(target_env = "msvc") {
+            // Found on this process's PATH (the child's has only the test's
+            // folders); Windows PowerShell is on every Windows.
+            for ps in ["powershell.exe", "pwsh.exe"] {
+                let found = std::env::var_os("PATH").and_then(|p| {
+                    std::env::split_paths(&p)
+                        .map(|d| d.join(ps))
+                        .find(|p| p.is_file())
+                });
+                assert!(found.is_some() || ps == "pwsh.exe", "no {ps} on PATH");
+                if let Some(ps) = found {
+                    let mut c = std::process::Command::new(&ps);
+                    c.args(["-NoProfile", "-Command", command]);
+                    shells.push((ps.display().to_string(), c));
+                }
+            }
+        }
+    }
+    let _ = host;
+    shells
+}
+
+/// A hook that runs `interband` from each user's PATH (a project's, or
+/// `--command interband`) exits 0 and tells the host nothing where it is
+/// missing, in every shell its host runs it in, on Unix (a POSIX guard)
+/// and on Windows (the shell exits 0 after it); where it is there, it is
+/// interband's hook, its answer on stdout.
+#[test]
+fn a_hook_from_path_does_nothing_where_interband_is_missing_in_every_shell_its_host_runs() {
+    // A folder with interband in it, and one without.
+    let w = World::new();
+    let with = w.dir.path().join("with");
+    std::fs::create_dir(&with).unwrap();
+    let name = if cfg!(windows) {
+        "interband.exe"
+    } else {
+        "interband"
+    };
+    std::fs::copy(BIN, with.join(name)).unwrap();
+    set_executable(&with.join(name));
+    let system: Vec<PathBuf> = if cfg!(windows) {
+        vec!["C:\\windows\\system32".into(), "C:\\windows".into()]
+    } else {
+        vec!["/usr/bin".into(), "/bin".into()]
+    };
+    let path_with = |dir: Option<&Path>| {
+        std::env::join_paths(dir.into_iter().map(Path::to_path_buf).chain(system.clone())).unwrap()
+    };
+    for host in ["claude", "codex", "gemini", "qwen", "copilot"] {
+        let settings = w.dir.path().join(format!("{host}.json"));
+        ok(&w.run(&settings_args(
+            "install",
+            &settings,
+            &["--host", host, "--command", "interband"],
+        )));
+        let mut commands = Vec::new();
+        let written = read(&settings);
+        hook_commands(&written, host, &mut commands);
+        let command = commands[0].to_owned();
+        if cfg!(windows) {
+            let end = if host == "qwen" {
+                " || exit 0"
+            } else {
+                "; exit 0"
+            };
+            assert_eq!(command, format!("interband hook --host {host}{end}"));
+        }
+        // Claude Code's red warning through each shell to the host; for
+        // the others, an input that is none, which the hook logs.
+        let transcript = claude_transcript(w.dir.path(), "session.jsonl", 160_000);
+        let mut red: Value = serde_json::from_slice(&capture("PostToolUse.input.json")).unwrap();
+        red["transcript_path"] = json!(transcript);
+        red["cwd"] = json!(w.dir.path());
+        let input = if host == "claude" {
+            red.to_string()
+        } else {
+            "not a hook input".to_owned()
+        };
+        let mut shells_seen = 0;
+        for (shell, mut c) in hook_shells(host, &command) {
+            // cmd.exe is not the shell of a host whose hooks end `; exit 0`
+            // (it runs one there only where Windows has no PowerShell):
+            // there the hook runs, unguarded.
+            let unguarded = shell == "cmd" && host != "qwen";
+            for present in [false, true] {
+                if unguarded && !present {
+                    continue;
+                }
+                let log = w
+                    .dir
+                    .path()
+                    .join(format!("{host}-{}-{present}.log", shells_seen));
+                shells_seen += 1;
+                // (Windows' shells keep the rest of the environment they
+                // need to start: SystemRoot, TEMP, the profile's folders.)
+                if cfg!(unix) {
+                    c.env_clear();
+                }
+                c.env("PATH", path_with(present.then_some(with.as_path())))
+                    .env("HOME", w.home())
+                    .env("USERPROFILE", w.home())
+                    // A bus of its own: a warning is said once a level.
+                    .env("INTERBAND_ROOT", sibling(&log, ".root"))
+                    .env("INTERBAND_LOG", &log)
+                    .current_dir(w.dir.path());
+                let o = with_stdin(&mut c, input.as_bytes());
+                let what = format!("{host} in {shell}, interband there: {present}: `{command}`");
+                assert_eq!(code(&o), 0, "{what}: {}", stderr(&o));
+                let out = stdout(&o);
+                let ran = if host == "claude" {
+                    // (cmd.exe passes `;` and `exit 0` on as arguments: the
+                    // host's key is read without the `;`.)
+                    out.contains("Context RED: 80% used")
+                } else {
+                    assert_eq!(out, "", "{what}");
+                    std::fs::read_to_string(&log).is_ok_and(|l| l.contains("not a hook input"))
+                };
+                assert_eq!(
+                    ran, present,
+                    "{what}: the hook ran only where interband is: {out}"
+                );
+                if !present {
+                    assert_eq!(out, "", "{what}");
+                }
+            }
+        }
+    }
+}
+
+/// A project's settings, installed on one system and committed, are read
+/// as interband's on the other: uninstall takes out Unix's guarded hooks
+/// and Windows' alike, and install puts this system's form in their place.
+#[test]
+fn a_project_s_hooks_written_on_either_system_are_recognised_on_the_other() {
+    let w = World::new();
+    let forms = [
+        "command -v interband >/dev/null 2>&1 && exec interband hook --host claude || true",
+        "interband hook --host claude; exit 0",
+        "interband hook --host claude || exit 0",
+    ];
+    for form in forms {
+        let path = w.dir.path().join("settings.json");
+        let file = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": form}]}]}});
+        std::fs::write(&path, file.to_string()).unwrap();
+        ok(&w.run(&settings_args("uninstall", &path, &[])));
+        assert_eq!(read(&path), json!({"model": "opus"}), "{form}");
+        std::fs::write(&path, file.to_string()).unwrap();
+        ok(&w.run(&settings_args(
+            "install",
+            &path,
+            &["--command", "interband"],
+        )));
+        let stop = interband_hooks(&read(&path), "Stop");
+        assert_eq!(stop.len(), 1, "{form}: {stop:?}");
+        let ours = if cfg!(windows) {
+            "interband hook --host claude; exit 0"
+        } else {
+            forms[0]
+        };
+        assert_eq!(stop[0]["command"], ours, "{form}");
+        ok(&w.run(&settings_args("uninstall", &path, &[])));
+    }
 }

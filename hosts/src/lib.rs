@@ -135,6 +135,13 @@ pub struct Profile {
     /// no POSIX shell does: what runs the person's own statusline that
     /// interband's wraps, there.
     pub statusline_shell_windows: WindowsShell,
+    /// What ends a hook command on Windows whose program may be missing (a
+    /// project's `interband` from each user's PATH, a binary in npx's
+    /// cache), so that every shell the host may run it in there exits 0
+    /// then, as a POSIX guard does on Unix: [`EXIT_0_AFTER`] where the host
+    /// runs hooks in Git Bash or PowerShell, [`OR_EXIT_0`] where in cmd.exe
+    /// or Git Bash.
+    pub hook_guard_windows: &'static str,
     /// The window a model's name says, where the host's names say one
     /// (Claude Code's `[1m]`, by its table).
     pub model_window: Option<fn(model: &str) -> u64>,
@@ -375,6 +382,17 @@ pub struct WindowsShell {
     pub single_quotes: bool,
 }
 
+/// `; exit 0` after a hook's command: Git Bash and PowerShell (Windows
+/// PowerShell 5.1 and PowerShell 7) all read `;` between two commands and
+/// go on after one that failed, so the shell exits 0 whatever the first
+/// did. cmd.exe does not: to it `;` is part of the arguments.
+pub const EXIT_0_AFTER: &str = "; exit 0";
+
+/// ` || exit 0` after a hook's command: cmd.exe and Git Bash read `||`
+/// alike (run the second when the first failed); Windows PowerShell 5.1
+/// takes it for a syntax error.
+pub const OR_EXIT_0: &str = " || exit 0";
+
 /// PowerShell 7, else Windows PowerShell, reading the command after
 /// `-Command`, as Gemini CLI and Codex run one.
 const POWERSHELL: WindowsShell = WindowsShell {
@@ -563,6 +581,8 @@ pub const CLAUDE: Profile = Profile {
         ],
         single_quotes: true,
     },
+    // Git Bash, else PowerShell, as its statusline.
+    hook_guard_windows: EXIT_0_AFTER,
     model_window: Some(claude::requested_window),
     statusline_context: None,
     project_vars: &["CLAUDE_PROJECT_DIR"],
@@ -661,6 +681,8 @@ pub const CODEX: Profile = Profile {
     statusline: false,
     statusline_refresh: None,
     statusline_shell_windows: POWERSHELL,
+    // PowerShell; cmd.exe only on a Windows with neither PowerShell.
+    hook_guard_windows: EXIT_0_AFTER,
     model_window: None,
     statusline_context: None,
     project_vars: &[],
@@ -740,6 +762,8 @@ pub const GEMINI: Profile = Profile {
     statusline: false,
     statusline_refresh: None,
     statusline_shell_windows: POWERSHELL,
+    // PowerShell, from 0.26.0 (its `getShellConfiguration`).
+    hook_guard_windows: EXIT_0_AFTER,
     model_window: None,
     statusline_context: None,
     project_vars: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
@@ -833,6 +857,9 @@ pub const QWEN: Profile = Profile {
     statusline_refresh: None,
     // `ui.statusLine` in %ComSpec%, where Git Bash did not start it.
     statusline_shell_windows: CMD,
+    // %ComSpec% (cmd.exe), or bash where Git Bash started it (0.21.2's
+    // and 0.24.4's `getShellConfiguration`).
+    hook_guard_windows: OR_EXIT_0,
     model_window: None,
     statusline_context: None,
     project_vars: &["QWEN_PROJECT_DIR"],
@@ -938,6 +965,8 @@ pub const COPILOT: Profile = Profile {
     statusline: true,
     statusline_refresh: None,
     statusline_shell_windows: CMD,
+    // Its `powershell` field, in PowerShell 7 or Windows PowerShell.
+    hook_guard_windows: EXIT_0_AFTER,
     model_window: None,
     statusline_context: Some(copilot::statusline_context),
     project_vars: &[],

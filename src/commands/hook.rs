@@ -277,7 +277,9 @@ impl Hook {
         // An unknown key (a newer install's host, a typo) is said in the log;
         // the input still tells the host.
         let host = self.host.as_deref().and_then(|key| {
-            let host = interband_hosts::Host::from_key(key);
+            // cmd.exe passes a Windows install's `; exit 0` on as arguments
+            // (`--host codex;`, then `exit 0`, ignored).
+            let host = interband_hosts::Host::from_key(key.strip_suffix(';').unwrap_or(key));
             if host.is_none() {
                 log(&format!(
                     "hook: --host {key}: no such host; the input tells"

@@ -149,11 +149,11 @@ impl Install {
             );
         }
         if in_npx_cache(&ours.program) {
-            let then = if transient(&ours.program) {
+            let then = if transient(&ours.program) || !t.host.has_statusline() {
                 "the hooks then do nothing until the next install"
             } else {
-                "the hooks then fail on every event until the next install (on Windows they \
-                 cannot be guarded against it)"
+                "the hooks then do nothing, and the statusline shows nothing (nor yours where \
+                 interband's wraps it: on Windows it cannot fall back to it), until the next install"
             };
             notes.push(format!(
                 "this binary is in npx's cache, which npm may clear at any time: {then}. \

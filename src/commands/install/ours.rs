@@ -1,6 +1,7 @@
 //! The commands interband registers (its hook and statusline, guarded where the binary may go), and how any command is told to be one of them.
 
 use super::*;
+use interband_hosts::{EXIT_0_AFTER, OR_EXIT_0};
 
 /// The commands interband registers, all starting with one program.
 pub(super) struct Ours {
@@ -47,24 +48,34 @@ pub(super) fn in_npx_cache(program: &str) -> bool {
     program.contains("/_npx/")
 }
 
-/// Whether the hooks running `program` are guarded against its going away
-/// ([`IF_THERE`]): one in npx's cache, where the hooks' shell is a POSIX
-/// one. On Windows (PowerShell, cmd.exe, or Git Bash, one hook for all)
-/// it runs unguarded, and install says what follows.
+/// Whether the statusline running `program` is guarded against its going
+/// away ([`IF_THERE`]): one in npx's cache, on Unix. On Windows (PowerShell,
+/// cmd.exe or Git Bash, one command for all) no guard can run theirs once
+/// ours is gone, and install says what follows.
 pub(super) fn transient(program: &str) -> bool {
-    GUARDS && in_npx_cache(program)
+    cfg!(unix) && in_npx_cache(program)
 }
-
-/// Whether the hooks carry the [`ON_PATH`] and [`IF_THERE`] guards, which
-/// are a POSIX shell's (Windows' hosts run PowerShell or cmd.exe).
-const GUARDS: bool = cfg!(unix);
 
 impl Ours {
     pub(super) fn new(program: String, host: Host) -> Self {
+        Self::written_for(program, host, cfg!(windows))
+    }
+    /// The commands as install writes them on Windows (`windows`) or on
+    /// Unix, wherever it runs (the tests read both forms anywhere).
+    pub(super) fn written_for(program: String, host: Host, windows: bool) -> Self {
+        // A project's `interband`, from each user's PATH, or npx's cache:
+        // the binary may be missing when the host runs the hook.
+        let from_path = program == "interband";
+        let may_go = from_path || in_npx_cache(&program);
         let hook = |args: &str| {
-            if program == "interband" && GUARDS {
+            if windows && may_go {
+                // Every shell the host runs it in there exits 0 after it.
+                format!("{program} {args}{}", host.profile().hook_guard_windows)
+            } else if windows {
+                format!("{program} {args}")
+            } else if from_path {
                 format!("{}interband {args}{}", ON_PATH.0, ON_PATH.1)
-            } else if transient(&program) {
+            } else if in_npx_cache(&program) {
                 format!(
                     "{}{program}{}{program} {args}{}",
                     IF_THERE.0, IF_THERE.1, IF_THERE.2
@@ -77,12 +88,12 @@ impl Ours {
         Ours {
             hook: hook(&format!("hook --host {}", host.profile().key)),
             earlier_hook: hook("hook"),
-            statusline: if transient(&program) {
+            statusline: if !windows && in_npx_cache(&program) {
                 format!(
                     "{}{program}{}{plain_statusline}{}",
                     IF_THERE.0, IF_THERE.1, IF_THERE.2
                 )
-            } else if program == "interband" && GUARDS {
+            } else if !windows && from_path {
                 // A project's, from each user's PATH: nothing where it is missing.
                 format!("{}{plain_statusline}{}", ON_PATH.0, ON_PATH.1)
             } else {
@@ -190,8 +201,15 @@ pub(super) fn interband_hook(groups: &[Value]) -> Option<String> {
 }
 
 /// A hook command without the [`ON_PATH`] or [`IF_THERE`] guard around it,
-/// if it has one.
+/// or the end a Windows install writes after it ([`EXIT_0_AFTER`],
+/// [`OR_EXIT_0`]), if it has one.
 pub(super) fn unguarded(command: &str) -> &str {
+    if let Some(run) = [EXIT_0_AFTER, OR_EXIT_0]
+        .into_iter()
+        .find_map(|end| command.strip_suffix(end))
+    {
+        return run;
+    }
     let on_path = || {
         command
             .strip_prefix(ON_PATH.0)

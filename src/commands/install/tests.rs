@@ -98,6 +98,74 @@ fn interband_commands_are_recognised_through_shell_quoting() {
     assert_eq!(words, [theirs]);
 }
 
+/// On Windows a hook whose binary may be missing (from each user's PATH,
+/// or npx's cache) ends so that every shell its host runs it in there exits
+/// 0 after it; it is read back as interband's hook, and a user's chain
+/// with it is not.
+#[test]
+fn a_windows_hook_that_may_miss_its_binary_ends_by_exiting_0_in_its_host_s_shells() {
+    let npx = "C:/Users/me/AppData/Local/npm-cache/_npx/1f2e/node_modules/@interband/win32-x64/interband.exe";
+    for host in Host::ALL {
+        let key = host.profile().key;
+        let end = if host == Host::Qwen {
+            " || exit 0"
+        } else {
+            "; exit 0"
+        };
+        for program in ["interband", npx] {
+            let ours = Ours::written_for(program.into(), host, true);
+            let plain = format!("{program} hook --host {key}");
+            assert_eq!(ours.hook, format!("{plain}{end}"));
+            assert_eq!(unguarded(&ours.hook), plain);
+            // (A program named `interband.exe` is interband's on Windows.)
+            if program == "interband" || cfg!(windows) {
+                assert!(runs_interband(&ours.hook, "hook"), "{}", ours.hook);
+            }
+            assert!(ours.is_our_hook(&ours.hook));
+            // The statusline has no such end: a statusline that fails shows
+            // nothing either way.
+            assert_eq!(
+                ours.statusline,
+                format!("{program} statusline --host {key}")
+            );
+        }
+        // A binary that stays: no end.
+        let ours = Ours::written_for("C:/tools/interband.exe".into(), host, true);
+        assert_eq!(
+            ours.hook,
+            format!("C:/tools/interband.exe hook --host {key}")
+        );
+        // On Unix the POSIX guards, as before.
+        let ours = Ours::written_for("interband".into(), host, false);
+        assert!(ours.hook.starts_with(ON_PATH.0), "{}", ours.hook);
+    }
+    for chain in [
+        "interband hook --host claude && x; exit 0",
+        "x; interband hook --host claude; exit 0",
+        "interband hook --host qwen | y || exit 0",
+    ] {
+        assert!(!runs_interband(chain, "hook"), "{chain}");
+    }
+}
+
+/// The Windows ends read in a POSIX shell (Git Bash, where Claude Code and
+/// Qwen Code run hooks there): a missing program, exit 0 and nothing on
+/// stdout; a present one, its output.
+#[cfg(unix)]
+#[test]
+fn the_windows_ends_exit_0_in_a_posix_shell_whether_or_not_the_program_is_there() {
+    for end in [interband_hosts::EXIT_0_AFTER, interband_hosts::OR_EXIT_0] {
+        for (program, out) in [("interband-missing-here", ""), ("echo", "hook\n")] {
+            let o = std::process::Command::new("bash")
+                .args(["-c", &format!("{program} hook{end}")])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{program}{end}");
+            assert_eq!(String::from_utf8_lossy(&o.stdout), out);
+        }
+    }
+}
+
 /// On Windows the wrapped statusline is quoted so that each shell the host
 /// may run it in reads it alike: Git Bash and PowerShell (Claude Code),
 /// cmd.exe (Copilot CLI).
@@ -195,11 +263,11 @@ fn the_program_is_one_word_every_shell_a_host_uses_reads_back_whole() {
         assert_eq!(ours.hook, "C:/tools/interband.exe hook --host codex");
         assert!(runs_interband(&ours.hook, "hook"));
         assert!(names_interband(r"C:\tools\INTERBAND.EXE"));
-        // A project's hooks name `interband` from PATH, unguarded (the
-        // guard is a POSIX shell's).
+        // A project's hooks name `interband` from PATH, and the shell
+        // exits 0 after it (the POSIX guard is not Windows' shells').
         assert_eq!(
             Ours::new("interband".into(), Host::Gemini).hook,
-            "interband hook --host gemini"
+            "interband hook --host gemini; exit 0"
         );
     } else {
         assert_eq!(
