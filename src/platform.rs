@@ -253,6 +253,48 @@ pub fn stop_signals() -> &'static [i32] {
     }
 }
 
+/// Sets `stop` also when the console the process runs in is closed, or
+/// Ctrl-Break pressed (Windows; Unix's SIGHUP and SIGTERM): the system
+/// ends the process once the handler returns, so it waits there, at most
+/// 4 s of the 5 Windows gives, for the command to remove its private
+/// files and end first. Ctrl-C is SIGINT's, through the C runtime.
+#[cfg(windows)]
+pub fn stop_on_console_close(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::Mutex;
+    use std::sync::atomic::Ordering;
+    use windows_sys::Win32::System::Console::{
+        CTRL_BREAK_EVENT, CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT,
+        SetConsoleCtrlHandler,
+    };
+    static FLAGS: Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+        Mutex::new(Vec::new());
+    unsafe extern "system" fn handler(event: u32) -> i32 {
+        if !matches!(
+            event,
+            CTRL_BREAK_EVENT | CTRL_CLOSE_EVENT | CTRL_LOGOFF_EVENT | CTRL_SHUTDOWN_EVENT
+        ) {
+            return 0;
+        }
+        if let Ok(flags) = FLAGS.lock() {
+            flags.iter().for_each(|f| f.store(true, Ordering::SeqCst));
+        }
+        if event != CTRL_BREAK_EVENT {
+            // The process ends when this returns: the command's own end
+            // (its files removed) ends it sooner.
+            std::thread::sleep(std::time::Duration::from_secs(4));
+        }
+        1
+    }
+    let Ok(mut flags) = FLAGS.lock() else {
+        return;
+    };
+    if flags.is_empty() {
+        // SAFETY: a handler with the signature the system calls.
+        unsafe { SetConsoleCtrlHandler(Some(handler), 1) };
+    }
+    flags.push(stop);
+}
+
 /// `cmd.spawn()`, a start that Wine fails now and then under load with
 /// `ERROR_INTERNAL_ERROR` (1359) before the program runs at all tried again,
 /// at most five times (docs/hosts.md, Wine's gaps). Any other failure is

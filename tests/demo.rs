@@ -12,6 +12,9 @@ fn the_demo_plays_the_whole_loop_and_leaves_nothing_behind() {
     let o = w
         .cmd(&["demo"])
         .env("TMPDIR", &tmp)
+        // (Windows' temporary folder.)
+        .env("TMP", &tmp)
+        .env("TEMP", &tmp)
         .env("NO_COLOR", "1")
         // The caller's settings do not reach the demo: built-in defaults.
         .env("INTERBAND_COMPACT_STRATEGY", "off")
@@ -61,6 +64,8 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
     let mut child = w
         .cmd(&["demo"])
         .env("TMPDIR", &tmp)
+        .env("TMP", &tmp)
+        .env("TEMP", &tmp)
         .stdout(std::process::Stdio::piped())
         .start();
     let mut first = String::new();
@@ -78,7 +83,7 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
 }
 
 #[test]
-#[cfg(unix)] // Unix's signals; Windows' Ctrl-C is the watch's own test
+#[cfg(unix)] // Unix's signals; Windows' below
 fn a_demo_stopped_by_a_signal_leaves_nothing_behind() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let mut stopped_mid_run = false;
@@ -122,4 +127,61 @@ fn a_demo_stopped_by_a_signal_leaves_nothing_behind() {
             "signal {signal}: the demo was stopped mid-run at least once"
         );
     }
+}
+
+/// Windows' counterpart of the signals: Ctrl-Break (and a closed console,
+/// which no program can send, through the same handler) stops the demo,
+/// which leaves nothing behind.
+#[test]
+#[cfg(windows)]
+#[cfg_attr(
+    target_env = "gnu",
+    ignore = "Wine sends no console control event (GenerateConsoleCtrlEvent: invalid access): runs on Windows"
+)]
+fn a_demo_stopped_by_ctrl_break_leaves_nothing_behind() {
+    use std::os::windows::process::CommandExt;
+    use windows_sys::Win32::System::Console::{
+        AllocConsole, CTRL_BREAK_EVENT, GenerateConsoleCtrlEvent,
+    };
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x200;
+    // The event goes to a process group on this process's console: one is
+    // made where the test runs without one (already there: no change).
+    // SAFETY: no arguments; fails harmlessly where a console is there.
+    unsafe { AllocConsole() };
+    let mut stopped_mid_run = false;
+    for _ in 0..50 {
+        let w = World::new();
+        let tmp = w.dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let child = w
+            .cmd(&["demo"])
+            .env("TMP", &tmp)
+            .env("TEMP", &tmp)
+            .creation_flags(CREATE_NEW_PROCESS_GROUP)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .start();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while files_under(&tmp).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        // SAFETY: the group is the child's own (its id).
+        let sent = unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, child.id()) };
+        assert_ne!(sent, 0, "{}", std::io::Error::last_os_error());
+        let o = wait_within(child, std::time::Duration::from_secs(60));
+        assert_eq!(
+            files_under(&tmp),
+            Vec::<String>::new(),
+            "nothing left behind"
+        );
+        if code(&o) != 0 {
+            assert!(stderr(&o).contains("stopped"), "{}", stderr(&o));
+            stopped_mid_run = true;
+            break;
+        }
+    }
+    assert!(
+        stopped_mid_run,
+        "the demo was stopped mid-run at least once"
+    );
 }

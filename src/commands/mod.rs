@@ -13,7 +13,7 @@ pub mod replay;
 pub mod top;
 
 /// A flag set by SIGINT, SIGTERM or SIGHUP (Ctrl-C, a closed terminal, a
-/// kill): a command that keeps private files checks it between steps and
+/// kill; on Windows Ctrl-C, Ctrl-Break and a closed console): a command that keeps private files checks it between steps and
 /// ends, removing them, instead of dying with them left behind.
 pub fn stop_flag(what: &str) -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     use anyhow::Context as _;
@@ -22,5 +22,7 @@ pub fn stop_flag(what: &str) -> anyhow::Result<std::sync::Arc<std::sync::atomic:
         signal_hook::flag::register(signal, stop.clone())
             .with_context(|| format!("cannot watch for the signals that stop {what}"))?;
     }
+    #[cfg(windows)]
+    crate::platform::stop_on_console_close(stop.clone());
     Ok(stop)
 }
