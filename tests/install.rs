@@ -498,21 +498,17 @@ fn project_writes_the_settings_of_the_current_folder() {
     // Shared with whoever clones the project: no path of this machine in
     // it, and nothing of this install's own beside it.
     let command = stop[0]["command"].as_str().unwrap();
-    // (Guarded by a POSIX shell's `command -v` on Unix; on Windows the
-    // shell exits 0 after it, as every shell a host runs it in there reads
-    // alike: a_hook_from_path_does_nothing_where_interband_is_missing_...)
-    let from_path = if cfg!(windows) {
-        command == "interband hook --host claude; exit 0"
-    } else {
-        command.contains("exec interband hook")
-    };
-    assert!(
-        from_path && !command.contains(BIN),
+    // Written for every system the project is cloned on: the shell exits 0
+    // after it, as every shell Claude Code runs it in reads alike (a POSIX
+    // one, Git Bash, PowerShell: a_hook_from_path_does_nothing_where_...).
+    assert_eq!(
+        command, "interband hook --host claude; exit 0",
         "interband from each user's PATH, not this machine's path: {stop:?}"
     );
     // Run as the host runs it (through a shell, the event on stdin): where
-    // `interband` is not on PATH, it does nothing, silently, and exits 0;
-    // where it is, it is interband's hook.
+    // `interband` is not on PATH, it does nothing and exits 0 (the shell's
+    // "not found" on stderr, which Claude Code does not show from a hook
+    // that exits 0); where it is, it is interband's hook.
     #[cfg(unix)]
     let event = capture("Stop.input.json");
     #[cfg(unix)]
@@ -536,7 +532,8 @@ fn project_writes_the_settings_of_the_current_folder() {
             &event,
         );
         assert_eq!(code(&o), 0, "present {present}: {}", stderr(&o));
-        assert_eq!(stderr(&o), "", "present {present}");
+        assert_eq!(stdout(&o), "", "present {present}");
+        assert_eq!(stderr(&o).is_empty(), present, "{}", stderr(&o));
         assert_eq!(
             w.root().exists(),
             present,
@@ -2079,13 +2076,32 @@ fn a_copilot_project_install_goes_where_copilot_reads_it() {
     let file = under(&project, ".github/hooks/interband.json");
     let s = read(&file);
     assert!(s.get("statusLine").is_none(), "{s}");
+    // Shared with everyone who clones the repository: Copilot runs a hook's
+    // `bash` on Unix and its `powershell` on Windows, and each has it, in a
+    // form every shell reads alike.
+    for key in ["bash", "powershell"] {
+        assert_eq!(
+            s["hooks"]["PostToolUse"][0][key], "interband hook --host copilot; exit 0",
+            "{key}: {s}"
+        );
+    }
+    // A file an earlier install wrote for this system gets the other's.
+    let other = if cfg!(windows) { "bash" } else { "powershell" };
+    let mut one: Value = s.clone();
+    for hook in one["hooks"].as_object_mut().unwrap().values_mut() {
+        hook[0].as_object_mut().unwrap().remove(other);
+    }
+    std::fs::write(&file, one.to_string()).unwrap();
+    let o = run(&["install", "--project", "--host", "copilot"]);
+    ok(&o);
     assert!(
-        // The shell Copilot runs a hook in there: PowerShell on Windows.
-        s["hooks"]["PostToolUse"][0][if cfg!(windows) { "powershell" } else { "bash" }]
-            .as_str()
-            .unwrap()
-            .contains("interband hook --host copilot"),
-        "{s}"
+        stdout(&o).contains("now written for every system that shares the file"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        read(&file)["hooks"]["Stop"][0]["powershell"],
+        "interband hook --host copilot; exit 0"
     );
     assert!(!project.join(".copilot").exists());
     ok(&run(&["install", "--host", "copilot", "--command", BIN]));
@@ -2427,8 +2443,9 @@ fn uninstall_takes_interband_s_statusline_out_after_the_user_changed_it() {
     );
 }
 
-/// A project's statusline runs interband from each user's PATH, guarded:
-/// a teammate without interband sees nothing fail.
+/// A project's statusline runs interband from each user's PATH, its shell
+/// exiting 0 after it: a teammate without interband sees nothing fail (the
+/// shell's "not found" goes to stderr; a statusline is its stdout).
 #[test]
 #[cfg(unix)] // a shell script as the person's statusline (Windows: a_wrapped_statusline_runs_in_the_shell_the_host_runs_it_in)
 fn a_project_s_statusline_is_guarded_like_its_hooks() {
@@ -2450,7 +2467,9 @@ fn a_project_s_statusline_is_guarded_like_its_hooks() {
         .env("HOME", w.home());
     let o = with_stdin(&mut sh, &capture("statusLine.input.json"));
     assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
-    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    assert_eq!(command, "interband statusline --host claude; exit 0");
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
     ok(&w
         .cmd(&["uninstall", "--project"])
         .current_dir(&project)
@@ -2651,7 +2670,8 @@ fn hook_commands<'v>(v: &'v Value, key: &str, out: &mut Vec<&'v str>) {
 /// The shells a host runs a hook's command in, each as a command to run
 /// `command` in: on Windows (docs/hosts.md, "Platforms") Git Bash or
 /// PowerShell, or cmd.exe or Git Bash (Qwen Code), where PowerShell runs
-/// only on Windows itself (Wine's is a stub); on Unix, `sh` and `bash`.
+/// only on Windows itself (Wine's is a stub) and Git Bash where Git for
+/// Windows is; on Unix, `sh` and `bash`.
 fn hook_shells(host: &str, command: &str) -> Vec<(String, std::process::Command)> {
     let mut shells = Vec::new();
     if cfg!(unix) {
@@ -2670,15 +2690,20 @@ fn hook_shells(host: &str, command: &str) -> Vec<(String, std::process::Command)
         shells.push(("cmd".to_owned(), c));
         // PowerShell, where the host runs it (not Qwen Code, but where
         // %ComSpec% names it), as Codex and Gemini CLI run it.
+        // Found on this process's PATH (the child's has only the test's
+        // folders).
+        let on_path = |name: &str, only_in: &str| {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .filter(|d| d.to_string_lossy().contains(only_in))
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+        };
         if host != "qwen" && cfg!(target_env = "msvc") {
-            // Found on this process's PATH (the child's has only the test's
-            // folders); Windows PowerShell is on every Windows.
+            // Windows PowerShell is on every Windows.
             for ps in ["powershell.exe", "pwsh.exe"] {
-                let found = std::env::var_os("PATH").and_then(|p| {
-                    std::env::split_paths(&p)
-                        .map(|d| d.join(ps))
-                        .find(|p| p.is_file())
-                });
+                let found = on_path(ps, "");
                 assert!(found.is_some() || ps == "pwsh.exe", "no {ps} on PATH");
                 if let Some(ps) = found {
                     let mut c = std::process::Command::new(&ps);
@@ -2686,6 +2711,13 @@ fn hook_shells(host: &str, command: &str) -> Vec<(String, std::process::Command)
                     shells.push((ps.display().to_string(), c));
                 }
             }
+        }
+        // Git Bash, where Git for Windows is (the release workflow's
+        // runners); never System32's bash.exe, which is WSL's.
+        if let Some(bash) = on_path("bash.exe", "Git") {
+            let mut c = std::process::Command::new(&bash);
+            c.args(["-c", command]);
+            shells.push((bash.display().to_string(), c));
         }
     }
     let _ = host;

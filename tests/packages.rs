@@ -327,11 +327,7 @@ fn npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it() {
     c.env("INTERBAND_ROOT", w.root());
     let o = ok("npx interband install", c.finish());
     assert!(stdout(&o).contains("npx's cache"), "{}", stdout(&o));
-    if cfg!(windows) {
-        // No guard there (PowerShell, cmd.exe or Git Bash run one hook):
-        // install says the hooks would fail once npm clears its cache.
-        assert!(stdout(&o).contains("fail on every event"), "{}", stdout(&o));
-    }
+    assert!(stdout(&o).contains("do nothing"), "{}", stdout(&o));
     let command = hook_command(&w);
     let bin = command
         .split(' ')
@@ -340,16 +336,20 @@ fn npx_install_writes_the_native_binary_and_guards_against_npm_clearing_it() {
         .unwrap_or_else(|| panic!("the binary in npx's cache: {command}"));
     assert!(is_native(&bin), "{command}");
     the_hook_runs(&w, &command);
-    if cfg!(windows) {
-        return;
-    }
-    // npm clears its cache: the hook does nothing, and fails nothing.
+    // npm clears its cache: the hook does nothing, and fails nothing
+    // (silently on Unix; on Windows the shell's error goes to stderr, which
+    // Claude Code does not show from a hook that exits 0).
     std::fs::remove_dir_all(w.dir.path().join("npm-cache/_npx")).unwrap();
     let mut sh = host_shell(&command);
     sh.env("HOME", w.home());
     let o = with_stdin(&mut sh, &capture("PostToolUse.input.json"));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(o.stdout.is_empty() && o.stderr.is_empty(), "silent");
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert!(
+        cfg!(windows) || o.stderr.is_empty(),
+        "silent: {}",
+        stderr(&o)
+    );
 }
 
 /// With the platform package left out (`--omit=optional`), a binary planted

@@ -952,6 +952,7 @@ pub const COPILOT: Profile = Profile {
     hook_shape: shape::HookShape::Flat {
         command: if cfg!(windows) { "powershell" } else { "bash" },
         timeout: "timeoutSec",
+        systems: &["bash", "powershell"],
     },
     hook_events: &[
         ev("PostToolUse", None, 5),

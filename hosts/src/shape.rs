@@ -20,6 +20,9 @@ pub enum HookShape {
         command: &'static str,
         /// The key of the timeout (Copilot: `timeoutSec`).
         timeout: &'static str,
+        /// Every key a command goes under, one per system (Copilot: `bash`,
+        /// `powershell`), of which the host runs its own system's alone.
+        systems: &'static [&'static str],
     },
 }
 
@@ -28,7 +31,7 @@ impl HookShape {
     ///
     /// ```
     /// use interband_hosts::shape::HookShape;
-    /// let flat = HookShape::Flat { command: "bash", timeout: "timeoutSec" };
+    /// let flat = HookShape::Flat { command: "bash", timeout: "timeoutSec", systems: &["bash"] };
     /// let mut s = serde_json::json!({"hooks": {"Stop": [{"type": "command", "bash": "x", "timeoutSec": 5}]}});
     /// let own = s.clone();
     /// flat.to_grouped(&mut s);
@@ -37,7 +40,10 @@ impl HookShape {
     /// assert_eq!(s, own);
     /// ```
     pub fn to_grouped(self, settings: &mut Value) {
-        let HookShape::Flat { command, timeout } = self else {
+        let HookShape::Flat {
+            command, timeout, ..
+        } = self
+        else {
             return;
         };
         each_entry(settings, |entry| {
@@ -56,9 +62,31 @@ impl HookShape {
         });
     }
 
+    /// The keys a command goes under besides [`HookShape::Flat`]'s
+    /// `command` in a file every system reads (a project's): each other
+    /// system's, so that the hook runs on all of them.
+    ///
+    /// ```
+    /// use interband_hosts::shape::HookShape;
+    /// let flat = HookShape::Flat { command: "bash", timeout: "timeoutSec", systems: &["bash", "powershell"] };
+    /// assert_eq!(flat.other_systems(), ["powershell"]);
+    /// assert!(HookShape::Grouped.other_systems().is_empty());
+    /// ```
+    pub fn other_systems(self) -> Vec<&'static str> {
+        match self {
+            HookShape::Flat {
+                command, systems, ..
+            } => systems.iter().copied().filter(|k| *k != command).collect(),
+            HookShape::Grouped => Vec::new(),
+        }
+    }
+
     /// The settings' hooks back in the host's own shape.
     pub fn to_own(self, settings: &mut Value) {
-        let HookShape::Flat { command, timeout } = self else {
+        let HookShape::Flat {
+            command, timeout, ..
+        } = self
+        else {
             return;
         };
         each_entry(settings, |entry| {
@@ -113,6 +141,7 @@ mod tests {
     const FLAT: HookShape = HookShape::Flat {
         command: "bash",
         timeout: "timeoutSec",
+        systems: &["bash", "powershell"],
     };
 
     #[test]

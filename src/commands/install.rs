@@ -79,7 +79,7 @@ impl Install {
             t.host.key()
         );
         let path = t.path()?;
-        let ours = Ours::new(t.program()?, t.host);
+        let ours = Ours::new(t.program()?, t.host, t.project);
         let files = Files::new(&path, t.project);
         files.sweep(t);
         let original = read_settings(&path, t.host)?;
@@ -95,12 +95,17 @@ impl Install {
         let moved = match &mut old_record {
             Some(r) if r.program != ours.program => {
                 let from = std::mem::replace(&mut r.program, ours.program.clone());
-                relocate(&mut settings, r, &Ours::new(from.clone(), t.host), &ours);
+                relocate(
+                    &mut settings,
+                    r,
+                    &Ours::new(from.clone(), t.host, t.project),
+                    &ours,
+                );
                 Some(from)
             }
             Some(r) => {
                 // An earlier install's hooks, which did not name their host, do now.
-                let earlier = Ours::new(r.program.clone(), t.host);
+                let earlier = Ours::new(r.program.clone(), t.host, t.project);
                 named_now = relocate(&mut settings, r, &earlier, &ours);
                 None
             }
@@ -340,6 +345,29 @@ impl Install {
         adopted.sort();
         adopted.dedup();
         adopted.retain(|from| moved.as_deref() != Some(from.as_str()));
+        // The same program, its hooks written another way (another
+        // system's guard, or a project's keys for every system).
+        let rewritten = adopted.contains(&ours.program)
+            || original.as_ref().is_some_and(|o| o.json != settings)
+                && added_now.is_empty()
+                && statusline_now.is_none()
+                && moved.is_none()
+                && !named_now
+                && adopted.is_empty()
+                && !one_kept;
+        adopted.retain(|from| *from != ours.program);
+        if rewritten {
+            let _ = writeln!(
+                out,
+                "interband's hooks in {} are now written for {}",
+                interband::text::terminal(&path.display().to_string()),
+                if t.project {
+                    "every system that shares the file"
+                } else {
+                    "this system"
+                },
+            );
+        }
         if !adopted.is_empty() {
             let _ = writeln!(
                 out,
@@ -355,6 +383,7 @@ impl Install {
             && !named_now
             && adopted.is_empty()
             && !one_kept
+            && !rewritten
         {
             let _ = writeln!(
                 out,
@@ -528,7 +557,7 @@ impl Uninstall {
                 // And any copy of our hook the record does not know of (moved
                 // to another event or group by hand): none stays installed.
                 let mut more = Vec::new();
-                let ours = Ours::new(r.program.clone(), r.host);
+                let ours = Ours::new(r.program.clone(), r.host, t.project);
                 remove_found_hooks(&mut settings, |c| ours.is_our_hook(c), &mut more);
                 for e in more {
                     if !removed.contains(&e) {
@@ -604,7 +633,7 @@ impl Uninstall {
                 .as_ref()
                 .map_or_else(|| t.program(), |r| Ok(r.program.clone()))?;
             // Either form of the hook: this install's, or an earlier one's.
-            let ours = Ours::new(program, host);
+            let ours = Ours::new(program, host, t.project);
             let mut entries = Vec::new();
             for hook in [&ours.hook, &ours.earlier_hook] {
                 entries.extend(codex_trust::entries(

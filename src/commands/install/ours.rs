@@ -23,6 +23,10 @@ pub(super) struct Ours {
     /// Whether the shells the host runs its statusline in on Windows read
     /// `'...'` as one word (Git Bash and PowerShell; not cmd.exe).
     pub(super) single_quotes: bool,
+    /// The keys the hook's command also goes under, for the other systems
+    /// of a file every system reads (Copilot CLI's `powershell` beside its
+    /// `bash` in a project's).
+    also: Vec<&'static str>,
 }
 
 /// How a hook runs a program found on each user's PATH (a project's
@@ -56,22 +60,50 @@ pub(super) fn transient(program: &str) -> bool {
     cfg!(unix) && in_npx_cache(program)
 }
 
-impl Ours {
-    pub(super) fn new(program: String, host: Host) -> Self {
-        Self::written_for(program, host, cfg!(windows))
+/// The systems a command is written for: the one install runs on, or
+/// every one (a project's settings, shared with everyone who clones it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Written {
+    /// Unix: a POSIX shell's guards.
+    Unix,
+    /// Windows: its hosts' shells.
+    Windows,
+    /// Both: the Windows form, which a POSIX shell reads alike.
+    Everywhere,
+}
+
+impl Written {
+    /// For this system, or every one where the file is a project's.
+    pub(super) fn here(project: bool) -> Self {
+        match (project, cfg!(windows)) {
+            (true, _) => Written::Everywhere,
+            (false, true) => Written::Windows,
+            (false, false) => Written::Unix,
+        }
     }
-    /// The commands as install writes them on Windows (`windows`) or on
-    /// Unix, wherever it runs (the tests read both forms anywhere).
-    pub(super) fn written_for(program: String, host: Host, windows: bool) -> Self {
+}
+
+impl Ours {
+    /// The commands `program` runs for `host`, written for this system, or
+    /// for every one where they go in a project's settings (`project`).
+    pub(super) fn new(program: String, host: Host, project: bool) -> Self {
+        Self::written_for(program, host, Written::here(project))
+    }
+    /// The commands as install writes them for `written` (the tests read
+    /// every form on any system).
+    pub(super) fn written_for(program: String, host: Host, written: Written) -> Self {
         // A project's `interband`, from each user's PATH, or npx's cache:
         // the binary may be missing when the host runs the hook.
         let from_path = program == "interband";
         let may_go = from_path || in_npx_cache(&program);
+        let unix = written == Written::Unix;
+        // Every shell the host runs it in on Windows (and any POSIX one)
+        // exits 0 after it.
+        let end = host.profile().hook_guard_windows;
         let hook = |args: &str| {
-            if windows && may_go {
-                // Every shell the host runs it in there exits 0 after it.
-                format!("{program} {args}{}", host.profile().hook_guard_windows)
-            } else if windows {
+            if !unix && may_go {
+                format!("{program} {args}{end}")
+            } else if !unix {
                 format!("{program} {args}")
             } else if from_path {
                 format!("{}interband {args}{}", ON_PATH.0, ON_PATH.1)
@@ -88,14 +120,17 @@ impl Ours {
         Ours {
             hook: hook(&format!("hook --host {}", host.profile().key)),
             earlier_hook: hook("hook"),
-            statusline: if !windows && in_npx_cache(&program) {
+            statusline: if unix && in_npx_cache(&program) {
                 format!(
                     "{}{program}{}{plain_statusline}{}",
                     IF_THERE.0, IF_THERE.1, IF_THERE.2
                 )
-            } else if !windows && from_path {
-                // A project's, from each user's PATH: nothing where it is missing.
+            } else if unix && from_path {
+                // From each user's PATH: nothing where it is missing.
                 format!("{}{plain_statusline}{}", ON_PATH.0, ON_PATH.1)
+            } else if written == Written::Everywhere && may_go {
+                // A project's: its shell exits 0 where it is missing.
+                format!("{plain_statusline}{end}")
             } else {
                 plain_statusline.clone()
             },
@@ -103,15 +138,30 @@ impl Ours {
             earlier_statusline: format!("{program} statusline"),
             refresh: host.profile().statusline_refresh,
             single_quotes: host.profile().statusline_shell_windows.single_quotes,
+            also: if written == Written::Everywhere {
+                host.profile().hook_shape.other_systems()
+            } else {
+                Vec::new()
+            },
             program,
         }
     }
+    /// Makes `hook` (grouped: `{type, command, ...}`) run ours, under every
+    /// key its file's systems read.
+    pub(super) fn set_command(&self, hook: &mut Value) {
+        hook["command"] = self.hook.clone().into();
+        for key in &self.also {
+            hook[*key] = self.hook.clone().into();
+        }
+    }
     /// Whether `command` is our hook, as this install writes it or as an
-    /// earlier one wrote it (without the host; `interband hook`, unguarded).
+    /// earlier one wrote it (without the host; `interband hook`, unguarded),
+    /// guarded for any system.
     pub(super) fn is_our_hook(&self, command: &str) -> bool {
-        command == self.hook
-            || command == self.earlier_hook
-            || command == format!("{} hook", self.program)
+        let run = unguarded(command);
+        run == unguarded(&self.hook)
+            || run == unguarded(&self.earlier_hook)
+            || run == format!("{} hook", self.program)
     }
     /// Our statusline command, running `theirs` too and appending our
     /// segment to its line; where our binary may go by itself, theirs alone
@@ -152,7 +202,10 @@ impl Ours {
     }
     /// The hook group added for `e`.
     pub(super) fn group(&self, e: &Event) -> Value {
-        let hooks = json!([{"type": "command", "command": self.hook, "timeout": e.timeout}]);
+        let mut hook = json!({"type": "command", "command": self.hook});
+        self.set_command(&mut hook);
+        hook["timeout"] = e.timeout.into();
+        let hooks = json!([hook]);
         match e.matcher {
             Some(m) => json!({"matcher": m, "hooks": hooks}),
             None => json!({ "hooks": hooks }),
@@ -236,8 +289,15 @@ fn guarded_run(command: &str) -> Option<(&str, &str)> {
 }
 
 /// A statusline command without the [`IF_THERE`] guard (and the fallback
-/// to the user's own statusline) around it, if it has one.
+/// to the user's own statusline) around it, or a project's end
+/// ([`EXIT_0_AFTER`]), if it has one.
 pub(super) fn unguarded_statusline(command: &str) -> &str {
+    if let Some(run) = [EXIT_0_AFTER, OR_EXIT_0]
+        .into_iter()
+        .find_map(|end| command.strip_suffix(end))
+    {
+        return run;
+    }
     if let Some(run) = command
         .strip_prefix(ON_PATH.0)
         .and_then(|c| c.strip_suffix(ON_PATH.1))

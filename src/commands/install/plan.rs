@@ -31,7 +31,7 @@ pub(super) fn relocate(settings: &mut Value, record: &mut Record, from: &Ours, t
                     .and_then(Value::as_str)
                     .is_some_and(|c| from.is_our_hook(c) && c != to.hook)
                 {
-                    h["command"] = to.hook.clone().into();
+                    to.set_command(h);
                     changed = true;
                 }
             }
@@ -96,7 +96,7 @@ pub(super) fn adopt_hooks(
             if seen > 1 {
                 return false;
             }
-            h["command"] = ours.hook.clone().into();
+            ours.set_command(h);
             true
         });
         dropped += before - hooks.len();
@@ -246,7 +246,8 @@ pub(super) fn remove_recorded(
     removed: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) {
-    let ours = Ours::new(record.program.clone(), record.host);
+    // (Recognised in any system's form.)
+    let ours = Ours::new(record.program.clone(), record.host, false);
     for a in record.added.iter().rev() {
         let Some(Value::Array(groups)) =
             settings.get_mut("hooks").and_then(|h| h.get_mut(&a.event))

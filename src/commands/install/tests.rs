@@ -85,6 +85,7 @@ fn interband_commands_are_recognised_through_shell_quoting() {
     let ours = Ours::new(
         shell_words::quote("/my dir/interband").into_owned(),
         Host::Codex,
+        false,
     );
     assert_eq!(ours.hook, "'/my dir/interband' hook --host codex");
     assert!(
@@ -113,7 +114,7 @@ fn a_windows_hook_that_may_miss_its_binary_ends_by_exiting_0_in_its_host_s_shell
             "; exit 0"
         };
         for program in ["interband", npx] {
-            let ours = Ours::written_for(program.into(), host, true);
+            let ours = Ours::written_for(program.into(), host, Written::Windows);
             let plain = format!("{program} hook --host {key}");
             assert_eq!(ours.hook, format!("{plain}{end}"));
             assert_eq!(unguarded(&ours.hook), plain);
@@ -130,14 +131,28 @@ fn a_windows_hook_that_may_miss_its_binary_ends_by_exiting_0_in_its_host_s_shell
             );
         }
         // A binary that stays: no end.
-        let ours = Ours::written_for("C:/tools/interband.exe".into(), host, true);
+        let ours = Ours::written_for("C:/tools/interband.exe".into(), host, Written::Windows);
         assert_eq!(
             ours.hook,
             format!("C:/tools/interband.exe hook --host {key}")
         );
         // On Unix the POSIX guards, as before.
-        let ours = Ours::written_for("interband".into(), host, false);
+        let ours = Ours::written_for("interband".into(), host, Written::Unix);
         assert!(ours.hook.starts_with(ON_PATH.0), "{}", ours.hook);
+        // A project's, for every system: the Windows form, statusline too.
+        let ours = Ours::written_for("interband".into(), host, Written::Everywhere);
+        assert_eq!(ours.hook, format!("interband hook --host {key}{end}"));
+        assert_eq!(
+            ours.statusline,
+            format!("interband statusline --host {key}{end}")
+        );
+        assert_eq!(
+            unguarded_statusline(&ours.statusline),
+            format!("interband statusline --host {key}")
+        );
+        // Each form is the others' too.
+        let unix = Ours::written_for("interband".into(), host, Written::Unix);
+        assert!(unix.is_our_hook(&ours.hook) && ours.is_our_hook(&unix.hook));
     }
     for chain in [
         "interband hook --host claude && x; exit 0",
@@ -259,6 +274,7 @@ fn the_program_is_one_word_every_shell_a_host_uses_reads_back_whole() {
         let ours = Ours::new(
             program_word(r"C:\tools\interband.exe").unwrap(),
             Host::Codex,
+            false,
         );
         assert_eq!(ours.hook, "C:/tools/interband.exe hook --host codex");
         assert!(runs_interband(&ours.hook, "hook"));
@@ -266,7 +282,7 @@ fn the_program_is_one_word_every_shell_a_host_uses_reads_back_whole() {
         // A project's hooks name `interband` from PATH, and the shell
         // exits 0 after it (the POSIX guard is not Windows' shells').
         assert_eq!(
-            Ours::new("interband".into(), Host::Gemini).hook,
+            Ours::new("interband".into(), Host::Gemini, false).hook,
             "interband hook --host gemini; exit 0"
         );
     } else {
