@@ -82,49 +82,62 @@ fn a_demo_whose_reader_goes_away_still_cleans_up() {
     );
 }
 
+/// Starts demos until `stop` (given the child once its private folder is
+/// there) stops one mid-run, at most 50 (the demo is quick); each leaves
+/// nothing behind, and the one stopped says so.
+fn a_demo_is_stopped_mid_run(
+    what: &str,
+    set: impl Fn(&mut std::process::Command),
+    stop: impl Fn(&std::process::Child),
+) {
+    for _ in 0..50 {
+        let w = World::new();
+        let tmp = w.dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let mut cmd = w.cmd(&["demo"]);
+        cmd.env("TMPDIR", &tmp)
+            .env("TMP", &tmp)
+            .env("TEMP", &tmp)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        set(&mut cmd);
+        let child = cmd.start();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while files_under(&tmp).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        stop(&child);
+        let o = wait_within(child, std::time::Duration::from_secs(60));
+        assert_eq!(
+            files_under(&tmp),
+            Vec::<String>::new(),
+            "{what}: nothing left behind"
+        );
+        if code(&o) != 0 {
+            assert!(stderr(&o).contains("stopped"), "{what}: {}", stderr(&o));
+            return;
+        }
+    }
+    panic!("{what}: the demo was never stopped mid-run in 50 runs");
+}
+
 #[test]
 #[cfg(unix)] // Unix's signals; Windows' below
 fn a_demo_stopped_by_a_signal_leaves_nothing_behind() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let mut stopped_mid_run = false;
-        // The demo is quick: caught while its private folder is there,
-        // held still (SIGSTOP), told to stop, then let go.
-        for _ in 0..50 {
-            let w = World::new();
-            let tmp = w.dir.path().join("tmp");
-            std::fs::create_dir(&tmp).unwrap();
-            let child = w
-                .cmd(&["demo"])
-                .env("TMPDIR", &tmp)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .start();
-            let pid = child.id() as i32;
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while files_under(&tmp).is_empty() && std::time::Instant::now() < deadline {
-                std::thread::yield_now();
-            }
-            // SAFETY: signals to our own child, waited for below.
-            unsafe {
-                libc::kill(pid, libc::SIGSTOP);
-                libc::kill(pid, signal);
-                libc::kill(pid, libc::SIGCONT);
-            }
-            let o = wait_within(child, std::time::Duration::from_secs(30));
-            assert_eq!(
-                files_under(&tmp),
-                Vec::<String>::new(),
-                "signal {signal}: nothing left behind"
-            );
-            if code(&o) != 0 {
-                assert!(stderr(&o).contains("stopped"), "{}", stderr(&o));
-                stopped_mid_run = true;
-                break;
-            }
-        }
-        assert!(
-            stopped_mid_run,
-            "signal {signal}: the demo was stopped mid-run at least once"
+        // Held still (SIGSTOP), told to stop, then let go.
+        a_demo_is_stopped_mid_run(
+            &format!("signal {signal}"),
+            |_| {},
+            |child| {
+                let pid = child.id() as i32;
+                // SAFETY: signals to our own child, waited for after.
+                unsafe {
+                    libc::kill(pid, libc::SIGSTOP);
+                    libc::kill(pid, signal);
+                    libc::kill(pid, libc::SIGCONT);
+                }
+            },
         );
     }
 }
@@ -148,40 +161,15 @@ fn a_demo_stopped_by_ctrl_break_leaves_nothing_behind() {
     // made where the test runs without one (already there: no change).
     // SAFETY: no arguments; fails harmlessly where a console is there.
     unsafe { AllocConsole() };
-    let mut stopped_mid_run = false;
-    for _ in 0..50 {
-        let w = World::new();
-        let tmp = w.dir.path().join("tmp");
-        std::fs::create_dir(&tmp).unwrap();
-        let child = w
-            .cmd(&["demo"])
-            .env("TMP", &tmp)
-            .env("TEMP", &tmp)
-            .creation_flags(CREATE_NEW_PROCESS_GROUP)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .start();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while files_under(&tmp).is_empty() && std::time::Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-        // SAFETY: the group is the child's own (its id).
-        let sent = unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, child.id()) };
-        assert_ne!(sent, 0, "{}", std::io::Error::last_os_error());
-        let o = wait_within(child, std::time::Duration::from_secs(60));
-        assert_eq!(
-            files_under(&tmp),
-            Vec::<String>::new(),
-            "nothing left behind"
-        );
-        if code(&o) != 0 {
-            assert!(stderr(&o).contains("stopped"), "{}", stderr(&o));
-            stopped_mid_run = true;
-            break;
-        }
-    }
-    assert!(
-        stopped_mid_run,
-        "the demo was stopped mid-run at least once"
+    a_demo_is_stopped_mid_run(
+        "Ctrl-Break",
+        |c| {
+            c.creation_flags(CREATE_NEW_PROCESS_GROUP);
+        },
+        |child| {
+            // SAFETY: the group is the child's own (its id).
+            let sent = unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, child.id()) };
+            assert_ne!(sent, 0, "{}", std::io::Error::last_os_error());
+        },
     );
 }

@@ -802,9 +802,16 @@ fn gemini_hooks_use_its_event_names_and_milliseconds() {
     let prog = program();
     assert_eq!(s["theme"], "Dracula");
     assert_eq!(s["hooks"]["BeforeTool"], original["hooks"]["BeforeTool"]);
+    // Guarded against its binary going: to Gemini CLI 0.61 a failing hook
+    // is a block (Profile::failing_hook_blocks).
+    let hook = if cfg!(windows) {
+        format!("{prog} hook --host gemini; exit 0")
+    } else {
+        format!("[ -x {prog} ] && exec {prog} hook --host gemini || true")
+    };
     assert_eq!(
         s["hooks"]["AfterTool"],
-        json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{prog} hook --host gemini"), "timeout": 5000}]}])
+        json!([{"matcher": "*", "hooks": [{"type": "command", "command": hook, "timeout": 5000}]}])
     );
     for e in [
         "AfterTool",
@@ -2863,5 +2870,70 @@ fn a_project_s_hooks_written_on_either_system_are_recognised_on_the_other() {
         };
         assert_eq!(stop[0]["command"], ours, "{form}");
         ok(&w.run(&settings_args("uninstall", &path, &[])));
+    }
+}
+
+/// Gemini CLI 0.61 and Qwen Code 0.21.2 take a hook that exits with other
+/// than 0 or 1 for a block (a missing program's 127: the tool's result
+/// replaced, a loop; tests/fixtures/windows-guard-exit0): their hooks are
+/// guarded against the binary going, wherever it is, in every shell the
+/// host runs them in, and exit 0 then; doctor says they do nothing.
+#[test]
+fn where_a_failing_hook_is_a_block_a_binary_gone_leaves_hooks_that_exit_0() {
+    for host in ["gemini", "qwen"] {
+        let w = World::new();
+        let bin = w.dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let exe = bin.join(if cfg!(windows) {
+            "interband.exe"
+        } else {
+            "interband"
+        });
+        std::fs::copy(BIN, &exe).unwrap();
+        set_executable(&exe);
+        ok(&w.run(&[
+            "install",
+            "--host",
+            host,
+            "--command",
+            exe.to_str().unwrap(),
+        ]));
+        let settings = under(
+            &w.home(),
+            if host == "gemini" {
+                ".gemini/settings.json"
+            } else {
+                ".qwen/settings.json"
+            },
+        );
+        let mut commands = Vec::new();
+        let written = read(&settings);
+        hook_commands(&written, host, &mut commands);
+        let command = commands[0].to_owned();
+        std::fs::remove_file(&exe).unwrap();
+        for (shell, mut c) in hook_shells(host, &command) {
+            if shell == "cmd" && host != "qwen" {
+                continue; // not Gemini CLI's shell
+            }
+            if cfg!(unix) {
+                c.env_clear().env("PATH", "/usr/bin:/bin");
+            }
+            c.env("HOME", w.home())
+                .env("USERPROFILE", w.home())
+                .env("INTERBAND_ROOT", w.root());
+            let o = with_stdin(&mut c, b"{}");
+            let what = format!("{host} in {shell}: `{command}`");
+            assert_eq!(code(&o), 0, "{what}: {}", stderr(&o));
+            assert_eq!(stdout(&o), "", "{what}");
+            if cfg!(unix) {
+                assert_eq!(stderr(&o), "", "{what}: silent");
+            }
+        }
+        let o = w.run(&["doctor", "--json"]);
+        assert!(
+            stdout(&o).contains("the hooks do nothing"),
+            "{host}: {}",
+            stdout(&o)
+        );
     }
 }

@@ -212,13 +212,15 @@ fn install_writes_qwen_s_settings_and_uninstall_gives_them_back() {
         ("SessionEnd", 10000),
     ] {
         let hook = &s["hooks"][event][0]["hooks"][0];
-        assert!(
-            hook["command"]
-                .as_str()
-                .unwrap()
-                .ends_with(" hook --host qwen"),
-            "{event}: {s}"
-        );
+        // Guarded against its binary going: a failing hook is a block
+        // to 0.21.2 (Profile::failing_hook_blocks).
+        let command = hook["command"].as_str().unwrap();
+        let end = if cfg!(windows) {
+            " hook --host qwen || exit 0"
+        } else {
+            " hook --host qwen || true"
+        };
+        assert!(command.ends_with(end), "{event}: {s}");
         assert_eq!(
             hook["timeout"], timeout,
             "{event}: milliseconds, read so by every release"

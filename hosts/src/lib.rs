@@ -142,6 +142,13 @@ pub struct Profile {
     /// runs hooks in Git Bash or PowerShell, [`OR_EXIT_0`] where in cmd.exe
     /// or Git Bash.
     pub hook_guard_windows: &'static str,
+    /// Whether a release takes a hook that exits with other than 0 or 1 for
+    /// a block, as a missing program's 127 (Gemini CLI 0.61.0, Qwen Code
+    /// 0.21.2: the tool's result replaced by the shell's error, given to the
+    /// model again at each turn, in a loop; seen live). Install guards every
+    /// hook of such a host against its binary going, as it guards those
+    /// whose binary may go by itself.
+    pub failing_hook_blocks: bool,
     /// The window a model's name says, where the host's names say one
     /// (Claude Code's `[1m]`, by its table).
     pub model_window: Option<fn(model: &str) -> u64>,
@@ -583,6 +590,7 @@ pub const CLAUDE: Profile = Profile {
     },
     // Git Bash, else PowerShell, as its statusline.
     hook_guard_windows: EXIT_0_AFTER,
+    failing_hook_blocks: false,
     model_window: Some(claude::requested_window),
     statusline_context: None,
     project_vars: &["CLAUDE_PROJECT_DIR"],
@@ -683,6 +691,7 @@ pub const CODEX: Profile = Profile {
     statusline_shell_windows: POWERSHELL,
     // PowerShell; cmd.exe only on a Windows with neither PowerShell.
     hook_guard_windows: EXIT_0_AFTER,
+    failing_hook_blocks: false,
     model_window: None,
     statusline_context: None,
     project_vars: &[],
@@ -764,6 +773,8 @@ pub const GEMINI: Profile = Profile {
     statusline_shell_windows: POWERSHELL,
     // PowerShell, from 0.26.0 (its `getShellConfiguration`).
     hook_guard_windows: EXIT_0_AFTER,
+    // A missing program's 127 is a block there (0.61.0's `convertPlainTextToHookOutput`).
+    failing_hook_blocks: true,
     model_window: None,
     statusline_context: None,
     project_vars: &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
@@ -860,6 +871,8 @@ pub const QWEN: Profile = Profile {
     // %ComSpec% (cmd.exe), or bash where Git Bash started it (0.21.2's
     // and 0.24.4's `getShellConfiguration`).
     hook_guard_windows: OR_EXIT_0,
+    // A missing program's 127 is a block there (0.21.2's `convertPlainTextToHookOutput`).
+    failing_hook_blocks: true,
     model_window: None,
     statusline_context: None,
     project_vars: &["QWEN_PROJECT_DIR"],
@@ -968,6 +981,7 @@ pub const COPILOT: Profile = Profile {
     statusline_shell_windows: CMD,
     // Its `powershell` field, in PowerShell 7 or Windows PowerShell.
     hook_guard_windows: EXIT_0_AFTER,
+    failing_hook_blocks: false,
     model_window: None,
     statusline_context: Some(copilot::statusline_context),
     project_vars: &[],

@@ -36,8 +36,10 @@ pub(super) const ON_PATH: (&str, &str) =
     ("command -v interband >/dev/null 2>&1 && exec ", " || true");
 
 /// How a hook runs a binary that may go away by itself (one in npx's
-/// cache, which npm clears when it likes): where it is gone, the hook does
-/// nothing, silently, instead of failing on every event. A statusline that
+/// cache, which npm clears when it likes), or any binary of a host that
+/// takes a failing hook for a block (`Profile::failing_hook_blocks`):
+/// where it is gone, the hook does nothing, silently, instead of failing
+/// on every event. A statusline that
 /// wraps the user's own runs theirs alone then (see [`Ours::wrapping`]).
 pub(super) const IF_THERE: (&str, &str, &str) = ("[ -x ", " ] && exec ", " || true");
 
@@ -93,9 +95,10 @@ impl Ours {
     /// every form on any system).
     pub(super) fn written_for(program: String, host: Host, written: Written) -> Self {
         // A project's `interband`, from each user's PATH, or npx's cache:
-        // the binary may be missing when the host runs the hook.
+        // the binary may be missing when the host runs the hook; and any
+        // binary where a failing hook is a block.
         let from_path = program == "interband";
-        let may_go = from_path || in_npx_cache(&program);
+        let may_go = from_path || in_npx_cache(&program) || host.profile().failing_hook_blocks;
         let unix = written == Written::Unix;
         // Every shell the host runs it in on Windows (and any POSIX one)
         // exits 0 after it.
@@ -107,7 +110,7 @@ impl Ours {
                 format!("{program} {args}")
             } else if from_path {
                 format!("{}interband {args}{}", ON_PATH.0, ON_PATH.1)
-            } else if in_npx_cache(&program) {
+            } else if may_go {
                 format!(
                     "{}{program}{}{program} {args}{}",
                     IF_THERE.0, IF_THERE.1, IF_THERE.2

@@ -130,11 +130,16 @@ fn a_windows_hook_that_may_miss_its_binary_ends_by_exiting_0_in_its_host_s_shell
                 format!("{program} statusline --host {key}")
             );
         }
-        // A binary that stays: no end.
+        // A binary that stays: no end, but where a failing hook is a block.
         let ours = Ours::written_for("C:/tools/interband.exe".into(), host, Written::Windows);
+        let stays = if host.profile().failing_hook_blocks {
+            end
+        } else {
+            ""
+        };
         assert_eq!(
             ours.hook,
-            format!("C:/tools/interband.exe hook --host {key}")
+            format!("C:/tools/interband.exe hook --host {key}{stays}")
         );
         // On Unix the POSIX guards, as before.
         let ours = Ours::written_for("interband".into(), host, Written::Unix);
