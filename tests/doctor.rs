@@ -490,3 +490,67 @@ fn a_statusline_alone_is_checked() {
         "{found:#?}"
     );
 }
+
+/// A project's hooks written for one system alone are a problem on every
+/// system (its teammates run the same file): Unix's POSIX guard, which
+/// PowerShell and cmd.exe fail at every call, and a Copilot CLI hook without
+/// its other system's command; `install --project` rewrites them for every
+/// system, after which doctor finds nothing of the kind.
+#[test]
+fn a_project_s_hooks_for_one_system_alone_are_found_with_their_fix() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    let posix = "command -v interband >/dev/null 2>&1 && exec interband hook --host claude || true";
+    std::fs::write(
+        project.join(".claude/settings.json"),
+        serde_json::json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": posix}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    install(&w, &project, &["install", "--project", "--host", "copilot"]);
+    let copilot = under(&project, ".github/hooks/interband.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&copilot).unwrap()).unwrap();
+    let other = if cfg!(windows) { "bash" } else { "powershell" };
+    for hooks in file["hooks"].as_object_mut().unwrap().values_mut() {
+        hooks[0].as_object_mut().unwrap().remove(other);
+    }
+    std::fs::write(&copilot, file.to_string()).unwrap();
+
+    let (rc, found) = doctor(&w, &project);
+    assert_eq!(rc, 1);
+    let shell = |host: &str| {
+        problems(&found)
+            .into_iter()
+            .find(|f| f["check"] == "shell" && f["host"] == host)
+            .cloned()
+    };
+    let claude = shell("claude").unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(
+        claude["message"]
+            .as_str()
+            .unwrap()
+            .contains("POSIX shell's guard"),
+        "{claude}"
+    );
+    assert!(
+        claude["fix"]
+            .as_str()
+            .unwrap()
+            .contains("interband install --project --host claude"),
+        "{claude}"
+    );
+    let copilot_found = shell("copilot").unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(
+        copilot_found["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("no `{other}` command")),
+        "{copilot_found}"
+    );
+    // Each fix fixes.
+    install(&w, &project, &["install", "--project", "--host", "claude"]);
+    install(&w, &project, &["install", "--project", "--host", "copilot"]);
+    let (_, found) = doctor(&w, &project);
+    assert!(!found.iter().any(|f| f["check"] == "shell"), "{found:#?}");
+}

@@ -4,7 +4,8 @@
 //! Per host: the hooks and statusline in the user's settings (and the
 //! project's in the current folder, and Claude Code's plugin: the same hooks
 //! twice run twice), whether the program they call exists and is this
-//! binary, Codex's trust of them (a hook whose hash changed since it was
+//! binary, whether they are written for the systems that run them, Codex's
+//! trust of them (a hook whose hash changed since it was
 //! trusted is skipped by Codex); then the root's permissions, the settings'
 //! problems, and when a hook last ran. Exit 0 when healthy, 1 with problems.
 
@@ -15,6 +16,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ours::{IF_THERE, ON_PATH};
 use super::{
     Files, Host, Installs, Target, any_statusline_rest, codex_trust, expand_home, group_commands,
     program_of, read_record, read_settings_with_comments, resolvable, runs_interband, unguarded,
@@ -378,9 +380,10 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
     // The program each hook runs.
     let programs: std::collections::BTreeSet<&str> =
         hooks.iter().map(|(_, c)| c.as_str()).collect();
-    for command in programs {
+    for command in &programs {
         found.push(check_program(name, command, "the hooks"));
     }
+    check_systems(host, project, &settings, &programs, &located, found);
     if host == Host::Claude && !project {
         let plugin = settings
             .get("enabledPlugins")
@@ -401,6 +404,87 @@ fn check_file(host: Host, project: bool, found: &mut Vec<Finding>) -> Option<(Pa
         check_codex_trust(&t, &settings, &hooks, found);
     }
     Some((located, host_reads))
+}
+
+/// Whether the hooks are written for the systems that run them: on
+/// Windows none with a POSIX shell's guard (Git Bash alone reads it; the
+/// hosts' PowerShell and cmd.exe fail it at every call), and in a
+/// project's file, shared by every system, none for one system alone (a
+/// POSIX guard; a Copilot CLI hook without its other system's command).
+fn check_systems(
+    host: Host,
+    project: bool,
+    settings: &Value,
+    commands: &std::collections::BTreeSet<&str>,
+    located: &Path,
+    found: &mut Vec<Finding>,
+) {
+    let name = host.key();
+    let posix = commands
+        .iter()
+        .find(|c| c.starts_with(ON_PATH.0) || c.starts_with(IF_THERE.0));
+    let missing: Vec<&str> = if project {
+        let keys = host.profile().hook_shape.other_systems();
+        keys.into_iter()
+            .filter(|k| {
+                our_hook_objects(settings).any(|h| h.get(*k).and_then(Value::as_str).is_none())
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let fix = if project {
+        format!("`interband install --project --host {name}` writes them for every system")
+    } else {
+        format!("`interband install --host {name}` writes them for this system")
+    };
+    if let Some(c) = posix.filter(|_| project || cfg!(windows)) {
+        let who = if project {
+            "a teammate on Windows runs them"
+        } else {
+            "on Windows the host runs them"
+        };
+        found.push(problem(
+            name,
+            "shell",
+            format!(
+                "{} runs `{c}`, a POSIX shell's guard: {who} in PowerShell or cmd.exe (Git Bash \
+                 alone reads it), where every hook call fails",
+                shown(located)
+            ),
+            fix,
+        ));
+    } else if !missing.is_empty() {
+        found.push(problem(
+            name,
+            "shell",
+            format!(
+                "{}'s hooks have no `{}` command: {} does not run them on the system that reads it",
+                shown(located),
+                missing.join("`, `"),
+                host.profile().name
+            ),
+            fix,
+        ));
+    }
+}
+
+/// The hook objects (grouped) in a settings file that run interband's hook.
+fn our_hook_objects(settings: &Value) -> impl Iterator<Item = &Value> {
+    settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|events| events.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .filter(|h| {
+            h.get("command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| runs_interband(c, "hook"))
+        })
 }
 
 /// Whether the program a hook command runs is what a host can run (there,
