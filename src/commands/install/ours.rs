@@ -256,14 +256,19 @@ pub(super) fn interband_hook(groups: &[Value]) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// `command` without the end a Windows or a project's install writes after
+/// it ([`EXIT_0_AFTER`], [`OR_EXIT_0`]), if it has one.
+fn without_exit_0(command: &str) -> Option<&str> {
+    [EXIT_0_AFTER, OR_EXIT_0]
+        .into_iter()
+        .find_map(|end| command.strip_suffix(end))
+}
+
 /// A hook command without the [`ON_PATH`] or [`IF_THERE`] guard around it,
 /// or the end a Windows install writes after it ([`EXIT_0_AFTER`],
 /// [`OR_EXIT_0`]), if it has one.
 pub(super) fn unguarded(command: &str) -> &str {
-    if let Some(run) = [EXIT_0_AFTER, OR_EXIT_0]
-        .into_iter()
-        .find_map(|end| command.strip_suffix(end))
-    {
+    if let Some(run) = without_exit_0(command) {
         return run;
     }
     let on_path = || {
@@ -295,10 +300,7 @@ fn guarded_run(command: &str) -> Option<(&str, &str)> {
 /// to the user's own statusline) around it, or a project's end
 /// ([`EXIT_0_AFTER`]), if it has one.
 pub(super) fn unguarded_statusline(command: &str) -> &str {
-    if let Some(run) = [EXIT_0_AFTER, OR_EXIT_0]
-        .into_iter()
-        .find_map(|end| command.strip_suffix(end))
-    {
+    if let Some(run) = without_exit_0(command) {
         return run;
     }
     if let Some(run) = command
