@@ -122,13 +122,7 @@ impl Install {
         }
         let other = t.other_level();
         if let Some((other_path, other_json)) = &other
-            && let Some(c) = other_json
-                .get("hooks")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flat_map(|events| events.values())
-                .filter_map(Value::as_array)
-                .flatten()
+            && let Some(c) = hook_groups(other_json)
                 .flat_map(group_commands)
                 .find(|c| runs_interband(c, "hook"))
         {

@@ -19,8 +19,8 @@ use serde_json::Value;
 use super::ours::{IF_THERE, ON_PATH};
 use super::{
     Files, Host, Installs, Target, any_statusline_rest, codex_trust, expand_home, group_commands,
-    program_of, read_record, read_settings_with_comments, resolvable, runs_interband, unguarded,
-    unguarded_statusline,
+    hook_groups, program_of, read_record, read_settings_with_comments, resolvable, runs_interband,
+    unguarded, unguarded_statusline,
 };
 use crate::exit;
 
@@ -471,13 +471,7 @@ fn check_systems(
 
 /// The hook objects (grouped) in a settings file that run interband's hook.
 fn our_hook_objects(settings: &Value) -> impl Iterator<Item = &Value> {
-    settings
-        .get("hooks")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|events| events.values())
-        .filter_map(Value::as_array)
-        .flatten()
+    hook_groups(settings)
         .filter_map(|g| g.get("hooks").and_then(Value::as_array))
         .flatten()
         .filter(|h| {

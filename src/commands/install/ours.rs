@@ -237,6 +237,17 @@ pub(super) fn every_shell_quote(command: &str, single_quotes: bool) -> Option<St
     }
 }
 
+/// Every hook group of every event in a settings file (grouped).
+pub(super) fn hook_groups(settings: &Value) -> impl Iterator<Item = &Value> {
+    settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|events| events.values())
+        .filter_map(Value::as_array)
+        .flatten()
+}
+
 /// The commands of a hook group's hooks.
 pub(super) fn group_commands(group: &Value) -> impl Iterator<Item = &str> {
     let hooks = group.get("hooks").and_then(Value::as_array);
