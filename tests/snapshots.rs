@@ -293,3 +293,30 @@ fn install_s_dry_run_diff() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     settings(&w).bind(|| insta::assert_snapshot!("install_dry_run", stdout(&o)));
 }
+
+/// What `install --project --dry-run` says for each host: the file a
+/// project's people share, written alike on every system (so one snapshot
+/// on Unix and Windows), and the notes a person must read (each host's
+/// folder trust; interband from each one's PATH).
+#[test]
+fn a_project_install_for_every_host() {
+    let w = World::new();
+    let project = w.dir.path().join("repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut all = String::new();
+    for host in interband_hosts::Host::ALL {
+        let key = host.profile().key;
+        let o = w
+            .cmd(&["install", "--project", "--host", key, "--dry-run"])
+            // No interband on PATH, whatever the machine has.
+            .env("PATH", "")
+            .current_dir(&project)
+            .finish();
+        assert_eq!(code(&o), 0, "{key}: {}", stderr(&o));
+        all.push_str(&format!("--- {key}\n{}", stdout(&o)));
+    }
+    let mut s = settings(&w);
+    // The project file's path, as Windows writes it.
+    s.add_filter(r"\\", "/");
+    s.bind(|| insta::assert_snapshot!("project_install", all));
+}

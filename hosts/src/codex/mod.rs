@@ -411,12 +411,24 @@ pub(crate) fn transcript_at(folder: &Path, _project: &Path, session: &str) -> st
         .join(format!("rollout-2026-01-01T00-00-00-{session}.jsonl"))
 }
 
-/// What installing into Codex must say: it runs a hook only once trusted.
+/// What installing into Codex must say: it runs a hook only once trusted,
+/// and a project's (its `.codex/` folder) only in a project it trusts
+/// (0.171.0 says "Untrusted project-local configuration is disabled" and
+/// runs none of them, the hooks' own trust notwithstanding; seen live in
+/// tests/fixtures/project-forms-live/).
 pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
-    vec![format!(
+    let mut notes = vec![format!(
         "Codex CLI runs a hook only once you trust it: review them with `/hooks` in Codex, \
          or run `interband install{flags} --trust` to trust interband's"
-    )]
+    )];
+    if flags.contains(" --project") {
+        notes.push(
+            "Codex CLI reads a project's .codex/ folder, its hooks with it, only in a project it \
+             trusts: answer its question when you first start `codex` there, or run `codex exec --trust` there once"
+                .to_owned(),
+        );
+    }
+    notes
 }
 
 /// The rollout of the subagent `agent` (a thread of its own, spawned by

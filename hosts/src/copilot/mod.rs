@@ -427,14 +427,24 @@ pub(crate) fn input_shape(o: &mut crate::input::TopLevel) {
 
 /// What installing into Copilot's settings must say: which releases run
 /// these hooks, and where a project's go.
-pub(crate) fn install_notes(_settings: &Value, _flags: &str) -> Vec<String> {
-    vec![
+pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
+    let mut notes = vec![
         "Copilot CLI runs the hooks of its settings.json from 1.0.30, gives the agent what a hook says \
          after a tool call from 1.0.49, and writes each call's usage to its session log from 1.0.102 \
          (before, interband has its statusline's figure, interactively, or the labelled heuristic): \
          `npm install -g @github/copilot` updates it"
             .to_owned(),
-    ]
+    ];
+    // "Loading repo hooks ... (folder is trusted or opt-in set)", its log
+    // says (tests/fixtures/project-forms-live/).
+    if flags.contains(" --project") {
+        notes.push(
+            "Copilot CLI runs a repository's hooks only in a folder you trust (it asks when it \
+             first starts there)"
+                .to_owned(),
+        );
+    }
+    notes
 }
 
 #[cfg(test)]

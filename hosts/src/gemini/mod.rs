@@ -471,8 +471,17 @@ pub(crate) fn transcript_at(folder: &Path, _project: &Path, session: &str) -> st
 
 /// What installing into Gemini's settings must say beyond what every host's
 /// install says (hooks turned off: [`crate::Profile::hooks_off`]): nothing.
-pub(crate) fn install_notes(_settings: &Value, _flags: &str) -> Vec<String> {
-    Vec::new()
+pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
+    // Seen live in 0.26.0 and 0.61.0 (tests/fixtures/project-forms-live/).
+    if flags.contains(" --project") {
+        vec![
+            "Gemini CLI runs a project's hooks only in a folder it trusts (its folder trust), and \
+             says at each start that the project has hooks of its own"
+                .to_owned(),
+        ]
+    } else {
+        Vec::new()
+    }
 }
 
 /// The tools a session runs a subagent with: `invoke_agent` (0.61),

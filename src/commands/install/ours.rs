@@ -1,6 +1,7 @@
 //! The commands interband registers (its hook and statusline, guarded where the binary may go), and how any command is told to be one of them.
 
 use super::*;
+use interband_hosts::shape::HookShape;
 use interband_hosts::{EXIT_0_AFTER, OR_EXIT_0};
 
 /// The commands interband registers, all starting with one program.
@@ -23,10 +24,11 @@ pub(super) struct Ours {
     /// Whether the shells the host runs its statusline in on Windows read
     /// `'...'` as one word (Git Bash and PowerShell; not cmd.exe).
     pub(super) single_quotes: bool,
-    /// The keys the hook's command also goes under, for the other systems
-    /// of a file every system reads (Copilot CLI's `powershell` beside its
-    /// `bash` in a project's).
-    also: Vec<&'static str>,
+    /// The keys the hook's command goes under, in the file's order:
+    /// `command` (this system's, in the grouped shape), and in a file every
+    /// system reads, the other systems' (Copilot CLI's `bash` and
+    /// `powershell` in a project's, in that order on every system).
+    keys: Vec<&'static str>,
 }
 
 /// How a hook runs a program found on each user's PATH (a project's
@@ -141,10 +143,14 @@ impl Ours {
             earlier_statusline: format!("{program} statusline"),
             refresh: host.profile().statusline_refresh,
             single_quotes: host.profile().statusline_shell_windows.single_quotes,
-            also: if written == Written::Everywhere {
-                host.profile().hook_shape.other_systems()
-            } else {
-                Vec::new()
+            keys: match host.profile().hook_shape {
+                HookShape::Flat {
+                    command, systems, ..
+                } if written == Written::Everywhere => systems
+                    .iter()
+                    .map(|k| if *k == command { "command" } else { k })
+                    .collect(),
+                _ => vec!["command"],
             },
             program,
         }
@@ -152,8 +158,7 @@ impl Ours {
     /// Makes `hook` (grouped: `{type, command, ...}`) run ours, under every
     /// key its file's systems read.
     pub(super) fn set_command(&self, hook: &mut Value) {
-        hook["command"] = self.hook.clone().into();
-        for key in &self.also {
+        for key in &self.keys {
             hook[*key] = self.hook.clone().into();
         }
     }
@@ -205,7 +210,7 @@ impl Ours {
     }
     /// The hook group added for `e`.
     pub(super) fn group(&self, e: &Event) -> Value {
-        let mut hook = json!({"type": "command", "command": self.hook});
+        let mut hook = json!({"type": "command"});
         self.set_command(&mut hook);
         hook["timeout"] = e.timeout.into();
         let hooks = json!([hook]);
