@@ -137,7 +137,8 @@ pub struct Profile {
     pub statusline_shell_windows: WindowsShell,
     /// What ends a hook command on Windows whose program may be missing (a
     /// project's `interband` from each user's PATH, a binary in npx's
-    /// cache), so that every shell the host may run it in there exits 0
+    /// cache, any binary of a host where [`Profile::failing_hook_blocks`];
+    /// and a project's hooks on every system), so that every shell the host may run it in there exits 0
     /// then, as a POSIX guard does on Unix: [`EXIT_0_AFTER`] where the host
     /// runs hooks in Git Bash or PowerShell, [`OR_EXIT_0`] where in cmd.exe
     /// or Git Bash.

@@ -341,15 +341,16 @@ impl Install {
         adopted.retain(|from| moved.as_deref() != Some(from.as_str()));
         // The same program, its hooks written another way (another
         // system's guard, or a project's keys for every system).
-        let rewritten = adopted.contains(&ours.program)
-            || original.as_ref().is_some_and(|o| o.json != settings)
-                && added_now.is_empty()
-                && statusline_now.is_none()
-                && moved.is_none()
-                && !named_now
-                && adopted.is_empty()
-                && !one_kept;
+        let reformed = adopted.contains(&ours.program);
         adopted.retain(|from| *from != ours.program);
+        let nothing_else = added_now.is_empty()
+            && statusline_now.is_none()
+            && moved.is_none()
+            && !named_now
+            && adopted.is_empty()
+            && !one_kept;
+        let rewritten =
+            reformed || nothing_else && original.as_ref().is_some_and(|o| o.json != settings);
         if rewritten {
             let _ = writeln!(
                 out,
@@ -371,14 +372,7 @@ impl Install {
                 interband::text::terminal(&ours.program),
             );
         }
-        if added_now.is_empty()
-            && statusline_now.is_none()
-            && moved.is_none()
-            && !named_now
-            && adopted.is_empty()
-            && !one_kept
-            && !rewritten
-        {
+        if nothing_else && !rewritten {
             let _ = writeln!(
                 out,
                 "interband is already installed in {}",

@@ -13,8 +13,9 @@ pub mod replay;
 pub mod top;
 
 /// A flag set by SIGINT, SIGTERM or SIGHUP (Ctrl-C, a closed terminal, a
-/// kill; on Windows Ctrl-C, Ctrl-Break and a closed console): a command that keeps private files checks it between steps and
-/// ends, removing them, instead of dying with them left behind.
+/// kill; on Windows Ctrl-C, Ctrl-Break and a closed console): a command
+/// that keeps private files checks it between steps and ends, removing
+/// them, instead of dying with them left behind.
 pub fn stop_flag(what: &str) -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     use anyhow::Context as _;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
