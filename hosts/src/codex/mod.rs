@@ -424,7 +424,7 @@ pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
     if flags.contains(" --project") {
         notes.push(
             "Codex CLI reads a project's .codex/ folder, its hooks with it, only in a project it \
-             trusts: answer its question when you first start `codex` there, or run `codex exec --trust` there once"
+             trusts: run `codex exec --trust` there once, as Codex itself advises"
                 .to_owned(),
         );
     }

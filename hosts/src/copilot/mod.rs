@@ -439,8 +439,8 @@ pub(crate) fn install_notes(_settings: &Value, flags: &str) -> Vec<String> {
     // says (tests/fixtures/project-forms-live/).
     if flags.contains(" --project") {
         notes.push(
-            "Copilot CLI runs a repository's hooks only in a folder you trust (it asks when it \
-             first starts there)"
+            "Copilot CLI runs a repository's hooks only in a folder you trust (`trusted_folders` \
+             in ~/.copilot/config.json)"
                 .to_owned(),
         );
     }
